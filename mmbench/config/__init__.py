@@ -1,0 +1,1 @@
+"""Suite configuration: TOML schema, sizes relative to the memory budget, ``--set`` overrides."""

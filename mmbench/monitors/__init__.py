@@ -1,0 +1,24 @@
+"""Monitor plugins: one module each.  ``registry()`` finds them all."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+
+from mmbench.monitors.base import Monitor, SamplingMonitor
+
+
+@cache
+def registry() -> dict[str, type[Monitor]]:
+    """Monitor name → class, for every module of this package defining a Monitor subclass."""
+    found: dict[str, type[Monitor]] = {}
+    for mod in pkgutil.iter_modules(__path__):
+        if mod.name.startswith("_") or mod.name == "base":
+            continue
+        module = importlib.import_module(f"{__name__}.{mod.name}")
+        for obj in vars(module).values():
+            if (isinstance(obj, type) and issubclass(obj, Monitor)
+                    and obj not in (Monitor, SamplingMonitor) and obj.name):
+                found[obj.name] = obj
+    return dict(sorted(found.items()))

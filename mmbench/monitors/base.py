@@ -1,0 +1,138 @@
+"""The monitor plugin interface.
+
+A monitor is one module in ``mmbench/monitors/`` defining a ``Monitor`` subclass.  The runner
+starts every monitor named in the suite before each workload iteration and stops it after; files
+go to ``ctx.outdir``.  A monitor that cannot work on this kernel says why in
+``unavailable_reason`` (said once, plainly, and the run goes on).  ``summarise`` turns the files
+back into metrics for ``mmbench compare`` (its own section per monitor).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+from mmbench.config.params import Param
+from mmbench.store.model import MetricDef
+
+
+@dataclass
+class MonitorContext:
+    outdir: Path                         # this iteration's folder for this monitor
+    interval: float                      # seconds
+    params: dict[str, Any]
+    sandbox_paths: dict[str, Path]       # controller name ("memory", "unified", ...) → cgroup dir
+    sandbox_pids: Callable[[], list[int]]
+    journal: Any                         # run.journal.Journal: record every tracefs/sysfs change
+    log: Callable[[str], None] = print
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class MonitorSummary:
+    """Metrics derived from one iteration of one monitor: name → (definition, values)."""
+
+    metrics: list[tuple[MetricDef, list[float]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class Monitor:
+    """Base class of every monitor plugin."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    default_interval: ClassVar[float] = 1.0
+    params: ClassVar[dict[str, Param]] = {}
+
+    def unavailable_reason(self) -> str | None:
+        """None when the monitor can run here, else a plain sentence why not."""
+        return None
+
+    def start(self, ctx: MonitorContext) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> dict[str, Any]:
+        """Stop and flush; returns metadata stored with the iteration (files, counts, notes)."""
+        raise NotImplementedError
+
+    @classmethod
+    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
+        return MonitorSummary()
+
+
+class SamplingMonitor(Monitor):
+    """A monitor that reads something every interval in a background thread.
+
+    Subclasses implement ``sample() -> dict[str, float]``; rows go to ``<name>.tsv`` in the
+    outdir: a header ``time<TAB>col...`` fixed by the first sample, then one row per sample
+    (time in seconds since start, monotonic clock).
+    """
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._ctx: MonitorContext | None = None
+        self._columns: list[str] | None = None
+        self._fh = None
+        self._rows = 0
+        self._errors: list[str] = []
+
+    def setup(self, ctx: MonitorContext) -> None:
+        """Called once before sampling starts (open files, find paths)."""
+
+    def sample(self) -> dict[str, float]:
+        raise NotImplementedError
+
+    def start(self, ctx: MonitorContext) -> None:
+        import time
+        self._ctx = ctx
+        ctx.outdir.mkdir(parents=True, exist_ok=True)
+        self.setup(ctx)
+        self._fh = open(ctx.outdir / f"{self.name}.tsv", "w")
+        self._t0 = time.monotonic()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name=f"monitor-{self.name}", daemon=True)
+        self._thread.start()
+
+    def _write(self) -> None:
+        import time
+        t = time.monotonic() - self._t0
+        row = self.sample()
+        if self._columns is None:
+            self._columns = list(row)
+            self._fh.write("time\t" + "\t".join(self._columns) + "\n")
+        self._fh.write(f"{t:.3f}\t" + "\t".join(_fmt(row.get(c)) for c in self._columns) + "\n")
+        self._rows += 1
+
+    def _loop(self) -> None:
+        assert self._ctx is not None
+        while True:
+            try:
+                self._write()
+            except Exception as e:  # a failing read is recorded, the run goes on
+                if len(self._errors) < 5:
+                    self._errors.append(f"{type(e).__name__}: {e}")
+            if self._stop.wait(self._ctx.interval):
+                break
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+        try:
+            self._write()  # a final sample closes the last interval
+        except Exception as e:
+            self._errors.append(f"{type(e).__name__}: {e}")
+        if self._fh:
+            self._fh.close()
+        return {"files": [f"{self.name}.tsv"], "samples": self._rows, "errors": self._errors}
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "nan"
+    if isinstance(v, int) or float(v).is_integer():
+        return str(int(v))
+    return f"{v:.6g}"

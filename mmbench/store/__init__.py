@@ -1,0 +1,1 @@
+"""Result store: one folder per run plus an SQLite index, behind the ``Store`` interface."""

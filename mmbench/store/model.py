@@ -1,0 +1,121 @@
+"""The data model every stage after the runner reads (documented in docs/results-format.md).
+
+A ``RunRecord`` (one ``mmbench run NAME``) holds ``WorkloadRun``s (one per workload of the suite),
+each holding ``IterationResult``s.  An iteration keeps its within-iteration samples per metric, so
+statistics can use iteration means or the samples themselves; nothing is pooled here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Better = Literal["higher", "lower"]
+MetricKind = Literal["time", "rate", "latency", "count", "percent", "size"]
+MeanKind = Literal["amean", "hmean", "gmean"]
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """A metric a workload (or monitor) declares: its name, unit and which direction is better.
+
+    ``kind`` decides the summary rows: ``latency`` gets percentiles, ``rate`` is summarised with the
+    harmonic mean unless ``mean`` says otherwise.
+    """
+
+    name: str
+    unit: str
+    better: Better
+    kind: MetricKind = "time"
+    mean: MeanKind | None = None
+    description: str = ""
+
+    @property
+    def mean_kind(self) -> MeanKind:
+        if self.mean:
+            return self.mean
+        return "hmean" if self.kind == "rate" else "amean"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "MetricDef":
+        return cls(**{k: d[k] for k in ("name", "unit", "better", "kind", "mean", "description") if k in d})
+
+
+IterationStatus = Literal["ok", "failed", "oom"]
+
+
+@dataclass
+class IterationResult:
+    """One iteration of one workload.
+
+    ``samples``: metric name → values measured within the iteration (one value for a single-shot
+    metric, many for per-fault latencies).  ``duration``: user, system and elapsed seconds of the
+    workload's whole process tree.  ``vmstat_delta``: /proc/vmstat after − before, raw counter
+    names.  ``monitors``: monitor name → files it wrote (relative to the run folder).
+    """
+
+    workload: str
+    index: int
+    warmup: bool
+    status: IterationStatus
+    reason: str | None = None
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    duration: dict[str, float] = field(default_factory=dict)
+    vmstat_delta: dict[str, int] = field(default_factory=dict)
+    memcg: dict[str, float] = field(default_factory=dict)
+    monitors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    started: float = 0.0
+    finished: float = 0.0
+    path: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "IterationResult":
+        return cls(**d)
+
+
+@dataclass
+class WorkloadRun:
+    """A workload of the suite as run: its label, plugin, resolved parameters and metrics."""
+
+    label: str
+    plugin: str
+    params: dict[str, Any]
+    metrics: list[MetricDef]
+    iterations: list[IterationResult] = field(default_factory=list)
+
+    def metric(self, name: str) -> MetricDef | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+    def measured(self) -> list[IterationResult]:
+        """Iterations that count for statistics: completed and not warm-up."""
+        return [it for it in self.iterations if it.status == "ok" and not it.warmup]
+
+
+RunStatus = Literal["running", "complete", "incomplete", "failed", "imported"]
+
+
+@dataclass
+class RunRecord:
+    """One named run: suite as run, environment fingerprint, status, workloads."""
+
+    name: str
+    status: RunStatus
+    created: float
+    finished: float | None
+    suite_text: str
+    suite_hash: str
+    fingerprint: dict[str, Any]
+    settings: dict[str, Any]
+    workloads: list[WorkloadRun] = field(default_factory=list)
+    path: Path | None = None
+    mmbench_version: str = ""
+
+    def workload(self, label: str) -> WorkloadRun | None:
+        return next((w for w in self.workloads if w.label == label), None)

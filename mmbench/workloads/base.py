@@ -1,0 +1,98 @@
+"""The workload plugin interface.
+
+A workload is one module in ``mmbench/workloads/`` defining a ``Workload`` subclass (plus a C
+source beside it where timing matters, compiled automatically: ``ctx.binary("name")`` builds
+``name.c``).  It declares its parameters and metrics; ``run`` does the work through the context
+the runner hands it, which places every process it spawns inside the memory sandbox, keeps raw
+output, and cleans up what the workload created.  ``run`` returns the samples per metric; a metric
+it returns must be declared (parser and metadata cannot drift apart).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, Sequence
+
+from mmbench.config.params import Param
+from mmbench.store.model import MetricDef
+
+Samples = dict[str, list[float]]
+
+
+class Sandbox(Protocol):
+    """The memory cgroup a workload runs in (cgroup v1 or v2)."""
+
+    version: int              # 1 or 2
+    limit: int                # bytes
+    memory_path: Path         # the memory cgroup directory
+    blkio_path: Path | None   # v1 blkio (or v2 io) cgroup directory, for IO throttling
+
+    def usage(self) -> int: ...
+    def free(self) -> int: ...          # limit − usage
+    def oom_kills(self) -> int: ...
+    def stat(self) -> dict[str, int]: ...  # memory.stat
+    def pids(self) -> list[int]: ...
+
+
+class WorkloadContext(Protocol):
+    """What the runner gives ``Workload.run``."""
+
+    params: dict[str, Any]        # resolved: sizes in bytes, durations in seconds
+    budget: int                   # memory budget in bytes (the sandbox limit)
+    ncpus: int
+    workdir: Path                 # scratch space on disk, removed after the iteration
+    rawdir: Path                  # kept in the result store: put raw output here
+    sandbox: Sandbox
+    stop_event: threading.Event   # set when a companion workload should finish
+
+    def binary(self, name: str) -> str:
+        """Path of the compiled C program ``mmbench/workloads/<name>.c`` (built on demand)."""
+
+    def spawn(self, argv: Sequence[str], *, stdout: str | None = None, stderr: str | None = None,
+              cwd: Path | None = None, env: dict[str, str] | None = None,
+              stdin: Any = None) -> subprocess.Popen:
+        """Start a process inside the sandbox.  ``stdout``/``stderr`` name files in rawdir
+        ("-" keeps stdout as a pipe).  The runner kills anything still running afterwards."""
+
+    def run(self, argv: Sequence[str], *, raw_name: str | None = None, timeout: float | None = None,
+            cwd: Path | None = None, env: dict[str, str] | None = None,
+            check: bool = True) -> subprocess.CompletedProcess:
+        """Run a process inside the sandbox to completion, stdout captured as text (and saved
+        to rawdir/raw_name).  Non-zero exit with ``check`` raises WorkloadError."""
+
+    def stop(self, proc: subprocess.Popen, timeout: float = 5.0) -> int:
+        """SIGTERM then SIGKILL a process this workload spawned (and its process group)."""
+
+    def set_knob(self, path: str | Path, value: str) -> None:
+        """Write a sysfs/procfs file, journaled: restored after the iteration, also after a crash."""
+
+    def record_mount(self, target: Path) -> None:
+        """Journal a mount made by the workload: unmounted after the iteration or by restore."""
+
+    def record_loop_device(self, device: str) -> None:
+        """Journal a loop device: detached after the iteration or by restore."""
+
+    def log(self, message: str) -> None: ...
+
+
+class Workload:
+    """Base class of every workload plugin."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    params: ClassVar[dict[str, Param]] = {}
+    metrics: ClassVar[list[MetricDef]] = []
+    requires: ClassVar[list[str]] = []     # executables needed on PATH (Debian packages)
+    companion: ClassVar[bool] = False      # runs beside another workload until stop_event
+
+    def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
+        """Metrics this configuration produces (override when they depend on params)."""
+        return list(self.metrics)
+
+    def check(self, params: dict[str, Any], budget: int) -> None:
+        """Reject impossible parameter combinations with UsageError before anything runs."""
+
+    def run(self, ctx: WorkloadContext) -> Samples:
+        raise NotImplementedError
