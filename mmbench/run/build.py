@@ -1,0 +1,49 @@
+"""Build the C programs that sit beside workloads and monitors, automatically and cached.
+
+``binary_for(source)`` compiles ``source`` with gcc into ``$MMBENCH_CACHE`` (default
+``~/.cache/mmbench/bin``) under a name keyed by the hash of the source and flags, so an edited
+source is rebuilt and an unchanged one never is.  No manual build step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from mmbench.errors import EnvironmentUnsupported
+
+CFLAGS = ["-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter", "-D_GNU_SOURCE", "-pthread"]
+LIBS = ["-lm", "-lrt"]
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("MMBENCH_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mmbench")
+    return Path(base) / "bin"
+
+
+def binary_for(source: str | Path) -> str:
+    """Path of the compiled program for ``source`` (a .c file), building it if needed."""
+    source = Path(source)
+    text = source.read_bytes()
+    digest = hashlib.sha256(text + " ".join(CFLAGS + LIBS).encode()).hexdigest()[:16]
+    out = cache_dir() / f"{source.stem}-{digest}"
+    if out.exists():
+        return str(out)
+    cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
+    if not cc:
+        raise EnvironmentUnsupported("no C compiler found (install gcc) to build " + source.name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{source.stem}-")
+    os.close(fd)
+    proc = subprocess.run([cc, *CFLAGS, "-o", tmp, str(source), *LIBS], capture_output=True, text=True)
+    if proc.returncode != 0:
+        os.unlink(tmp)
+        raise EnvironmentUnsupported(f"building {source.name} failed:\n{proc.stderr.strip()}")
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, out)  # atomic: a concurrent build of the same source is harmless
+    return str(out)

@@ -1,0 +1,189 @@
+"""One workload iteration: actions, sandbox, monitors, the workload itself, measurements, cleanup.
+
+Duration is the sandbox's CPU accounting (user and system time of every process that ran in it,
+orphans included) plus wall-clock elapsed; vmstat is the /proc/vmstat delta across the workload.
+Everything the iteration changed is journaled and restored before it returns, however it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from mmbench.errors import EnvironmentUnsupported, WorkloadError
+from mmbench.monitors.base import Monitor, MonitorContext
+from mmbench.run.context import IterationContext
+from mmbench.run.journal import Journal
+from mmbench.run.sandbox import MemorySandbox
+from mmbench.run.vmstat import parse_vmstat, read_vmstat, vmstat_delta
+from mmbench.store.model import IterationResult, MetricDef
+from mmbench.workloads.base import Workload
+
+
+@dataclass
+class MonitorSpec:
+    name: str
+    cls: type[Monitor]
+    interval: float
+    params: dict[str, Any]
+
+
+@dataclass
+class CompanionSpec:
+    workload: Workload
+    params: dict[str, Any]
+
+
+@dataclass
+class IterationPlan:
+    run_name: str
+    label: str
+    workload: Workload
+    params: dict[str, Any]
+    metrics: list[MetricDef]
+    budget: int
+    index: int
+    warmup: bool
+    itdir: Path                     # <run>/<label>/iter-<N>
+    rundir: Path
+    scratch: Path
+    actions: dict[str, Any] = field(default_factory=dict)
+    monitors: list[MonitorSpec] = field(default_factory=list)
+    companions: list[CompanionSpec] = field(default_factory=list)
+
+
+def per_iteration_actions(actions: dict[str, Any], journal: Journal) -> None:
+    """sync/wait for writeback, drop caches, compact memory: in that order, before each iteration."""
+    if actions.get("sync", True):
+        os.sync()
+        deadline = time.monotonic() + float(actions.get("writeback_timeout", 60))
+        while time.monotonic() < deadline:
+            v = parse_vmstat(read_vmstat())
+            if v.get("nr_dirty", 0) + v.get("nr_writeback", 0) <= 1024:
+                break
+            time.sleep(0.1)
+    if actions.get("drop_caches", False):
+        # drop_caches is an action, not a setting: nothing to restore.
+        Path("/proc/sys/vm/drop_caches").write_text("3")
+    if actions.get("compact_memory", False):
+        Path("/proc/sys/vm/compact_memory").write_text("1")
+
+
+def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], None] = print,
+                  announce_unavailable: Callable[[str, str], None] | None = None) -> IterationResult:
+    itdir = plan.itdir
+    rawdir = itdir / "raw"
+    rawdir.mkdir(parents=True, exist_ok=True)
+    result = IterationResult(workload=plan.label, index=plan.index, warmup=plan.warmup, status="ok",
+                             path=str(itdir.relative_to(plan.rundir)))
+    mark = journal.mark()
+    workdir = plan.scratch / f"{plan.run_name}-{plan.label}-{plan.index}-{os.getpid()}"
+    sandbox: MemorySandbox | None = None
+    ctx: IterationContext | None = None
+    running: list[tuple[MonitorSpec, Monitor]] = []
+    companion_threads: list[tuple[threading.Thread, dict[str, Any]]] = []
+    try:
+        journal.record("remove", path=str(workdir))
+        workdir.mkdir(parents=True, exist_ok=True)
+        per_iteration_actions(plan.actions, journal)
+        sandbox = MemorySandbox(f"{plan.run_name}-{plan.label}-{plan.index}-{os.getpid()}", plan.budget, journal).create()
+        ctx = IterationContext(params=plan.params, budget=plan.budget, workdir=workdir, rawdir=rawdir,
+                               sandbox=sandbox, journal=journal, log=log)
+        for spec in plan.monitors:
+            mon = spec.cls()
+            reason = mon.unavailable_reason()
+            if reason:
+                result.monitors[spec.name] = {"unavailable": reason}
+                if announce_unavailable:
+                    announce_unavailable(spec.name, reason)
+                continue
+            mdir = itdir / "monitors" / spec.name
+            try:
+                mon.start(MonitorContext(outdir=mdir, interval=spec.interval, params=spec.params,
+                                         sandbox_paths=dict(sandbox.paths), sandbox_pids=sandbox.pids,
+                                         journal=journal, log=log))
+                running.append((spec, mon))
+            except Exception as e:  # a failing monitor is reported; the run goes on
+                result.monitors[spec.name] = {"error": f"{type(e).__name__}: {e}"}
+                log(f"monitor {spec.name} failed to start: {e}")
+        before = read_vmstat()
+        (itdir / "vmstat-before").write_text(before)
+        cpu0 = sandbox.cpu_times() or (0.0, 0.0)
+        result.started = time.time()
+        t0 = time.monotonic()
+        for comp in plan.companions:
+            ccx = IterationContext(params=comp.params, budget=plan.budget, workdir=workdir, rawdir=rawdir,
+                                   sandbox=sandbox, journal=journal, log=log, stop_event=threading.Event())
+            box: dict[str, Any] = {"ctx": ccx, "workload": comp.workload}
+            th = threading.Thread(target=_companion, args=(comp.workload, ccx, box), daemon=True)
+            th.start()
+            companion_threads.append((th, box))
+        try:
+            samples = plan.workload.run(ctx)
+        except (WorkloadError, EnvironmentUnsupported) as e:
+            samples = {}
+            result.status, result.reason = "failed", str(e)
+        finally:
+            elapsed = time.monotonic() - t0
+            for th, box in companion_threads:
+                box["ctx"].stop_event.set()
+            for th, box in companion_threads:
+                th.join(timeout=120)
+                box["ctx"].stop_all()
+        result.finished = time.time()
+        after = read_vmstat()
+        (itdir / "vmstat-after").write_text(after)
+        cpu1 = sandbox.cpu_times() or (0.0, 0.0)
+        result.duration = {"user": round(cpu1[0] - cpu0[0], 6), "system": round(cpu1[1] - cpu0[1], 6),
+                           "elapsed": round(elapsed, 6)}
+        result.vmstat_delta = vmstat_delta(parse_vmstat(before), parse_vmstat(after))
+        ooms = sandbox.oom_kills()
+        result.memcg = {"oom_kills": ooms, "failcnt": sandbox.failcnt(), "max_usage": sandbox.max_usage() or 0,
+                        "limit": sandbox.limit}
+        for th, box in companion_threads:
+            if "error" in box and result.status == "ok":
+                result.status, result.reason = "failed", f"companion {box['workload'].name}: {box['error']}"
+            samples = {**samples, **box.get("samples", {})}
+        if ooms and result.status == "ok" or (ooms and result.status == "failed"):
+            result.status = "oom"
+            result.reason = (f"OOM kill in the sandbox ({ooms} process(es) killed at the "
+                             f"{plan.budget >> 20} MiB limit)" + (f"; {result.reason}" if result.reason else ""))
+        if result.status == "ok":
+            declared = {m.name for m in plan.metrics}
+            unknown = sorted(set(samples) - declared)
+            if unknown:
+                result.status = "failed"
+                result.reason = f"workload returned undeclared metric(s): {', '.join(unknown)}"
+            missing = sorted(declared - set(samples))
+            if missing and result.status == "ok":
+                result.reason = f"no samples for: {', '.join(missing)}"
+        result.samples = {k: [float(x) for x in v] for k, v in samples.items()}
+        return result
+    finally:
+        for spec, mon in running:
+            try:
+                meta = mon.stop()
+            except Exception as e:
+                meta = {"error": f"{type(e).__name__}: {e}"}
+            result.monitors[spec.name] = {"dir": str((itdir / "monitors" / spec.name).relative_to(plan.rundir)),
+                                          **(meta or {})}
+        if ctx is not None:
+            ctx.stop_all()
+        if sandbox is not None:
+            sandbox.destroy()
+        problems = journal.restore(since=mark)
+        for p in problems:
+            log(f"warning: {p}")
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _companion(workload: Workload, ctx: IterationContext, box: dict[str, Any]) -> None:
+    try:
+        box["samples"] = workload.run(ctx)
+    except Exception as e:
+        box["error"] = f"{type(e).__name__}: {e}"

@@ -1,0 +1,246 @@
+"""The system-state journal: every change mmbench makes to the machine, written before it is made.
+
+One journal for the whole machine (``/var/lib/mmbench/journal.jsonl``, or ``$MMBENCH_STATE_DIR``),
+because sysctls, THP knobs, cgroups, mounts, swap and trace events are system-wide.  Each entry is
+appended and fsynced *before* the change, so a SIGKILLed run leaves enough to put everything back:
+``mmbench restore`` (and the next ``mmbench run``) replays the journal in reverse.  A lock file held
+with flock marks the journal's owner as alive.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from mmbench.errors import UsageError
+
+_BRACKET = re.compile(r"\[([^\]]+)\]")
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("MMBENCH_STATE_DIR", "/var/lib/mmbench"))
+
+
+def read_knob(path: Path) -> str:
+    """Current value of a sysfs/procfs file; for ``a [b] c`` choice files, the selected one."""
+    text = path.read_text().strip()
+    m = _BRACKET.search(text)
+    return m.group(1) if m and " " in text else text
+
+
+def write_knob(path: Path, value: str) -> None:
+    """Write a value the way ``echo value > path`` does; the kernel's errno becomes the message."""
+    try:
+        with open(path, "w") as fh:
+            fh.write(str(value))
+    except OSError as e:
+        raise OSError(e.errno, f"{path}: the kernel rejected {value!r} ({os.strerror(e.errno or 0)})") from None
+
+
+def _proc_start_time(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+class Journal:
+    """Append-only record of changes, replayed in reverse by ``restore``."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.dir = directory or state_dir()
+        self.path = self.dir / "journal.jsonl"
+        self.lock_path = self.dir / "journal.lock"
+        self._lock_fd: int | None = None
+        self.entries: list[dict[str, Any]] = []
+
+    # -- ownership ---------------------------------------------------------------------------
+    def acquire(self) -> list[str]:
+        """Become the journal's owner.  Restores what a dead owner left; returns what it said."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                owner = self.lock_path.read_text().strip() or "?"
+                raise UsageError(f"another mmbench process (pid {owner}) is changing this machine; "
+                                 f"wait for it to finish") from None
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock_fd = fd
+        messages: list[str] = []
+        if self.path.exists():
+            self.entries = self._load()
+            if self.entries:
+                messages.append(f"a previous mmbench run did not finish: restoring {len(self.entries)} "
+                                f"change(s) from {self.path}")
+                messages += self.restore()
+        self.entries = []
+        self._rewrite()
+        return messages
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            if not self.entries and self.path.exists():
+                self.path.unlink()
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> "Journal":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.restore()
+        finally:
+            self.release()
+
+    def _load(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.path.read_text().splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a torn last line from a kill mid-write: the change after it never happened
+        return out
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        entry = {**entry, "time": time.time(), "pid": os.getpid()}
+        with open(self.path, "a") as fh:
+            fh.write(json.dumps(entry) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.entries.append(entry)
+
+    def _rewrite(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as fh:
+            for e in self.entries:
+                fh.write(json.dumps(e) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
+    # -- recording changes ------------------------------------------------------------------
+    def set_value(self, path: str | Path, value: Any) -> None:
+        """Record the original value of ``path`` (once) and write ``value``."""
+        path = Path(path)
+        if not any(e["kind"] == "value" and e["path"] == str(path) for e in self.entries):
+            self._append({"kind": "value", "path": str(path), "original": read_knob(path)})
+        write_knob(path, str(value))
+
+    def record(self, kind: str, **data: Any) -> None:
+        """Record something created: cgroup, mount, loop, swap, zram, remove (path), process."""
+        if kind == "process":
+            data.setdefault("start", _proc_start_time(int(data["pid"])))
+        self._append({"kind": kind, **data})
+
+    def mark(self) -> int:
+        return len(self.entries)
+
+    # -- restoring --------------------------------------------------------------------------
+    def restore(self, since: int = 0) -> list[str]:
+        """Undo entries after ``since`` in reverse order.  Returns problems (empty if all went back)."""
+        problems: list[str] = []
+        todo = self.entries[since:]
+        for entry in reversed(todo):
+            try:
+                _undo(entry)
+            except Exception as e:  # keep going: every other change must still go back
+                problems.append(f"could not undo {entry['kind']} {entry.get('path') or entry.get('target') or entry.get('device') or ''}: {e}")
+        self.entries = self.entries[:since]
+        if self.path.exists() or self.entries:
+            self._rewrite()
+        return problems
+
+    def pending(self) -> list[dict[str, Any]]:
+        return self._load() if self.path.exists() else []
+
+
+def _kill_cgroup_procs(path: Path) -> None:
+    procs = path / "cgroup.procs"
+    for _ in range(50):
+        try:
+            pids = [int(p) for p in procs.read_text().split()]
+        except OSError:
+            return
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+
+
+def _undo(entry: dict[str, Any]) -> None:
+    kind = entry["kind"]
+    if kind == "value":
+        p = Path(entry["path"])
+        if p.exists() and read_knob(p) != entry["original"]:
+            write_knob(p, entry["original"])
+    elif kind == "process":
+        pid = int(entry["pid"])
+        if entry.get("start") and _proc_start_time(pid) == entry["start"]:
+            try:
+                os.killpg(pid, signal.SIGKILL) if entry.get("group") else os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    elif kind == "cgroup":
+        p = Path(entry["path"])
+        if p.exists():
+            _kill_cgroup_procs(p)
+            for _ in range(100):
+                try:
+                    p.rmdir()
+                    break
+                except OSError as e:
+                    if e.errno != errno.EBUSY:
+                        raise
+                    time.sleep(0.05)
+            else:
+                p.rmdir()
+    elif kind == "mount":
+        target = entry["target"]
+        if _is_mounted(target):
+            subprocess.run(["umount", target], check=False, capture_output=True)
+            if _is_mounted(target):
+                subprocess.run(["umount", "-l", target], check=True, capture_output=True)
+    elif kind == "loop":
+        subprocess.run(["losetup", "-d", entry["device"]], check=False, capture_output=True)
+    elif kind == "swap":
+        if entry["device"] in Path("/proc/swaps").read_text():
+            subprocess.run(["swapoff", entry["device"]], check=True, capture_output=True)
+    elif kind == "zram":
+        Path(f"/sys/block/{entry['device']}/reset").write_text("1")
+    elif kind == "remove":
+        p = Path(entry["path"])
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        elif p.exists() or p.is_symlink():
+            p.unlink()
+    else:
+        raise ValueError(f"unknown journal entry kind {kind!r}")
+
+
+def _is_mounted(target: str) -> bool:
+    target = os.path.realpath(target)
+    with open("/proc/mounts") as fh:
+        return any(line.split()[1] == target for line in fh)

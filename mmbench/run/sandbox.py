@@ -1,0 +1,170 @@
+"""The memory sandbox: a memory cgroup limited to the budget, so a big machine behaves like a small one.
+
+cgroup v2 (``memory.max``, what most users have) and cgroup v1 (``memory.limit_in_bytes``, the
+only memory controller on hybrid hosts such as ours) are both supported.  On a hybrid host the
+task is also placed in a leaf of the unified (v2) hierarchy when it exists, which gives per-cgroup
+PSI and exact CPU accounting (``cpu.stat`` exists on every v2 cgroup).  Every cgroup is journaled
+before it is created; mmbench itself never enters the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from mmbench.run.journal import Journal
+
+CGROUP_ROOT = Path(os.environ.get("MMBENCH_CGROUP_ROOT", "/sys/fs/cgroup"))
+BASE = "mmbench"
+
+
+def cgroup_version() -> int:
+    """2 when the unified hierarchy at /sys/fs/cgroup has the memory controller, 1 when v1 has it."""
+    ctrl = CGROUP_ROOT / "cgroup.controllers"
+    if ctrl.exists() and "memory" in ctrl.read_text().split():
+        return 2
+    if (CGROUP_ROOT / "memory" / "memory.limit_in_bytes").exists():
+        return 1
+    return 0
+
+
+def _read_kv(path: Path) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        k, _, v = line.partition(" ")
+        try:
+            out[k] = int(v)
+        except ValueError:
+            pass
+    return out
+
+
+class MemorySandbox:
+    """One leaf memory cgroup (plus companions) for one workload iteration."""
+
+    def __init__(self, name: str, limit: int, journal: Journal) -> None:
+        self.name = name
+        self.limit = int(limit)
+        self.journal = journal
+        self.version = cgroup_version()
+        if self.version == 0:
+            raise RuntimeError("no memory cgroup controller found (neither cgroup v2 memory.max "
+                               "nor v1 memory.limit_in_bytes)")
+        self.paths: dict[str, Path] = {}
+        self.blkio_path: Path | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def _mkdir(self, path: Path) -> None:
+        if path.exists():
+            return
+        self.journal.record("cgroup", path=str(path))
+        path.mkdir()
+
+    def create(self) -> "MemorySandbox":
+        if self.version == 2:
+            base = CGROUP_ROOT / BASE
+            self._mkdir(base)
+            wanted = [c for c in ("memory", "io", "cpu") if c in (CGROUP_ROOT / "cgroup.subtree_control").read_text().split()]
+            if wanted:
+                (base / "cgroup.subtree_control").write_text(" ".join("+" + c for c in wanted))
+            leaf = base / self.name
+            self._mkdir(leaf)
+            (leaf / "memory.max").write_text(str(self.limit))
+            self.paths = {"memory": leaf, "unified": leaf}
+            if "io" in wanted:
+                self.blkio_path = leaf
+        else:
+            for ctrl in ("memory", "cpuacct", "blkio", "unified"):
+                root = CGROUP_ROOT / ctrl
+                if not (root / "cgroup.procs").exists():
+                    continue
+                self._mkdir(root / BASE)
+                leaf = root / BASE / self.name
+                self._mkdir(leaf)
+                self.paths[ctrl] = leaf
+            (self.paths["memory"] / "memory.limit_in_bytes").write_text(str(self.limit))
+            self.blkio_path = self.paths.get("blkio")
+        return self
+
+    @property
+    def memory_path(self) -> Path:
+        return self.paths["memory"]
+
+    def attach(self, pid: int) -> None:
+        """Move ``pid`` into every hierarchy of the sandbox (called in the child before exec)."""
+        for path in self.paths.values():
+            with open(path / "cgroup.procs", "w") as fh:
+                fh.write(str(pid))
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(p) for p in (self.memory_path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return []
+
+    def kill_all(self) -> int:
+        """SIGKILL every process left in the sandbox (all were started by this run)."""
+        killed = 0
+        for _ in range(100):
+            pids = self.pids()
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.02)
+        return killed
+
+    def destroy(self) -> None:
+        self.kill_all()
+        for path in self.paths.values():
+            for _ in range(200):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.025)
+
+    # -- readings ----------------------------------------------------------------------------
+    def usage(self) -> int:
+        f = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
+        return int((self.memory_path / f).read_text())
+
+    def free(self) -> int:
+        return max(0, self.limit - self.usage())
+
+    def oom_kills(self) -> int:
+        f = "memory.events" if self.version == 2 else "memory.oom_control"
+        return _read_kv(self.memory_path / f).get("oom_kill", 0)
+
+    def failcnt(self) -> int:
+        if self.version == 2:
+            return _read_kv(self.memory_path / "memory.events").get("max", 0)
+        return int((self.memory_path / "memory.failcnt").read_text())
+
+    def max_usage(self) -> int | None:
+        f = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
+        p = self.memory_path / f
+        return int(p.read_text()) if p.exists() else None
+
+    def stat(self) -> dict[str, int]:
+        return _read_kv(self.memory_path / "memory.stat")
+
+    def cpu_times(self) -> tuple[float, float] | None:
+        """(user, system) CPU seconds of everything that ran in the sandbox."""
+        unified = self.paths.get("unified")
+        if unified is not None and (unified / "cpu.stat").exists():
+            kv = _read_kv(unified / "cpu.stat")
+            return kv.get("user_usec", 0) / 1e6, kv.get("system_usec", 0) / 1e6
+        cpuacct = self.paths.get("cpuacct")
+        if cpuacct is not None:
+            return (int((cpuacct / "cpuacct.usage_user").read_text()) / 1e9,
+                    int((cpuacct / "cpuacct.usage_sys").read_text()) / 1e9)
+        return None
