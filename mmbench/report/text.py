@@ -1,0 +1,77 @@
+"""Plain-text tables in the layout of the LKML mails: row label, then ``value (  pct%)`` per run,
+``*`` after a significant cell, ``p=`` with ``--pvalues``.  Environment differences first, notes
+last.  Colour (significant better green, worse red) only when ``options["color"]`` is set and
+NO_COLOR is not; the plain path needs nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from mmbench.analysis.compare import Comparison, Row
+from mmbench.report.base import Exporter, fmt_p, fmt_value
+
+
+def _cell(r: Row, run: str, multi: bool, pvalues: bool) -> tuple[str, str, str]:
+    """(value text, pct text, p text)."""
+    v = fmt_value(r.values.get(run))
+    if not multi:
+        return v, "", ""
+    pct = r.pct.get(run)
+    ptxt = f"({pct:7.2f}%)" if pct is not None else "(    n/a)"
+    ptxt += "*" if r.significant.get(run) else " "
+    return v, ptxt, (fmt_p(r.p.get(run)) if pvalues else "")
+
+
+class TextExporter(Exporter):
+    name = "text"
+
+    def render(self, comparison: Comparison, options: dict[str, Any]) -> str:
+        pvalues = bool(options.get("pvalues"))
+        color = bool(options.get("color")) and not os.environ.get("NO_COLOR")
+        paint = _painter() if color else None
+        runs = comparison.runs
+        multi = len(runs) > 1
+        out: list[str] = []
+        if comparison.env_diff:
+            out.append("Environment differences")
+            kw = max(len(k) for k, _ in comparison.env_diff)
+            for k, vals in comparison.env_diff:
+                out.append(f"  {k:<{kw}}  " + "  ".join(f"{n}={vals.get(n)!s}" for n in runs))
+            out.append("")
+        for sec in comparison.sections:
+            if not sec.rows:
+                continue
+            labels = [f"{r.stat:<10} {r.metric}" for r in sec.rows]
+            lw = max(len(x) for x in labels + [sec.title])
+            cells = [[_cell(r, n, multi, pvalues) for n in runs] for r in sec.rows]
+            extra = 12 if multi else 0          # " (%7.2f%%)" and the significance mark
+            vw = [max([len(n) - extra] + [len(c[i][0]) for c in cells]) for i, n in enumerate(runs)]
+            pw = [max(len(c[i][2]) for c in cells) for i in range(len(runs))]
+            out.append(sec.title)
+            out.append((" " * lw + "".join(
+                "  " + f"{n:>{vw[i] + extra}}" + (" " * (pw[i] + 1) if pw[i] else "")
+                for i, n in enumerate(runs))).rstrip())
+            for r, label, rc in zip(sec.rows, labels, cells):
+                line = f"{label:<{lw}}"
+                for i, (v, p, pv) in enumerate(rc):
+                    cell = f"{v:>{vw[i]}}" + (f" {p}" if multi else "") + (f" {pv:<{pw[i]}}" if pw[i] else "")
+                    if paint and r.significant.get(runs[i]):
+                        pct = r.pct.get(runs[i])
+                        cell = paint(cell, pct is not None and pct > 0)
+                    line += "  " + cell
+                out.append(line.rstrip())
+            row_notes = [f"  {r.stat} {r.metric}: {r.note}" for r in sec.rows if r.note]
+            out += row_notes
+            out.append("")
+        if comparison.notes:
+            out.append("Notes")
+            out += [f"  - {n}" for n in comparison.notes]
+        return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _painter():
+    from rich.style import Style  # only on the colour path
+    good, bad = Style(color="green", bold=True), Style(color="red", bold=True)
+    return lambda text, better: (good if better else bad).render(text)
