@@ -1,0 +1,72 @@
+"""Helpers shared by the sampling monitors: cheap file reads, the tsv loader, rate series."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mmbench.store.model import MetricDef
+
+
+def read_text(path: str | os.PathLike, bufsize: int = 1 << 16) -> str:
+    """Read a /proc or sysfs file with as few syscalls as possible (one for small files)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, bufsize)
+            if not b:
+                break
+            chunks.append(b)
+            if len(b) < bufsize // 2:   # seq_file hands out whole pages; a short read is the end
+                b2 = os.read(fd, bufsize)
+                if not b2:
+                    break
+                chunks.append(b2)
+        return b"".join(chunks).decode("ascii", "replace")
+    finally:
+        os.close(fd)
+
+
+def load_tsv(path: Path) -> tuple[list[str], np.ndarray]:
+    """Columns (without ``time``) and a 2-D array whose column 0 is time."""
+    with open(path) as fh:
+        header = fh.readline().rstrip("\n").split("\t")
+        rows = [line.rstrip("\n").split("\t") for line in fh if line.strip()]
+    if not rows:
+        return header[1:], np.zeros((0, len(header)))
+    arr = np.array([[float(v) for v in r] for r in rows if len(r) == len(header)], dtype=float)
+    return header[1:], arr
+
+
+def tsv_of(outdir: Path, meta: dict[str, Any], name: str) -> Path:
+    files = meta.get("files") or [f"{name}.tsv"]
+    return Path(outdir) / files[0]
+
+
+def rates(t: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Per-second rate of a counter over each sampling interval (counter resets give 0)."""
+    if len(t) < 2:
+        return np.zeros(0)
+    dt = np.diff(t)
+    dv = np.diff(v)
+    dt[dt <= 0] = np.nan
+    r = dv / dt
+    r[dv < 0] = 0.0
+    return r[np.isfinite(r)]
+
+
+def clean(values: Any) -> list[float]:
+    a = np.asarray(values, dtype=float)
+    return [float(x) for x in a[np.isfinite(a)]]
+
+
+def rate_metric(name: str, unit: str = "/s", better: str = "lower", description: str = "") -> MetricDef:
+    return MetricDef(name=name, unit=unit, better=better, kind="rate", mean="amean", description=description)
+
+
+def gauge_metric(name: str, unit: str, better: str = "lower", kind: str = "size", description: str = "") -> MetricDef:
+    return MetricDef(name=name, unit=unit, better=better, kind=kind, mean="amean", description=description)

@@ -1,0 +1,89 @@
+"""kthreads: CPU time of the kernel's memory-management threads.
+
+Finds kswapd*, kcompactd*, khugepaged and kdamond* in /proc at start and reads utime+stime of
+each from /proc/<pid>/stat every interval (a few us per thread).  Columns: thread name, CPU
+seconds so far.  Summary per thread: CPU % of each interval and the total CPU seconds over the
+iteration (kdamond is DAMON's, owned by the platform on this VM: it reclaims on its own).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mmbench.monitors._common import clean, load_tsv, tsv_of
+from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor
+from mmbench.store.model import MetricDef
+
+PREFIXES = ("kswapd", "kcompactd", "khugepaged", "kdamond")
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def find_kthreads() -> dict[str, int]:
+    found: dict[str, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/comm") as fh:
+                comm = fh.read().strip()
+        except OSError:
+            continue
+        if comm.startswith(PREFIXES):
+            name = comm if comm not in found else f"{comm}-{d}"
+            found[name] = int(d)
+    return dict(sorted(found.items()))
+
+
+def cpu_seconds(pid: int) -> float:
+    fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+    try:
+        data = os.read(fd, 4096)
+    finally:
+        os.close(fd)
+    fields = data[data.rindex(b")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+class Kthreads(SamplingMonitor):
+    name = "kthreads"
+    summary = "CPU time of kswapd, kcompactd, khugepaged and kdamond threads"
+    default_interval = 1.0
+
+    def setup(self, ctx: MonitorContext) -> None:
+        self._threads = find_kthreads()
+
+    def sample(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name, pid in self._threads.items():
+            try:
+                out[name] = cpu_seconds(pid)
+            except (OSError, ValueError):
+                out[name] = float("nan")
+        return out
+
+    def stop(self) -> dict[str, Any]:
+        meta = super().stop()
+        meta["threads"] = getattr(self, "_threads", {})
+        return meta
+
+    @classmethod
+    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
+        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+        out = MonitorSummary()
+        if len(arr) < 2:
+            return out
+        t = arr[:, 0]
+        dt = np.diff(t)
+        for i, c in enumerate(cols, start=1):
+            d = np.diff(arr[:, i])
+            pct = 100.0 * d / np.where(dt > 0, dt, np.nan)
+            out.metrics.append((MetricDef(f"{c} CPU %", "%", "lower", kind="percent", mean="amean",
+                                          description=f"CPU used by {c} per interval"), clean(pct)))
+            total = np.nansum(d[d >= 0])
+            out.metrics.append((MetricDef(f"{c} CPU (s)", "s", "lower", kind="time", mean="amean",
+                                          description=f"CPU seconds used by {c} during the iteration"), [float(total)]))
+        return out

@@ -1,0 +1,114 @@
+"""memcg: the sandbox memory cgroup's usage, limit failures and memory.stat.
+
+cgroup v1 (``sandbox_paths["memory"]`` under a v1 hierarchy): ``memory.usage_in_bytes``,
+``memory.failcnt``, ``memory.memsw.usage_in_bytes`` when present, ``oom_kill`` from
+``memory.oom_control`` and every ``memory.stat`` field.  cgroup v2: ``memory.current``,
+``memory.swap.current``, ``memory.events`` (max, high, oom, oom_kill) and ``memory.stat``.
+Cost: 3-4 small reads (memory.stat ~20-40 us).  Summary: usage (MiB), limit hits per second
+(v1 failcnt / v2 events.max), memory.stat sizes in MiB and its event counters (pgfault,
+pgmajfault, pgscan, pgsteal, workingset_*...) as per-second rates.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mmbench.monitors._common import clean, gauge_metric, load_tsv, rate_metric, rates, read_text, tsv_of
+from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor
+
+COUNTER_PREFIXES = ("pg", "workingset_", "thp_", "zswpin", "zswpout", "zswpwb", "swpin", "swpout",
+                    "failcnt", "events.", "oom_kill")
+SIZE_SUMMARY = ("cache", "rss", "rss_huge", "mapped_file", "dirty", "writeback", "shmem", "swap",
+                "active_anon", "inactive_anon", "active_file", "inactive_file", "anon", "file",
+                "anon_thp", "slab", "kernel", "file_dirty", "file_writeback", "sock", "percpu")
+
+
+def is_counter(name: str) -> bool:
+    base = name.split(".", 1)[1] if name.startswith("stat.") else name
+    if base.startswith("total_"):
+        base = base[6:]
+    return base.startswith(COUNTER_PREFIXES) or name.startswith("events.")
+
+
+def _kv(text: str, prefix: str, out: dict[str, float]) -> None:
+    for line in text.splitlines():
+        k, _, v = line.partition(" ")
+        if v:
+            try:
+                out[prefix + k] = int(v)
+            except ValueError:
+                pass
+
+
+class Memcg(SamplingMonitor):
+    name = "memcg"
+    summary = "sandbox memory cgroup: usage, failcnt/limit events, memory.stat"
+    default_interval = 1.0
+
+    def setup(self, ctx: MonitorContext) -> None:
+        path = (ctx.sandbox_paths or {}).get("memory")
+        if not path:
+            raise RuntimeError("no memory cgroup for the sandbox: nothing to record")
+        self._path = Path(path)
+        self._v2 = (self._path / "memory.current").exists()
+        p = self._path
+        if self._v2:
+            self._scalars = [("usage", p / "memory.current")]
+            if (p / "memory.swap.current").exists():
+                self._scalars.append(("swap", p / "memory.swap.current"))
+            self._kvfiles = [("events.", p / "memory.events"), ("stat.", p / "memory.stat")]
+        else:
+            self._scalars = [("usage", p / "memory.usage_in_bytes"), ("failcnt", p / "memory.failcnt")]
+            if (p / "memory.memsw.usage_in_bytes").exists():
+                self._scalars.append(("memsw_usage", p / "memory.memsw.usage_in_bytes"))
+            self._kvfiles = [("oom.", p / "memory.oom_control"), ("stat.", p / "memory.stat")]
+
+    def sample(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name, path in self._scalars:
+            out[name] = int(read_text(path).split()[0])
+        for prefix, path in self._kvfiles:
+            _kv(read_text(path), prefix, out)
+        out.pop("oom.under_oom", None)
+        out.pop("oom.oom_kill_disable", None)
+        return out
+
+    def stop(self) -> dict[str, Any]:
+        meta = super().stop()
+        meta["cgroup"] = str(getattr(self, "_path", ""))
+        meta["version"] = 2 if getattr(self, "_v2", False) else 1
+        return meta
+
+    @classmethod
+    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
+        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+        out = MonitorSummary()
+        if not len(arr):
+            return out
+        t = arr[:, 0]
+
+        def col(n: str) -> np.ndarray:
+            return arr[:, cols.index(n) + 1]
+
+        out.metrics.append((gauge_metric("Usage (MiB)", "MiB"), clean(col("usage") / 2**20)))
+        if "failcnt" in cols:
+            out.metrics.append((rate_metric("Limit hits (failcnt/s)", "/s"), clean(rates(t, col("failcnt")))))
+        if "events.max" in cols:
+            out.metrics.append((rate_metric("Limit hits (events.max/s)", "/s"), clean(rates(t, col("events.max")))))
+        for k in ("oom.oom_kill", "events.oom_kill"):
+            if k in cols:
+                out.metrics.append((gauge_metric("OOM kills", "kills", kind="count"),
+                                    [float(np.nanmax(col(k)) - np.nanmin(col(k)))]))
+        for c in cols:
+            if not c.startswith("stat."):
+                continue
+            base = c[5:]
+            if is_counter(c):
+                if not base.startswith("total_") and col(c)[-1] != col(c)[0]:
+                    out.metrics.append((rate_metric(f"{base}/s"), clean(rates(t, col(c)))))
+            elif base in SIZE_SUMMARY:
+                out.metrics.append((gauge_metric(f"{base} (MiB)", "MiB"), clean(col(c) / 2**20)))
+        return out

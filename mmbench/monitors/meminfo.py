@@ -1,0 +1,52 @@
+"""meminfo: every /proc/meminfo field (kB), each interval.
+
+Cost: ~10 us per read.  Summary: the main fields in MiB (free, available, page cache, anon, THP,
+slab, dirty/writeback, page tables) as absolute values per sample.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mmbench.monitors._common import clean, gauge_metric, load_tsv, read_text, tsv_of
+from mmbench.monitors.base import MonitorSummary, SamplingMonitor
+
+SUMMARY_FIELDS = ["MemFree", "MemAvailable", "Cached", "Buffers", "Active(file)", "Inactive(file)",
+                  "Active(anon)", "Inactive(anon)", "AnonPages", "AnonHugePages", "Shmem", "Mapped",
+                  "Dirty", "Writeback", "Slab", "SReclaimable", "SUnreclaim", "PageTables",
+                  "SwapCached", "Zswap", "HugePages_Free"]
+
+
+def parse_meminfo(text: str) -> dict[str, int]:
+    out = {}
+    for line in text.splitlines():
+        k, _, rest = line.partition(":")
+        if rest:
+            out[k] = int(rest.split()[0])
+    return out
+
+
+class Meminfo(SamplingMonitor):
+    name = "meminfo"
+    summary = "/proc/meminfo every interval (kB)"
+    default_interval = 1.0
+
+    def sample(self) -> dict[str, float]:
+        return parse_meminfo(read_text("/proc/meminfo"))
+
+    @classmethod
+    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
+        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+        out = MonitorSummary()
+        if not len(arr):
+            return out
+        for f in SUMMARY_FIELDS:
+            if f in cols:
+                col = arr[:, cols.index(f) + 1]
+                if f.startswith("HugePages_"):
+                    out.metrics.append((gauge_metric(f, "pages", kind="count"), clean(col)))
+                else:
+                    better = "higher" if f in ("MemFree", "MemAvailable") else "lower"
+                    out.metrics.append((gauge_metric(f"{f} (MiB)", "MiB", better), clean(col / 1024.0)))
+        return out
