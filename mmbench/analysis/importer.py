@@ -1,0 +1,137 @@
+"""Import samples measured elsewhere, so they can be compared like runs.
+
+CSV: a header ``workload,metric,unit,better,iteration,value`` (any order; an optional ``kind``
+column), one sample per line.  JSON: a list of objects with the same fields, or
+``{"samples": [...]}``.  Several lines with the same workload, metric and iteration are samples
+of that iteration.  Bad input raises :class:`mmbench.errors.UsageError` with one line naming the
+file, the line (CSV) or sample (JSON) and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any, get_args
+
+from mmbench.errors import UsageError
+from mmbench.store.model import IterationResult, MetricDef, MetricKind, WorkloadRun
+
+REQUIRED = ("workload", "metric", "unit", "better", "iteration", "value")
+KINDS = set(get_args(MetricKind))
+
+
+def read_samples_file(path: str | Path) -> list[WorkloadRun]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"{p}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{p}: not UTF-8 text") from None
+    stripped = text.lstrip()
+    if p.suffix.lower() == ".json" or stripped.startswith(("[", "{")):
+        records = _json_records(p, text)
+    else:
+        records = _csv_records(p, text)
+    return _build(p, records)
+
+
+def _csv_records(p: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
+    reader = csv.reader(text.splitlines())
+    try:
+        header = [h.strip().lower() for h in next(reader)]
+    except StopIteration:
+        raise UsageError(f"{p}: empty file (expected a header {','.join(REQUIRED)})") from None
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise UsageError(f"{p}: line 1: header lacks column(s) {', '.join(missing)} "
+                         f"(expected {','.join(REQUIRED)}[,kind])")
+    out = []
+    for lineno, fields in enumerate(reader, start=2):
+        if not fields or all(not f.strip() for f in fields):
+            continue
+        if len(fields) != len(header):
+            raise UsageError(f"{p}: line {lineno}: {len(fields)} fields, the header has {len(header)}")
+        out.append((f"line {lineno}", dict(zip(header, (f.strip() for f in fields)))))
+    return out
+
+
+def _json_records(p: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{p}: line {e.lineno}: invalid JSON: {e.msg}") from None
+    if isinstance(data, dict):
+        if "samples" not in data:
+            raise UsageError(f"{p}: a JSON object needs a \"samples\" list")
+        data = data["samples"]
+    if not isinstance(data, list):
+        raise UsageError(f"{p}: expected a list of samples")
+    out = []
+    for i, obj in enumerate(data):
+        if not isinstance(obj, dict):
+            raise UsageError(f"{p}: sample {i}: expected an object")
+        out.append((f"sample {i}", obj))
+    return out
+
+
+def _field(p: Path, where: str, rec: dict[str, Any], name: str) -> Any:
+    v = rec.get(name)
+    if v is None or (isinstance(v, str) and not v.strip()):
+        raise UsageError(f"{p}: {where}: field '{name}' is missing or empty")
+    return v
+
+
+def _build(p: Path, records: list[tuple[str, dict[str, Any]]]) -> list[WorkloadRun]:
+    if not records:
+        raise UsageError(f"{p}: no samples")
+    workloads: dict[str, WorkloadRun] = {}
+    iters: dict[tuple[str, int], IterationResult] = {}
+    for where, rec in records:
+        wl = str(_field(p, where, rec, "workload"))
+        metric = str(_field(p, where, rec, "metric"))
+        unit = str(rec.get("unit") if rec.get("unit") is not None else "")
+        better = str(_field(p, where, rec, "better")).strip().lower()
+        if better not in ("higher", "lower"):
+            raise UsageError(f"{p}: {where}: field 'better' is {better!r}, expected higher or lower")
+        raw_it = _field(p, where, rec, "iteration")
+        try:
+            if isinstance(raw_it, bool) or (isinstance(raw_it, float) and not raw_it.is_integer()):
+                raise ValueError
+            it_no = int(raw_it)
+            if it_no < 0:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise UsageError(f"{p}: {where}: field 'iteration' is {raw_it!r}, expected an integer ≥ 0") from None
+        raw_v = _field(p, where, rec, "value")
+        try:
+            if isinstance(raw_v, bool):
+                raise ValueError
+            value = float(raw_v)
+        except (TypeError, ValueError):
+            raise UsageError(f"{p}: {where}: field 'value' is {raw_v!r}, expected a number") from None
+        if not math.isfinite(value):
+            raise UsageError(f"{p}: {where}: field 'value' is {raw_v!r}, expected a finite number")
+        kind = str(rec.get("kind") or "time").strip().lower()
+        if kind not in KINDS:
+            raise UsageError(f"{p}: {where}: field 'kind' is {kind!r}, expected one of {', '.join(sorted(KINDS))}")
+        w = workloads.get(wl)
+        if w is None:
+            w = workloads[wl] = WorkloadRun(label=wl, plugin="imported", params={}, metrics=[])
+        md = w.metric(metric)
+        if md is None:
+            w.metrics.append(MetricDef(metric, unit, better, kind))  # type: ignore[arg-type]
+        elif (md.unit, md.better, md.kind) != (unit, better, kind):
+            raise UsageError(f"{p}: {where}: metric {metric!r} of {wl!r} has unit/better/kind "
+                             f"{unit}/{better}/{kind}, earlier {md.unit}/{md.better}/{md.kind}")
+        key = (wl, it_no)
+        itr = iters.get(key)
+        if itr is None:
+            itr = iters[key] = IterationResult(workload=wl, index=it_no, warmup=False, status="ok")
+            w.iterations.append(itr)
+        itr.samples.setdefault(metric, []).append(value)
+    for w in workloads.values():
+        w.iterations.sort(key=lambda it: it.index)
+    return list(workloads.values())
