@@ -44,6 +44,7 @@ class Faultin(Workload):
     params = {
         "size": Param("size", "0.5x", "mapping size (absolute or relative to the budget)"),
         "madvise": Param("bool", True, "call madvise(MADV_HUGEPAGE) on the mapping first"),
+        "passes": Param("int", 1, "map, touch and unmap the region this many times per iteration", minimum=1),
     }
     metrics = [
         MetricDef("Fault throughput", "MB/s", "higher", "rate", description="bytes faulted per second of the touch loop"),
@@ -59,17 +60,17 @@ class Faultin(Workload):
             raise UsageError(f"workload.faultin.params.size: {params['size']} bytes is below one 2 MiB unit")
 
     def run(self, ctx: WorkloadContext) -> Samples:
-        out = ctx.run([ctx.binary("faultin"), str(ctx.params["size"]), "1" if ctx.params["madvise"] else "0"],
-                      raw_name="faultin.out")
-        r = parse_faultin(out.stdout)
-        lat, huge = r["lat_us"], r["huge"]
-        samples: Samples = {
-            "Fault throughput": [r["bytes"] / (1 << 20) / (r["total_ns"] / 1e9)],
-            "Fault latency": lat,
-            "THP Active": [max(r["anon_huge_kb"], 0) / 2048],
-        }
-        if all(h >= 0 for h in huge):
-            samples["Fault latency huge"] = [x for x, h in zip(lat, huge) if h == 1]
-            samples["Fault latency base"] = [x for x, h in zip(lat, huge) if h == 0]
-            samples["Percentage huge"] = [100.0 * sum(huge) / len(huge)]
+        samples: Samples = {m.name: [] for m in self.metrics}
+        for p in range(ctx.params["passes"]):
+            out = ctx.run([ctx.binary("faultin"), str(ctx.params["size"]), "1" if ctx.params["madvise"] else "0"],
+                          raw_name=f"faultin-{p}.out")
+            r = parse_faultin(out.stdout)
+            lat, huge = r["lat_us"], r["huge"]
+            samples["Fault throughput"].append(r["bytes"] / (1 << 20) / (r["total_ns"] / 1e9))
+            samples["Fault latency"] += lat
+            samples["THP Active"].append(max(r["anon_huge_kb"], 0) / 2048)
+            if all(h >= 0 for h in huge):
+                samples["Fault latency huge"] += [x for x, h in zip(lat, huge) if h == 1]
+                samples["Fault latency base"] += [x for x, h in zip(lat, huge) if h == 0]
+                samples["Percentage huge"].append(100.0 * sum(huge) / len(huge))
         return {k: v for k, v in samples.items() if v}

@@ -1,0 +1,5 @@
+import sys
+
+from mmbench.cli import main
+
+sys.exit(main())

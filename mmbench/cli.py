@@ -1,0 +1,298 @@
+"""The ``mmbench`` command: a thin layer of argument parsing over the stages.
+
+Bad input (arguments, suite files, ``--set``) is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from mmbench import __version__
+from mmbench.errors import UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage too)
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _results(args: argparse.Namespace) -> Path:
+    return Path(args.results or os.environ.get("MMBENCH_RESULTS") or "results")
+
+
+def _store(args: argparse.Namespace):
+    from mmbench.store.fs import FileStore
+    return FileStore(_results(args))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from mmbench.config.load import load_suite
+    from mmbench.run.progress import make_progress
+    from mmbench.run.runner import require_root, run_suite
+    require_root()
+    suite = load_suite(args.config, args.set, args.iterations)
+    progress = make_progress(quiet=args.quiet, json_log=args.json_log)
+    try:
+        status = run_suite(suite, args.name, _store(args), force=args.force, progress=progress)
+    except KeyboardInterrupt:
+        print(f"mmbench: interrupted; completed iterations of {args.name!r} are kept "
+              f"(marked incomplete) and the machine was restored", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if type(e).__name__ == "Interrupted":
+            print(f"mmbench: stopped by {e}; completed iterations kept, machine restored", file=sys.stderr)
+            return 143
+        raise
+    print(f"run {args.name}: {status}", file=sys.stderr)
+    return 0 if status == "complete" else 1
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    from mmbench.config.sizes import parse_duration
+    try:
+        seconds = parse_duration(args.duration)
+    except ValueError as e:
+        raise UsageError(f"--duration: {e}") from None
+    args.set = [f"idle.duration={seconds}"] + list(args.set or [])
+    for m in args.monitor or []:
+        args.set.append(f"monitors.{m}")
+    args.config = args.config or "monitor"
+    args.iterations = 1
+    return cmd_run(args)
+
+
+def _load_runs(args: argparse.Namespace, names: list[str]) -> list[Any]:
+    store = _store(args)
+    return [store.load_run(n) for n in names]
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from mmbench.analysis.compare import build_comparison, regressions
+    from mmbench.report.base import exporters
+    runs = _load_runs(args, [args.baseline, *args.others])
+    comparison = build_comparison(runs, pvalues=args.pvalues, ratio=args.ratio)
+    fmts = exporters()
+    color = args.format == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    sys.stdout.write(fmts[args.format].render(comparison, {"pvalues": args.pvalues, "ratio": args.ratio,
+                                                           "color": color}))
+    if args.fail_on_regression:
+        bad = regressions(comparison, args.threshold)
+        if bad:
+            print(f"mmbench: {len(bad)} significant regression(s) beyond {args.threshold:g}%", file=sys.stderr)
+            return 1
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    what = args.what
+    if what == "runs":
+        runs = _store(args).list_runs()
+        if not runs:
+            print(f"no runs in {_results(args)}")
+        import time
+        for r in runs:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"] or 0))
+            print(f"{r['name']:24} {r['status']:10} {when}  {r['kernel']:24} {r['iterations']:3} iterations  "
+                  f"{r['description']}")
+    elif what == "workloads":
+        from mmbench.workloads import LOAD_ERRORS, registry
+        for name, cls in registry().items():
+            tag = " (companion)" if cls.companion else ""
+            print(f"{name:14} {cls.summary}{tag}")
+        for name, err in LOAD_ERRORS.items():
+            print(f"{name:14} [failed to load: {err}]")
+    elif what == "monitors":
+        from mmbench.monitors import LOAD_ERRORS, registry
+        for name, err in LOAD_ERRORS.items():
+            print(f"{name:14} [failed to load: {err}]")
+        for name, cls in registry().items():
+            reason = cls().unavailable_reason()
+            print(f"{name:14} {cls.summary}" + (f"  [unavailable: {reason}]" if reason else ""))
+    elif what == "suites":
+        from mmbench.config.load import shipped_suites
+        import tomllib
+        for name, path in sorted(shipped_suites().items()):
+            try:
+                desc = tomllib.loads(path.read_text()).get("suite", {}).get("description", "")
+            except Exception:
+                desc = "(unreadable)"
+            print(f"{name:20} {desc}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from mmbench.run.fingerprint import flatten
+    run = _store(args).load_run(args.name)
+    import time
+    print(f"run:      {run.name}")
+    print(f"status:   {run.status}")
+    print(f"created:  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(run.created))}")
+    print(f"path:     {run.path}")
+    print(f"settings: {', '.join(f'{k}={v}' for k, v in run.settings.items()) or 'none'}")
+    print("environment:")
+    for k, v in flatten(run.fingerprint).items():
+        if not k.startswith("vm."):
+            print(f"  {k} = {v}")
+    print("workloads:")
+    for w in run.workloads:
+        params = ", ".join(f"{k}={v}" for k, v in w.params.items())
+        print(f"  {w.label} ({w.plugin}) {params}")
+        for it in w.iterations:
+            d = it.duration
+            tag = " warm-up" if it.warmup else ""
+            print(f"    iteration {it.index}{tag}: {it.status}"
+                  + (f" ({it.reason})" if it.reason else "")
+                  + (f"  user {d.get('user', 0):.2f}s system {d.get('system', 0):.2f}s "
+                     f"elapsed {d.get('elapsed', 0):.2f}s" if d else ""))
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from mmbench.run.runner import require_root, restore_machine
+    require_root()
+    for msg in restore_machine():
+        print(msg)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from mmbench.analysis.importer import read_samples_file
+    from mmbench.store.importer import import_run
+    workloads = read_samples_file(Path(args.file))
+    path = import_run(_store(args), args.name, workloads, source=args.file, force=args.force)
+    print(f"imported {args.file} as run {args.name} ({path})")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from mmbench.report.html import write_report
+    runs = _load_runs(args, [args.baseline, *args.others])
+    write_report(runs, Path(args.output))
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from mmbench.report.plots import write_plots
+    runs = _load_runs(args, [args.baseline, *args.others])
+    files = write_plots(runs, Path(args.output_dir), fmt=args.format)
+    for f in files:
+        print(f)
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    if args.kind == "irqsoff":
+        from mmbench.analysis.irqsoff import analyze
+        missing = [f for f in args.files if not Path(f).is_file()]
+        if missing:
+            raise UsageError(f"analyze irqsoff: no such file: {missing[0]}")
+        sys.stdout.write(analyze([Path(f) for f in args.files]))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mmbench", description="Benchmark Linux memory management: run suites of workloads "
+                "while the kernel is watched, then compare runs.")
+    p.add_argument("--version", action="version", version=f"mmbench {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def results_arg(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--results", metavar="DIR", help="results directory (default $MMBENCH_RESULTS or ./results)")
+
+    r = sub.add_parser("run", help="run a suite and store it under NAME")
+    r.add_argument("--config", required=True, metavar="FILE", help="suite file, or the name of a shipped suite")
+    results_arg(r)
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a setting or parameter, e.g. thp.enabled=never, faultin.size=1G")
+    r.add_argument("--iterations", type=int, metavar="N", help="measured iterations per workload")
+    r.add_argument("--force", action="store_true", help="replace an existing run of the same name")
+    r.add_argument("--quiet", action="store_true", help="only warnings and errors")
+    r.add_argument("--json-log", action="store_true", help="progress as JSON lines on stderr")
+    r.add_argument("name", help="run name (letters, digits, '.', '_', '-')")
+    r.set_defaults(func=cmd_run)
+
+    m = sub.add_parser("monitor", help="record monitors with no workload (the system under your own load)")
+    m.add_argument("--duration", default="60s", help="how long to record (e.g. 60s, 5m)")
+    m.add_argument("--config", metavar="FILE", help="suite naming the monitors (default: the shipped 'monitor')")
+    m.add_argument("--monitor", action="append", metavar="NAME", help="add a monitor")
+    results_arg(m)
+    m.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    m.add_argument("--force", action="store_true")
+    m.add_argument("--quiet", action="store_true")
+    m.add_argument("--json-log", action="store_true")
+    m.add_argument("name")
+    m.set_defaults(func=cmd_monitor)
+
+    c = sub.add_parser("compare", help="compare runs side by side (the first is the baseline)")
+    results_arg(c)
+    c.add_argument("--format", choices=["text", "markdown", "json", "csv"], default="text")
+    c.add_argument("--pvalues", action="store_true", help="show p-values and confidence intervals")
+    c.add_argument("--ratio", action="store_true", help="ratios to the baseline and their geometric mean")
+    c.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 1 if any significant change in the bad direction exceeds --threshold")
+    c.add_argument("--threshold", type=float, default=0.0, metavar="PCT")
+    c.add_argument("baseline")
+    c.add_argument("others", nargs="*")
+    c.set_defaults(func=cmd_compare)
+
+    ls = sub.add_parser("list", help="list runs, workloads, monitors or shipped suites")
+    results_arg(ls)
+    ls.add_argument("what", nargs="?", default="runs", choices=["runs", "workloads", "monitors", "suites"])
+    ls.set_defaults(func=cmd_list)
+
+    s = sub.add_parser("show", help="show a run: environment, settings, what ran, status")
+    results_arg(s)
+    s.add_argument("name")
+    s.set_defaults(func=cmd_show)
+
+    rs = sub.add_parser("restore", help="put back whatever a killed mmbench run left changed")
+    rs.set_defaults(func=cmd_restore)
+
+    im = sub.add_parser("import", help="create a run from a CSV or JSON file of samples")
+    results_arg(im)
+    im.add_argument("--force", action="store_true")
+    im.add_argument("file")
+    im.add_argument("name")
+    im.set_defaults(func=cmd_import)
+
+    rp = sub.add_parser("report", help="write a self-contained HTML report")
+    results_arg(rp)
+    rp.add_argument("-o", "--output", required=True, metavar="FILE.html")
+    rp.add_argument("baseline")
+    rp.add_argument("others", nargs="*")
+    rp.set_defaults(func=cmd_report)
+
+    pl = sub.add_parser("plot", help="write the report's graphs as image files")
+    results_arg(pl)
+    pl.add_argument("--format", choices=["png", "svg"], default="png")
+    pl.add_argument("-o", "--output-dir", default="plots", metavar="DIR")
+    pl.add_argument("baseline")
+    pl.add_argument("others", nargs="*")
+    pl.set_defaults(func=cmd_plot)
+
+    an = sub.add_parser("analyze", help="analyse saved trace output")
+    an.add_argument("kind", choices=["irqsoff"])
+    an.add_argument("files", nargs="+")
+    an.set_defaults(func=cmd_analyze)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except UsageError as e:
+        print(f"mmbench: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

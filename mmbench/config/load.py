@@ -1,0 +1,293 @@
+"""Load a suite: TOML → ``--set`` overrides → schema → plugins and sizes resolved.
+
+Every error is a ``UsageError`` whose one line names the file, the key's path and what was
+expected.  ``--set KEY=VALUE`` edits the raw document before validation, so an override is
+checked exactly like the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from mmbench.config.params import close_match, resolve_params
+from mmbench.config.schema import SuiteFile
+from mmbench.config.sizes import parse_duration, parse_size
+from mmbench.errors import UsageError
+from mmbench.monitors.base import Monitor
+from mmbench.store.model import MetricDef
+from mmbench.workloads.base import Workload
+
+SUITE_KEYS = {"description", "iterations", "warmup", "budget", "scratch"}
+SETTING_NAMESPACES = {"vm", "thp", "zswap", "kernel"}
+
+
+@dataclass
+class ResolvedWorkload:
+    label: str
+    plugin: str
+    workload: Workload
+    params: dict[str, Any]
+    metrics: list[MetricDef]
+    iterations: int
+    warmup: int
+    companions: list[tuple[Workload, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass
+class ResolvedMonitor:
+    name: str
+    cls: type[Monitor]
+    interval: float
+    params: dict[str, Any]
+
+
+@dataclass
+class Suite:
+    path: Path
+    text: str                      # the file as written
+    effective: dict[str, Any]      # the document after --set, as run
+    hash: str
+    description: str
+    budget: int
+    scratch: Path
+    settings: dict[str, Any]
+    actions: dict[str, Any]
+    swap: dict[str, Any]
+    workloads: list[ResolvedWorkload]
+    monitors: list[ResolvedMonitor]
+
+
+def shipped_suites() -> dict[str, Path]:
+    root = resources.files("mmbench") / "configs"
+    return {p.name[:-5]: Path(str(p)) for p in root.iterdir() if p.name.endswith(".toml")}
+
+
+def find_suite(spec: str) -> Path:
+    """A path, or the name of a suite shipped with mmbench ("smoke" or "smoke.toml")."""
+    p = Path(spec)
+    if p.is_file():
+        return p
+    shipped = shipped_suites()
+    name = p.name[:-5] if p.name.endswith(".toml") else p.name
+    if name in shipped and (len(p.parts) == 1 or p.parent.name == "configs"):
+        return shipped[name]
+    raise UsageError(f"--config {spec}: no such file and no shipped suite of that name"
+                     f"{close_match(name, list(shipped))}; shipped: {', '.join(sorted(shipped))}")
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_override(doc: dict[str, Any], item: str) -> None:
+    """Apply one ``--set KEY=VALUE`` to the raw suite document."""
+    key, sep, raw = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise UsageError(f"--set {item}: expected KEY=VALUE (e.g. thp.enabled=never, iterations=5)")
+    value = _parse_value(raw.strip())
+    parts = key.split(".")
+    head = parts[0]
+    if key in SUITE_KEYS:
+        doc.setdefault("suite", {})[key] = value
+    elif head == "suite" and len(parts) == 2:
+        doc.setdefault("suite", {})[parts[1]] = value
+    elif head in SETTING_NAMESPACES:
+        doc.setdefault("settings", {})[key] = value
+    elif head == "settings" and len(parts) >= 3:
+        doc.setdefault("settings", {})[".".join(parts[1:])] = value
+    elif head in ("actions", "swap") and len(parts) == 2:
+        doc.setdefault(head, {})[parts[1]] = value
+    elif head == "monitors" and len(parts) >= 3:
+        doc.setdefault("monitors", {}).setdefault(parts[1], {})[".".join(parts[2:])] = value
+    elif head == "monitors" and len(parts) == 2:
+        doc.setdefault("monitors", {}).setdefault(parts[1], {})
+    else:
+        if head == "workload":
+            parts = parts[1:]
+        if len(parts) < 2:
+            raise UsageError(f"--set {key}: expected LABEL.PARAM (e.g. faultin.size=1G), a setting "
+                             f"(vm.*, thp.*), a suite key ({', '.join(sorted(SUITE_KEYS))}), "
+                             f"actions.*, swap.* or monitors.NAME.*")
+        workloads = doc.get("workload", [])
+        matches = [w for w in workloads if w.get("label", w.get("name")) == parts[0]] or \
+                  [w for w in workloads if w.get("name") == parts[0]]
+        if not matches:
+            labels = [w.get("label", w.get("name")) for w in workloads]
+            raise UsageError(f"--set {key}: the suite has no workload {parts[0]!r}{close_match(parts[0], labels)}"
+                             f" (workloads: {', '.join(map(str, labels)) or 'none'})")
+        if len(matches) > 1:
+            raise UsageError(f"--set {key}: {parts[0]!r} names {len(matches)} workloads; use their label")
+        w = matches[0]
+        if parts[1] in ("iterations", "warmup", "label") and len(parts) == 2:
+            w[parts[1]] = value
+        elif parts[1] == "with" and len(parts) == 4:
+            w.setdefault("with", {}).setdefault(parts[2], {})[parts[3]] = value
+        else:
+            if parts[1] == "params":
+                parts = parts[1:]
+            w.setdefault("params", {})[".".join(parts[1:])] = value
+
+
+def _loc(loc: tuple[Any, ...], doc: dict[str, Any]) -> str:
+    out: list[str] = []
+    for i, part in enumerate(loc):
+        if isinstance(part, int) and out and out[-1] == "workload":
+            wl = doc.get("workload", [])
+            name = wl[part].get("label", wl[part].get("name", part)) if part < len(wl) else part
+            out[-1] = f"workload[{name}]"
+        else:
+            out.append("with" if part == "with_" else str(part))
+    return ".".join(out)
+
+
+def _schema_error(path: Path, e: ValidationError, doc: dict[str, Any]) -> UsageError:
+    err = e.errors()[0]
+    where = _loc(err["loc"], doc)
+    if err["type"] == "extra_forbidden":
+        section = err["loc"][:-1]
+        known = {
+            (): ["suite", "settings", "actions", "swap", "workload", "monitors"],
+            ("suite",): sorted(SUITE_KEYS),
+            ("actions",): ["sync", "drop_caches", "compact_memory", "writeback_timeout"],
+            ("swap",): ["type", "size", "compressor", "path", "priority", "zswap", "zswap_compressor"],
+        }.get(tuple(s for s in section if not isinstance(s, int)),
+              ["name", "label", "iterations", "warmup", "params", "with"])
+        return UsageError(f"{path}: {where}: unknown key{close_match(str(err['loc'][-1]), known)}; "
+                          f"expected one of: {', '.join(known)}")
+    return UsageError(f"{path}: {where}: {err['msg']} (got {err.get('input')!r})")
+
+
+def memtotal() -> int:
+    with open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no MemTotal in /proc/meminfo")
+
+
+def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | None = None) -> Suite:
+    from mmbench.monitors import registry as monitor_registry
+    from mmbench.run.settings import validate_settings
+    from mmbench.workloads import registry as workload_registry
+
+    path = find_suite(spec)
+    text = path.read_text()
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not valid TOML: {e}") from None
+    # TOML dotted keys under [settings] nest (thp.enabled → {"thp": {"enabled": ...}}): flatten.
+    if isinstance(doc.get("settings"), dict):
+        doc["settings"] = _flatten(doc["settings"])
+    for item in overrides or []:
+        apply_override(doc, item)
+    if iterations is not None:
+        doc.setdefault("suite", {})["iterations"] = iterations
+    try:
+        sf = SuiteFile.model_validate(doc)
+    except ValidationError as e:
+        raise _schema_error(path, e, doc) from None
+    where = str(path)
+
+    try:
+        total = memtotal()
+        budget = parse_size(sf.suite.budget, total) if sf.suite.budget is not None else total
+    except ValueError as e:
+        raise UsageError(f"{where}: suite.budget: {e}") from None
+    if budget < (16 << 20):
+        raise UsageError(f"{where}: suite.budget: {budget} bytes is too small (minimum 16M)")
+    if budget > total:
+        raise UsageError(f"{where}: suite.budget: {sf.suite.budget} is more than this machine's "
+                         f"MemTotal ({total >> 20} MiB)")
+
+    try:
+        validate_settings(sf.settings)
+    except UsageError as e:
+        raise UsageError(f"{where}: {e}") from None
+
+    wreg = workload_registry()
+    workloads: list[ResolvedWorkload] = []
+    labels: set[str] = set()
+    for spec_w in sf.workload:
+        if spec_w.name not in wreg:
+            raise UsageError(f"{where}: workload[{spec_w.name}].name: unknown workload "
+                             f"{spec_w.name!r}{close_match(spec_w.name, list(wreg))}; known: {', '.join(wreg)}")
+        label = spec_w.label or spec_w.name
+        if label in labels:
+            raise UsageError(f"{where}: workload[{label}]: two workloads share the label {label!r}; "
+                             f"give one a label = \"...\"")
+        if not all(c.isalnum() or c in "._-" for c in label):
+            raise UsageError(f"{where}: workload[{label}].label: use letters, digits, '.', '_', '-' only")
+        labels.add(label)
+        cls = wreg[spec_w.name]
+        wl = cls()
+        params = resolve_params(cls.params, spec_w.params, budget, f"{where}: workload[{label}].params")
+        wl.check(params, budget)
+        companions = []
+        for cname, cparams in spec_w.with_.items():
+            if cname not in wreg or not wreg[cname].companion:
+                options = [n for n, c in wreg.items() if c.companion]
+                raise UsageError(f"{where}: workload[{label}].with.{cname}: not a companion workload"
+                                 f"{close_match(cname, options)}; companions: {', '.join(options) or 'none'}")
+            ccls = wreg[cname]
+            cw = ccls()
+            cp = resolve_params(ccls.params, cparams, budget, f"{where}: workload[{label}].with.{cname}")
+            cw.check(cp, budget)
+            companions.append((cw, cp))
+        metrics = wl.metric_defs(params) + [m for cw, cp in companions for m in cw.metric_defs(cp)]
+        workloads.append(ResolvedWorkload(
+            label=label, plugin=spec_w.name, workload=wl, params=params, metrics=metrics,
+            iterations=spec_w.iterations or sf.suite.iterations,
+            warmup=spec_w.warmup if spec_w.warmup is not None else sf.suite.warmup,
+            companions=companions))
+
+    mreg = monitor_registry()
+    monitors: list[ResolvedMonitor] = []
+    for mname, mconf in sf.monitors.items():
+        if mname not in mreg:
+            raise UsageError(f"{where}: monitors.{mname}: unknown monitor{close_match(mname, list(mreg))}; "
+                             f"known: {', '.join(mreg) or 'none'}")
+        mcls = mreg[mname]
+        conf = dict(mconf)
+        try:
+            interval = parse_duration(conf.pop("interval", mcls.default_interval))
+        except ValueError as e:
+            raise UsageError(f"{where}: monitors.{mname}.interval: {e}") from None
+        if interval <= 0:
+            raise UsageError(f"{where}: monitors.{mname}.interval: must be positive")
+        mparams = resolve_params(mcls.params, conf, budget, f"{where}: monitors.{mname}")
+        monitors.append(ResolvedMonitor(mname, mcls, interval, mparams))
+
+    swap = sf.swap.model_dump()
+    try:
+        swap["size_bytes"] = parse_size(swap["size"], budget)
+    except ValueError as e:
+        raise UsageError(f"{where}: swap.size: {e}") from None
+
+    effective = sf.model_dump(by_alias=True, exclude_none=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return Suite(path=path, text=text, effective=effective, hash=digest, description=sf.suite.description,
+                 budget=budget, scratch=Path(sf.suite.scratch), settings=dict(sf.settings),
+                 actions=sf.actions.model_dump(), swap=swap, workloads=workloads, monitors=monitors)

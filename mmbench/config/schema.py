@@ -1,0 +1,64 @@
+"""The suite file's schema (TOML), validated with pydantic: unknown keys are errors, never ignored.
+
+Layout (docs/suites.md has the full reference)::
+
+    [suite]      description, iterations, warmup, budget, scratch
+    [settings]   vm.* / thp.* / zswap.* / kernel.* knobs for the whole run
+    [actions]    sync, drop_caches, compact_memory: before every iteration
+    [swap]       type = none|zram|file, size, compressor, path, priority, zswap, zswap_compressor
+    [[workload]] name, label, iterations, warmup, [workload.params], [workload.with.<companion>]
+    [monitors.<name>]  interval plus the monitor's own parameters
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
+
+
+class SuiteMeta(_Strict):
+    description: str = ""
+    iterations: int = Field(3, ge=1, le=1000)
+    warmup: int = Field(0, ge=0, le=100)
+    budget: str | int | None = None
+    scratch: str = "/var/tmp/mmbench"
+
+
+class Actions(_Strict):
+    sync: bool = True
+    drop_caches: bool = False
+    compact_memory: bool = False
+    writeback_timeout: float = Field(60.0, ge=0)
+
+
+class SwapSpec(_Strict):
+    type: Literal["none", "zram", "file"] = "none"
+    size: str | int = "1x"
+    compressor: str | None = None
+    path: str | None = None
+    priority: int | None = None
+    zswap: bool | None = None
+    zswap_compressor: str | None = None
+
+
+class WorkloadSpec(_Strict):
+    name: str
+    label: str | None = None
+    iterations: int | None = Field(None, ge=1, le=1000)
+    warmup: int | None = Field(None, ge=0, le=100)
+    params: dict[str, Any] = Field(default_factory=dict)
+    with_: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="with")
+
+
+class SuiteFile(_Strict):
+    suite: SuiteMeta = Field(default_factory=SuiteMeta)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    actions: Actions = Field(default_factory=Actions)
+    swap: SwapSpec = Field(default_factory=SwapSpec)
+    workload: list[WorkloadSpec] = Field(default_factory=list)
+    monitors: dict[str, dict[str, Any]] = Field(default_factory=dict)

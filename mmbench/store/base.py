@@ -1,0 +1,57 @@
+"""The store interface: what the runner writes and what analysis reads.
+
+The embedded default is ``FileStore`` (one folder per run plus an SQLite index); a fleet backend
+(PostgreSQL) would implement the same two classes.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from mmbench.errors import UsageError
+from mmbench.store.model import IterationResult, RunRecord, WorkloadRun
+
+RUN_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def validate_run_name(name: str) -> str:
+    if not RUN_NAME.match(name) or name in (".", ".."):
+        raise UsageError(f"run name {name!r}: use letters, digits, '.', '_' and '-' only")
+    return name
+
+
+class RunWriter(ABC):
+    """Writes one run as it happens; every completed iteration is durable before the next starts."""
+
+    path: Path
+
+    @abstractmethod
+    def add_workload(self, workload: WorkloadRun) -> None: ...
+
+    @abstractmethod
+    def iteration_dir(self, label: str, index: int) -> Path: ...
+
+    @abstractmethod
+    def add_iteration(self, result: IterationResult) -> None: ...
+
+    @abstractmethod
+    def finish(self, status: str, note: str | None = None) -> None: ...
+
+
+class Store(ABC):
+    @abstractmethod
+    def create_run(self, name: str, *, force: bool, suite_text: str, suite_hash: str,
+                   suite_effective: dict[str, Any], fingerprint: dict[str, Any],
+                   settings: dict[str, Any], status: str = "running") -> RunWriter: ...
+
+    @abstractmethod
+    def load_run(self, name: str) -> RunRecord: ...
+
+    @abstractmethod
+    def list_runs(self) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def exists(self, name: str) -> bool: ...

@@ -1,0 +1,230 @@
+"""The embedded store: a results directory with one folder per run, plus ``index.sqlite``.
+
+Layout (docs/results-format.md)::
+
+    <results>/index.sqlite                       runs, workloads, metrics, iterations, samples
+    <results>/<run>/run.json                     name, status, times, pid, settings, version
+    <results>/<run>/suite.toml, suite-effective.json, fingerprint.json
+    <results>/<run>/<workload>/workload.json     plugin, params, metric definitions
+    <results>/<run>/<workload>/iter-<N>/result.json, raw/, vmstat-before, vmstat-after, monitors/
+
+JSON files are the truth (written to a temporary name, fsynced, renamed); the SQLite index is
+updated after each and can be rebuilt from them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from mmbench import __version__
+from mmbench.errors import UsageError
+from mmbench.store.base import RunWriter, Store, validate_run_name
+from mmbench.store.model import IterationResult, MetricDef, RunRecord, WorkloadRun
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (name TEXT PRIMARY KEY, status TEXT, created REAL, finished REAL,
+    suite_hash TEXT, kernel TEXT, description TEXT, path TEXT);
+CREATE TABLE IF NOT EXISTS workloads (run TEXT, label TEXT, plugin TEXT, params TEXT,
+    PRIMARY KEY (run, label));
+CREATE TABLE IF NOT EXISTS metrics (run TEXT, workload TEXT, name TEXT, unit TEXT, better TEXT,
+    kind TEXT, mean TEXT, PRIMARY KEY (run, workload, name));
+CREATE TABLE IF NOT EXISTS iterations (run TEXT, workload TEXT, idx INTEGER, warmup INTEGER,
+    status TEXT, reason TEXT, user_s REAL, system_s REAL, elapsed_s REAL, path TEXT,
+    PRIMARY KEY (run, workload, idx));
+CREATE TABLE IF NOT EXISTS samples (run TEXT, workload TEXT, idx INTEGER, metric TEXT, seq INTEGER,
+    value REAL);
+CREATE INDEX IF NOT EXISTS samples_by_run ON samples (run, workload, metric);
+"""
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Durable write: temporary file, fsync, rename, fsync of the directory."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1, default=_json_default, allow_nan=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def _clean(values: list[float]) -> list[float | None]:
+    return [None if (isinstance(v, float) and not math.isfinite(v)) else v for v in values]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+class FileRunWriter(RunWriter):
+    def __init__(self, store: "FileStore", name: str, path: Path, meta: dict[str, Any]) -> None:
+        self.store = store
+        self.name = name
+        self.path = path
+        self.meta = meta
+
+    def add_workload(self, workload: WorkloadRun) -> None:
+        wdir = self.path / workload.label
+        wdir.mkdir(parents=True, exist_ok=True)
+        write_json(wdir / "workload.json", {"label": workload.label, "plugin": workload.plugin,
+                                            "params": workload.params,
+                                            "metrics": [m.to_dict() for m in workload.metrics]})
+        with self.store.db() as db:
+            db.execute("INSERT OR REPLACE INTO workloads VALUES (?,?,?,?)",
+                       (self.name, workload.label, workload.plugin, json.dumps(workload.params)))
+            db.executemany("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
+                           [(self.name, workload.label, m.name, m.unit, m.better, m.kind, m.mean_kind)
+                            for m in workload.metrics])
+
+    def iteration_dir(self, label: str, index: int) -> Path:
+        return self.path / label / f"iter-{index}"
+
+    def add_iteration(self, result: IterationResult) -> None:
+        itdir = self.iteration_dir(result.workload, result.index)
+        itdir.mkdir(parents=True, exist_ok=True)
+        data = result.to_dict()
+        data["samples"] = {k: _clean(v) for k, v in result.samples.items()}
+        write_json(itdir / "result.json", data)
+        d = result.duration
+        with self.store.db() as db:
+            db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       (self.name, result.workload, result.index, int(result.warmup), result.status,
+                        result.reason, d.get("user"), d.get("system"), d.get("elapsed"), result.path))
+            db.execute("DELETE FROM samples WHERE run=? AND workload=? AND idx=?",
+                       (self.name, result.workload, result.index))
+            db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
+                           [(self.name, result.workload, result.index, metric, seq, v)
+                            for metric, vals in data["samples"].items() for seq, v in enumerate(vals)])
+
+    def finish(self, status: str, note: str | None = None) -> None:
+        self.meta.update(status=status, finished=time.time())
+        if note:
+            self.meta["note"] = note
+        write_json(self.path / "run.json", self.meta)
+        with self.store.db() as db:
+            db.execute("UPDATE runs SET status=?, finished=? WHERE name=?", (status, self.meta["finished"], self.name))
+
+
+class FileStore(Store):
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def db(self) -> sqlite3.Connection:
+        self.root.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.root / "index.sqlite", timeout=30)
+        conn.executescript(SCHEMA)
+        return conn
+
+    def run_path(self, name: str) -> Path:
+        return self.root / validate_run_name(name)
+
+    def exists(self, name: str) -> bool:
+        return (self.run_path(name) / "run.json").exists()
+
+    def create_run(self, name: str, *, force: bool, suite_text: str, suite_hash: str,
+                   suite_effective: dict[str, Any], fingerprint: dict[str, Any],
+                   settings: dict[str, Any], status: str = "running",
+                   description: str = "") -> FileRunWriter:
+        path = self.run_path(name)
+        if path.exists():
+            if not force:
+                raise UsageError(f"run {name!r} already exists in {self.root}; use --force to replace it "
+                                 f"or pick another name")
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        (path / "suite.toml").write_text(suite_text)
+        write_json(path / "suite-effective.json", suite_effective)
+        write_json(path / "fingerprint.json", fingerprint)
+        meta = {"name": name, "status": status, "created": time.time(), "finished": None, "pid": os.getpid(),
+                "suite_hash": suite_hash, "settings": settings, "mmbench_version": __version__,
+                "description": description}
+        write_json(path / "run.json", meta)
+        with self.db() as db:
+            for table in ("workloads", "metrics", "iterations", "samples"):
+                db.execute(f"DELETE FROM {table} WHERE run=?", (name,))
+            db.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
+                       (name, status, meta["created"], None, suite_hash,
+                        str(fingerprint.get("kernel", {}).get("release", "")), description, str(path)))
+        return FileRunWriter(self, name, path, meta)
+
+    def _status(self, meta: dict[str, Any]) -> str:
+        # A run whose process died without finishing (SIGKILL, power loss) is incomplete.
+        if meta.get("status") == "running" and not _pid_alive(int(meta.get("pid", 0) or 0)):
+            return "incomplete"
+        return meta.get("status", "incomplete")
+
+    def load_run(self, name: str) -> RunRecord:
+        path = self.run_path(name)
+        if not (path / "run.json").exists():
+            known = [r["name"] for r in self.list_runs()]
+            from mmbench.config.params import close_match
+            raise UsageError(f"no run named {name!r} in {self.root}{close_match(name, known)}"
+                             + (f"; runs: {', '.join(known)}" if known else " (it holds no runs)"))
+        meta = json.loads((path / "run.json").read_text())
+        fp_path = path / "fingerprint.json"
+        rec = RunRecord(name=name, status=self._status(meta), created=meta.get("created", 0.0),
+                        finished=meta.get("finished"), suite_text=(path / "suite.toml").read_text()
+                        if (path / "suite.toml").exists() else "",
+                        suite_hash=meta.get("suite_hash", ""),
+                        fingerprint=json.loads(fp_path.read_text()) if fp_path.exists() else {},
+                        settings=meta.get("settings", {}), path=path,
+                        mmbench_version=meta.get("mmbench_version", ""))
+        for wfile in sorted(path.glob("*/workload.json"), key=lambda p: p.stat().st_mtime_ns):
+            w = json.loads(wfile.read_text())
+            wr = WorkloadRun(label=w["label"], plugin=w["plugin"], params=w["params"],
+                             metrics=[MetricDef.from_dict(m) for m in w["metrics"]])
+            its = []
+            for rfile in wfile.parent.glob("iter-*/result.json"):
+                d = json.loads(rfile.read_text())
+                d["samples"] = {k: [math.nan if v is None else v for v in vals] for k, vals in d["samples"].items()}
+                its.append(IterationResult.from_dict(d))
+            wr.iterations = sorted(its, key=lambda it: it.index)
+            rec.workloads.append(wr)
+        order = meta.get("workload_order")
+        if order:
+            rec.workloads.sort(key=lambda w: order.index(w.label) if w.label in order else len(order))
+        return rec
+
+    def list_runs(self) -> list[dict[str, Any]]:
+        out = []
+        if not self.root.is_dir():
+            return out
+        for rj in sorted(self.root.glob("*/run.json")):
+            try:
+                meta = json.loads(rj.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            fp = rj.parent / "fingerprint.json"
+            kernel = ""
+            if fp.exists():
+                try:
+                    kernel = json.loads(fp.read_text()).get("kernel", {}).get("release", "")
+                except json.JSONDecodeError:
+                    pass
+            n_it = len(list(rj.parent.glob("*/iter-*/result.json")))
+            out.append({"name": meta["name"], "status": self._status(meta), "created": meta.get("created"),
+                        "kernel": kernel, "iterations": n_it, "description": meta.get("description", "")})
+        return sorted(out, key=lambda r: r["created"] or 0)
