@@ -1,0 +1,137 @@
+"""thpavail: THP availability and fault-in cost when memory is full of page cache under IO.
+
+After seed 001 (Mel Gorman's THPAVAIL, 2011): a reader streams a large file (default 2x the
+budget) to nowhere and a writer streams zeros onto a filesystem -- by default a loop-mounted image (vfat when the
+kernel has it, else ext2) whose write bandwidth is throttled through the sandbox's blkio cgroup,
+standing in for the slow USB stick.  Once free memory in the sandbox falls below a threshold, ``thpavail.c`` faults in
+an anonymous mapping (default 0.8x the budget, so it fits once the page cache is reclaimed) and
+reports System/User/Elapsed time of the touch loop, THP Active (the mapping's own smaps), Fault
+Alloc / Fault Fallback (thp_fault_* deltas) and per-2MiB fault latency split huge vs base.
+
+The throttle applies to IO the writer submits itself (its periodic fdatasync); on cgroup v1,
+writeback done by the flusher threads is not attributed to the sandbox and is not throttled.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mmbench.config.params import Param
+from mmbench.errors import UsageError, WorkloadError
+from mmbench.store.model import MetricDef
+from mmbench.workloads import _support as S
+from mmbench.workloads.base import Samples, Workload, WorkloadContext
+
+
+def parse_thpavail(text: str) -> dict[str, Any]:
+    lat: list[float] = []
+    huge: list[int] = []
+    summary: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "unit":
+            lat.append(int(parts[2]) / 1000.0)
+            huge.append(int(parts[3]))
+        elif parts and parts[0] == "user_us":
+            summary = S.parse_kv_line(line)
+    if not summary or not lat:
+        raise WorkloadError("thpavail printed no result (see raw/thpavail.out)")
+    return {"lat_us": lat, "huge": huge, **summary}
+
+
+class ThpAvail(Workload):
+    name = "thpavail"
+    summary = "Fault in a large anon mapping while page cache and slow IO fill memory; THP success and cost"
+    requires = ["losetup", "mount"]
+    params = {
+        "size": Param("size", "0.8x", "anonymous mapping faulted in (fits once page cache is reclaimed)"),
+        "madvise": Param("bool", True, "madvise(MADV_HUGEPAGE) the mapping"),
+        "read_size": Param("size", "2x", "size of the file the reader streams (created in the workdir)"),
+        "read_file": Param("str", "", "stream this existing file instead of creating one"),
+        "writer": Param("str", "loop", "where the writer streams zeros: a throttled loop-mounted image, "
+                        "the workdir's filesystem, or no writer", choices=("loop", "workdir", "none")),
+        "loop_fs": Param("str", "auto", "filesystem of the loop image: auto = vfat if the kernel has it, else ext2",
+                         choices=("auto", "vfat", "ext2", "ext4", "xfs", "btrfs")),
+        "loop_size": Param("size", "256M", "size of the loop-mounted image"),
+        "write_bps": Param("size", "8M", "write bandwidth limit (bytes/s) of the loop device; 0 = none"),
+        "sync_every": Param("size", "4M", "writer calls fdatasync after this many bytes (0 = never)"),
+        "free_threshold": Param("size", "0.15x", "start the fault-in once sandbox free memory is below this"),
+        "fill_timeout": Param("duration", "60s", "start anyway after waiting this long for memory to fill"),
+    }
+    metrics = [
+        MetricDef("System Time", "s", "lower", "time", description="system CPU time of the fault-in loop (getrusage)"),
+        MetricDef("User Time", "s", "lower", "time", description="user CPU time of the fault-in loop (getrusage)"),
+        MetricDef("Elapsed Time", "s", "lower", "time", description="wall-clock time of the fault-in loop"),
+        MetricDef("THP Active", "pages", "higher", "count", description="huge pages backing the mapping afterwards (its smaps AnonHugePages / 2 MiB)"),
+        MetricDef("Fault Alloc", "faults", "higher", "count", description="thp_fault_alloc delta around the touch loop"),
+        MetricDef("Fault Fallback", "faults", "lower", "count", description="thp_fault_fallback delta around the touch loop"),
+        MetricDef("Fault latency huge", "us", "lower", "latency", description="first-touch time of a 2 MiB unit backed by a THP"),
+        MetricDef("Fault latency base", "us", "lower", "latency", description="first-touch time of a 2 MiB unit of base pages"),
+        MetricDef("Percentage huge", "%", "higher", "percent", description="2 MiB units backed by a THP (pagemap+kpageflags)"),
+        MetricDef("Fill time", "s", "lower", "time", description="time until the background load filled the sandbox"),
+    ]
+
+    def check(self, params: dict[str, Any], budget: int) -> None:
+        if params["size"] < S.UNIT:
+            raise UsageError(f"workload.thpavail.params.size: {params['size']} bytes is below one 2 MiB unit")
+        if params["size"] >= budget:
+            raise UsageError(f"workload.thpavail.params.size: {params['size']} bytes does not fit in the "
+                             f"{budget} byte budget (without swap the fault-in would be OOM-killed)")
+        if params["writer"] == "loop" and params["loop_size"] < (64 << 20):
+            raise UsageError("workload.thpavail.params.loop_size: at least 64M")
+
+    def run(self, ctx: WorkloadContext) -> Samples:
+        p = ctx.params
+        procs: list[Any] = []
+        info: dict[str, Any] = {}
+        try:
+            if p["read_file"]:
+                rfile = Path(p["read_file"])
+                if not rfile.is_file():
+                    raise WorkloadError(f"read_file {rfile} does not exist")
+            else:
+                rfile = ctx.workdir / "thpavail-read"
+                S.make_file(ctx, rfile, p["read_size"], raw="mkfile")
+            if p["writer"] == "loop":
+                fs = S.pick_loop_fs(p["loop_fs"])
+                target, dev = S.mount_loop_fs(ctx, p["loop_size"], fs)
+                info["loop_device"], info["loop_fs"] = dev, fs
+                info["throttled"] = S.throttle_writes(ctx, dev, p["write_bps"])
+                wbytes = p["loop_size"]
+            elif p["writer"] == "workdir":
+                target = ctx.workdir / "writer"
+                target.mkdir(exist_ok=True)
+                wbytes = max(p["read_size"], 64 << 20)
+            procs.append(S.start_bg(ctx, ["read", rfile], "reader"))
+            if p["writer"] != "none":
+                procs.append(S.start_bg(ctx, ["write", target, wbytes, p["sync_every"]], "writer"))
+            fill = S.wait_free_below(ctx, p["free_threshold"], p["fill_timeout"])
+            info["fill_seconds"] = fill
+            info["free_at_start"] = ctx.sandbox.free()
+            for proc in procs:
+                if proc.poll() is not None:
+                    raise WorkloadError(f"background {proc.args[1]} exited early with status {proc.returncode}")
+            out = ctx.run([ctx.binary("thpavail"), str(p["size"]), "1" if p["madvise"] else "0"],
+                          raw_name="thpavail.out")
+        finally:
+            S.stop_all(ctx, procs)
+            (ctx.rawdir / "thpavail-info.json").write_text(json.dumps(info, indent=1))
+        r = parse_thpavail(out.stdout)
+        samples: Samples = {
+            "System Time": [r["sys_us"] / 1e6],
+            "User Time": [r["user_us"] / 1e6],
+            "Elapsed Time": [r["elapsed_ns"] / 1e9],
+            "THP Active": [max(r["anon_huge_kb"], 0) / 2048],
+            "Fill time": [fill],
+        }
+        if r["thp_fault_alloc"] >= 0:
+            samples["Fault Alloc"] = [r["thp_fault_alloc"]]
+            samples["Fault Fallback"] = [r["thp_fault_fallback"]]
+        lat, huge = r["lat_us"], r["huge"]
+        if all(h >= 0 for h in huge):
+            samples["Fault latency huge"] = [x for x, h in zip(lat, huge) if h == 1]
+            samples["Fault latency base"] = [x for x, h in zip(lat, huge) if h == 0]
+            samples["Percentage huge"] = [100.0 * sum(huge) / len(huge)]
+        return {k: v for k, v in samples.items() if v}
