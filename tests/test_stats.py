@@ -1,0 +1,165 @@
+"""Every summary statistic against hand-computed values, with its edge cases."""
+
+import math
+
+import numpy as np
+import pytest
+
+from mmbench.analysis import significance as sig
+from mmbench.analysis import stats as st
+
+nan = math.isnan
+
+
+def test_amean():
+    assert st.amean([1, 2, 3, 6]) == 3.0
+    assert st.amean([7]) == 7.0
+    assert nan(st.amean([]))
+    assert nan(st.amean([1, float("nan")]))
+
+
+def test_hmean():
+    assert st.hmean([1, 2, 4]) == pytest.approx(3 / (1 + 0.5 + 0.25))
+    assert st.hmean([5]) == 5.0
+    assert nan(st.hmean([1, 0, 2]))          # zero → undefined, documented
+    assert nan(st.hmean([1, -1]))
+    assert nan(st.hmean([]))
+
+
+def test_gmean():
+    assert st.gmean([1, 4, 16]) == pytest.approx(4.0)
+    assert st.gmean([2, 0, 8]) == 0.0        # zero → 0, no fudge
+    assert nan(st.gmean([2, -1]))
+    assert nan(st.gmean([]))
+    assert st.gmean([1e300, 1e300]) == pytest.approx(1e300)  # log space: no overflow
+
+
+def test_stddev_n_minus_1():
+    assert st.stddev([2, 4, 4, 4, 5, 5, 7, 9]) == pytest.approx(math.sqrt(32 / 7))
+    assert nan(st.stddev([3]))
+    assert nan(st.stddev([]))
+    assert st.stddev([5, 5, 5]) == 0.0
+
+
+def test_coeffvar_same_family():
+    x = [1.0, 2.0, 4.0]
+    sd = math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2)
+    assert st.coeffvar(x, "amean") == pytest.approx(100 * sd / (7 / 3))
+    assert st.coeffvar(x, "hmean") == pytest.approx(100 * sd / (3 / 1.75))
+    assert st.coeffvar(x, "gmean") == pytest.approx(100 * sd / 2.0)
+    assert nan(st.coeffvar([1.0], "amean"))
+    assert nan(st.coeffvar([-1.0, 1.0], "amean"))  # mean 0
+
+
+def test_min_max():
+    assert st.vmin([3, 1, 2]) == 1 and st.vmax([3, 1, 2]) == 3
+    assert nan(st.vmin([])) and nan(st.vmax([]))
+
+
+def test_bmean_k_rounds_up():
+    assert st.bmean_k(5, 95) == 5      # ceil(4.75)
+    assert st.bmean_k(20, 95) == 19
+    assert st.bmean_k(21, 95) == 20    # ceil(19.95)
+    assert st.bmean_k(1, 50) == 1
+    assert st.bmean_k(10, 1) == 1      # at least one
+    assert st.bmean_k(0, 95) == 0
+
+
+def test_bmean_direction():
+    x = list(range(1, 21))             # 1..20, k = 19
+    assert st.bmean(x, 95, "lower") == pytest.approx(np.mean(range(1, 20)))
+    assert st.bmean(x, 95, "higher") == pytest.approx(np.mean(range(2, 21)))
+    assert st.bmean([4, 1, 3, 2], 50, "lower") == 1.5
+    assert st.bmean([4, 1, 3, 2], 50, "higher") == 3.5
+    assert st.bmean([1, 2, 4, 8], 75, "higher", "hmean") == pytest.approx(3 / (1 / 2 + 1 / 4 + 1 / 8))
+    assert st.bmean([2, 2, 2, 9], 75, "lower") == 2.0   # ties
+    assert nan(st.bmean([], 95))
+
+
+def test_percentiles_from_low_end_linear():
+    x = [10, 20, 30, 40, 50]
+    # linear: position (n-1)·p/100
+    assert st.percentile(x, 50) == 30
+    assert st.percentile(x, 90) == pytest.approx(46.0)
+    assert st.percentile(x, 95) == pytest.approx(48.0)
+    assert st.percentile(x, 99) == pytest.approx(49.6)
+    assert st.percentiles(x) == pytest.approx([30, 46, 48, 49.6])
+    assert st.percentile([7], 99) == 7
+    assert nan(st.percentile([], 50))
+    assert st.percentile([1, 1, 1, 5], 50) == 1    # ties
+
+
+def test_units_and_iteration_values():
+    per = [np.array([1.0, 3.0]), np.array([5.0]), np.array([])]
+    assert list(st.iteration_values(per)) == [2.0, 5.0]
+    u, kind = st.units(per)
+    assert kind == "iterations" and list(u) == [2.0, 5.0]
+    u, kind = st.units([np.array([1.0, 2.0, 6.0])])
+    assert kind == "samples" and list(u) == [1.0, 2.0, 6.0]
+    assert st.units([])[1] == "none"
+    assert list(st.pooled(per)) == [1.0, 3.0, 5.0]
+
+
+def test_summarise_rows():
+    per = [np.array([10.0]), np.array([12.0]), np.array([14.0])]
+    rows = dict(st.summarise(per, kind="amean", better="lower"))
+    assert list(rows) == ["Min", "Amean", "Stddev", "CoeffVar", "Max", "BAmean.95"]
+    assert rows["Min"] == 10 and rows["Max"] == 14 and rows["Amean"] == 12
+    assert rows["Stddev"] == pytest.approx(2.0)
+    assert rows["CoeffVar"] == pytest.approx(100 * 2 / 12)
+    assert rows["BAmean.95"] == 12.0   # k = ceil(2.85) = 3
+    lat = dict(st.summarise([np.arange(1, 101, dtype=float)], latency=True))
+    assert lat["P50"] == pytest.approx(50.5) and lat["P99"] == pytest.approx(99.01)
+    assert nan(lat["Stddev"]) is False        # one iteration: spread of its samples
+    hm = dict(st.summarise([np.array([1.0]), np.array([2.0])], kind="hmean", better="higher"))
+    assert "Hmean" in hm and "BHmean.95" in hm
+    assert hm["Hmean"] == pytest.approx(4 / 3)
+    one = dict(st.summarise([np.array([5.0])]))
+    assert one["Amean"] == 5 and nan(one["Stddev"]) and nan(one["CoeffVar"])
+
+
+def test_outliers_named_and_robust():
+    found = st.outliers([10, 10.1, 9.9, 10.05, 30])
+    assert [i for i, _ in found] == [4] and found[0][1] > st.OUTLIER_Z
+    assert st.outliers([10, 10.1, 9.9, 10.05, 10.2]) == []
+    assert st.outliers([1, 2]) == []
+    assert st.outliers([5, 5, 5, 5]) == []   # zero scale flags nothing
+
+
+# ---- significance ---------------------------------------------------------------------------
+
+def test_welch_states():
+    assert sig.welch([1.0], [2.0, 3.0]).state == "too-few-samples"
+    assert sig.welch([1.0, 1.0], [2.0, 2.0]).state == "zero-variance"
+    r = sig.welch([1.0, 2.0, 3.0], [4.0, 5.0, 6.5])
+    assert r.ok
+    from scipy import stats
+    assert r.p == pytest.approx(stats.ttest_ind([1, 2, 3], [4, 5, 6.5], equal_var=False).pvalue)
+
+
+def test_mann_whitney_states():
+    assert sig.mann_whitney([1, 2], [3, 4, 5]).state == "too-few-samples"
+    assert sig.mann_whitney([1, 1, 1], [1, 1, 1]).state == "zero-variance"
+    r = sig.mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
+    assert r.ok and r.p == pytest.approx(2 / 252)    # exact: 2 / C(10,5)
+
+
+def test_bootstrap_ci_seeded_and_sane():
+    b = [100.0, 102.0, 98.0, 101.0, 99.0]
+    n = [110.0, 112.0, 108.0, 111.0, 109.0]
+    ci1 = sig.bootstrap_ratio_ci(b, n, seed=3, key="k")
+    ci2 = sig.bootstrap_ratio_ci(b, n, seed=3, key="k")
+    assert ci1 == ci2
+    assert ci1[0] < 1.1 < ci1[1] and ci1[0] > 1.0
+    assert sig.bootstrap_ratio_ci([1.0], n) is None
+    assert sig.bootstrap_ratio_ci([0.0, 0.0, 0.0], n) is None      # base mean 0
+    big = np.random.default_rng(0).exponential(1.0, 50_000)
+    assert sig.bootstrap_ratio_ci(big, big * 2, key="x") is not None  # budget-limited, still fine
+
+
+def test_bh_matches_hand_computation():
+    p = [0.01, 0.04, 0.03, 0.5]
+    # sorted 0.01,0.03,0.04,0.5 → 0.04, 0.06, 0.0533, 0.5 → monotone: 0.04, 0.0533, 0.0533, 0.5
+    q = sig.bh_adjust(p)
+    assert q == pytest.approx([0.04, 0.05333333, 0.05333333, 0.5])
+    assert sig.bh_adjust([]) == []
