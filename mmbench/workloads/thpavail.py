@@ -1,12 +1,13 @@
 """thpavail: THP availability and fault-in cost when memory is full of page cache under IO.
 
 After seed 001 (Mel Gorman's THPAVAIL, 2011): a reader streams a large file (default 2x the
-budget) to nowhere and a writer streams zeros onto a filesystem -- by default a loop-mounted image (vfat when the
-kernel has it, else ext2) whose write bandwidth is throttled through the sandbox's blkio cgroup,
-standing in for the slow USB stick.  Once free memory in the sandbox falls below a threshold, ``thpavail.c`` faults in
-an anonymous mapping (default 0.8x the budget, so it fits once the page cache is reclaimed) and
-reports System/User/Elapsed time of the touch loop, THP Active (the mapping's own smaps), Fault
-Alloc / Fault Fallback (thp_fault_* deltas) and per-2MiB fault latency split huge vs base.
+budget) to nowhere and a writer streams zeros onto a filesystem -- by default a loop-mounted
+image (vfat when the kernel has it, else ext2) whose write bandwidth is throttled through the
+sandbox's blkio cgroup, standing in for the slow USB stick.  Once free memory in the sandbox falls
+below a threshold, ``thpavail.c`` faults in an anonymous mapping (default 0.8x the budget, so it
+fits once the page cache is reclaimed) and reports System/User/Elapsed time of the touch loop,
+THP Active (the mapping's own smaps), Fault Alloc / Fault Fallback (thp_fault_* deltas) and
+per-2MiB fault latency split huge vs base.
 
 The throttle applies to IO the writer submits itself (its periodic fdatasync); on cgroup v1,
 writeback done by the flusher threads is not attributed to the sandbox and is not throttled.
