@@ -17,7 +17,7 @@ from pathlib import Path
 from mmbench.run.journal import Journal
 
 CGROUP_ROOT = Path(os.environ.get("MMBENCH_CGROUP_ROOT", "/sys/fs/cgroup"))
-BASE = "mmbench"
+PREFIX = "mmbench-"  # leaves sit directly under each hierarchy's root: no shared parent to race on
 
 
 def cgroup_version() -> int:
@@ -64,24 +64,21 @@ class MemorySandbox:
 
     def create(self) -> "MemorySandbox":
         if self.version == 2:
-            base = CGROUP_ROOT / BASE
-            self._mkdir(base)
-            wanted = [c for c in ("memory", "io", "cpu") if c in (CGROUP_ROOT / "cgroup.subtree_control").read_text().split()]
-            if wanted:
-                (base / "cgroup.subtree_control").write_text(" ".join("+" + c for c in wanted))
-            leaf = base / self.name
+            enabled = (CGROUP_ROOT / "cgroup.subtree_control").read_text().split()
+            if "memory" not in enabled:
+                raise RuntimeError(f"the memory controller is not enabled in {CGROUP_ROOT}/cgroup.subtree_control")
+            leaf = CGROUP_ROOT / (PREFIX + self.name)
             self._mkdir(leaf)
             (leaf / "memory.max").write_text(str(self.limit))
             self.paths = {"memory": leaf, "unified": leaf}
-            if "io" in wanted:
+            if "io" in enabled:
                 self.blkio_path = leaf
         else:
             for ctrl in ("memory", "cpuacct", "blkio", "unified"):
                 root = CGROUP_ROOT / ctrl
                 if not (root / "cgroup.procs").exists():
                     continue
-                self._mkdir(root / BASE)
-                leaf = root / BASE / self.name
+                leaf = root / (PREFIX + self.name)
                 self._mkdir(leaf)
                 self.paths[ctrl] = leaf
             (self.paths["memory"] / "memory.limit_in_bytes").write_text(str(self.limit))

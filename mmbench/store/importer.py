@@ -1,0 +1,26 @@
+"""Store samples from other tools (or hand-checked data) as a run, comparable like any other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mmbench.store.base import Store
+from mmbench.store.model import WorkloadRun
+
+
+def import_run(store: Store, name: str, workloads: list[WorkloadRun], *, source: str,
+               force: bool = False) -> Path:
+    text = Path(source).read_text() if Path(source).is_file() else ""
+    writer = store.create_run(name, force=force, suite_text=f"# imported from {source}\n",
+                              suite_hash="", suite_effective={"imported_from": source},
+                              fingerprint={"imported_from": source, "bytes": len(text)}, settings={},
+                              status="running", description=f"imported from {Path(source).name}")
+    writer.meta["workload_order"] = [w.label for w in workloads]
+    for w in workloads:
+        writer.add_workload(WorkloadRun(label=w.label, plugin=w.plugin, params=w.params, metrics=w.metrics))
+        for it in w.iterations:
+            writer.iteration_dir(w.label, it.index).mkdir(parents=True, exist_ok=True)
+            it.path = str(writer.iteration_dir(w.label, it.index).relative_to(writer.path))
+            writer.add_iteration(it)
+    writer.finish("imported")
+    return writer.path

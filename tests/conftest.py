@@ -1,0 +1,69 @@
+"""Shared fixtures: CLI runner, root check, temporary results directories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+THP = Path("/sys/kernel/mm/transparent_hugepage")
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+needs_root = pytest.mark.skipif(not is_root(), reason="needs root: changes sysctls and creates cgroups")
+
+
+def mmbench(*args: str, check: bool = False, timeout: float = 300, env: dict | None = None,
+            **kw) -> subprocess.CompletedProcess:
+    """Run the CLI as a user would, in a subprocess."""
+    proc = subprocess.run([sys.executable, "-m", "mmbench", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})}, **kw)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"mmbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+def start_mmbench(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "mmbench", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False
+
+
+def mmbench_cgroups() -> list[str]:
+    found = []
+    for root in Path("/sys/fs/cgroup").glob("*"):
+        if root.is_dir():
+            found += [str(p) for p in root.glob("mmbench*")]
+    found += [str(p) for p in Path("/sys/fs/cgroup").glob("mmbench*")]
+    return sorted(set(found))
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    return tmp_path / "results"
+
+
+@pytest.fixture
+def suite_file(tmp_path: Path):
+    """Write a suite file from text; returns its path."""
+    def write(text: str, name: str = "suite.toml") -> Path:
+        p = tmp_path / name
+        p.write_text(text)
+        return p
+    return write
