@@ -163,3 +163,20 @@ def test_bh_matches_hand_computation():
     q = sig.bh_adjust(p)
     assert q == pytest.approx([0.04, 0.05333333, 0.05333333, 0.5])
     assert sig.bh_adjust([]) == []
+
+
+def test_means_equal_scipy():
+    from scipy import stats
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = rng.lognormal(0, 2, rng.integers(1, 50))
+        assert st.hmean(x) == pytest.approx(stats.hmean(x), rel=1e-12)
+        assert st.gmean(x) == pytest.approx(stats.gmean(x), rel=1e-12)
+
+
+def test_welch_equals_ttest_ind():
+    from scipy import stats
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        a, b = rng.normal(0, 1, rng.integers(2, 9)), rng.normal(0.5, 2, rng.integers(2, 9))
+        assert sig.welch(a, b).p == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue, rel=1e-9)

@@ -16,7 +16,6 @@ import math
 from typing import Iterable, Literal, Sequence
 
 import numpy as np
-from scipy import stats as _st
 
 MeanKind = Literal["amean", "hmean", "gmean"]
 Better = Literal["higher", "lower"]
@@ -45,7 +44,8 @@ def hmean(x: Sequence[float] | np.ndarray) -> float:
     a = _arr(x)
     if not a.size or np.isnan(a).any() or (a <= 0).any():
         return _NAN
-    return float(_st.hmean(a))
+    # the formula scipy.stats.hmean evaluates, without its ~0.5 ms per-call wrapper (tested equal)
+    return float(a.size / np.sum(1.0 / a))
 
 
 def gmean(x: Sequence[float] | np.ndarray) -> float:
@@ -56,7 +56,8 @@ def gmean(x: Sequence[float] | np.ndarray) -> float:
         return _NAN
     if (a == 0).any():
         return 0.0
-    return float(_st.gmean(a))
+    # scipy.stats.gmean's formula exp(mean(log x)), without its per-call wrapper (tested equal)
+    return float(np.exp(np.mean(np.log(a))))
 
 
 MEANS = {"amean": amean, "hmean": hmean, "gmean": gmean}
