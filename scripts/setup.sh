@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Set up mmbench on a Debian machine (as root): Debian packages for the workloads and probes, then a
+# virtual environment in .venv with mmbench and its Python dependencies.  Idempotent and quick
+# when nothing changed.  Usage: scripts/setup.sh [--test]   (--test adds pytest, hypothesis, chromium)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_test=0
+[ "${1:-}" = "--test" ] && want_test=1
+
+# Debian packages: compiler for the C workloads, filesystem and loop tools (thpavail's vfat
+# image, swap files), postmark, perf and bpftrace for tracing, GNU time, and Chromium for the
+# applaunch browser probe and the HTML report test.
+pkgs=(gcc libc6-dev make util-linux mount dosfstools e2fsprogs procps time postmark
+      linux-perf bpftrace python3-venv chromium)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: need root to install: ${missing[*]}" >&2; exit 1
+  fi
+  echo "setup: installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+py=${PYTHON:-python3}
+extras=""
+[ $want_test = 1 ] && extras="[test]"
+stamp=".venv/.mmbench-setup-$(cat pyproject.toml | sha256sum | cut -c1-12)$want_test"
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($py --version)"
+  $py -m venv .venv
+fi
+if [ ! -e "$stamp" ]; then
+  echo "setup: installing mmbench$extras into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".$extras"
+  rm -f .venv/.mmbench-setup-*
+  touch "$stamp"
+fi
+echo "setup: done (mmbench is .venv/bin/mmbench)"
