@@ -113,7 +113,12 @@ def _setup_file(p: dict[str, Any], journal: Journal) -> dict[str, Any]:
 
 def setup_swap(spec: dict[str, Any], budget: int, journal: Journal) -> dict[str, Any]:
     """Set up the swap ``spec`` describes (a suite's ``[swap]`` table); returns its description."""
-    p = resolve_params(swap_params, spec, budget, "swap")
+    # The suite loader passes every key (None where unset) plus the size it resolved: None means
+    # "the default", and size_bytes is the same size already in bytes.
+    given = {k: v for k, v in spec.items() if v is not None and k != "size_bytes"}
+    if "size" not in given and spec.get("size_bytes") is not None:
+        given["size"] = int(spec["size_bytes"])
+    p = resolve_params(swap_params, given, budget, "swap")
     desc: dict[str, Any] = {"type": p["type"]}
     if p["type"] != "none" and p["size"] < (1 << 20):
         raise UsageError(f"swap.size: {p['size']} bytes is too small (at least 1M)")
