@@ -59,7 +59,8 @@ def test_pct_diff_edges():
     # new = 0 is a real result, not "0 %"
     assert pct_diff(100.0, 0.0, "higher")[0] == pytest.approx(-100.0)
     assert pct_diff(100.0, 0.0, "lower")[0] == pytest.approx(100.0)
-    assert pct_diff(0.0, 0.0, "lower")[0] is None
+    assert pct_diff(0.0, 0.0, "lower")[0] == 0.0     # nothing changed
+    assert pct_diff(0.0, 3.0, "lower")[0] is None     # change against 0 has no percentage
 
 
 # ---- structure --------------------------------------------------------------------------------
@@ -84,7 +85,7 @@ def test_rows_values_and_pct():
     assert h.significant == {"a": False, "b": False}
     assert "zero-variance" in h.note          # explicit state, no invented p
     sd = rows[(TPUT.name, "Stddev")]
-    assert sd.better == "lower" and sd.pct["b"] is None and "baseline is 0" in sd.note
+    assert sd.better == "lower" and sd.pct["b"] == 0.0 and not sd.note   # 0 against 0: no change
 
 
 def test_warmup_and_failed_excluded_and_noted():

@@ -180,3 +180,29 @@ def test_welch_equals_ttest_ind():
     for _ in range(20):
         a, b = rng.normal(0, 1, rng.integers(2, 9)), rng.normal(0.5, 2, rng.integers(2, 9))
         assert sig.welch(a, b).p == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue, rel=1e-9)
+
+
+def test_significance_matches_scipy_stats():
+    """Our Welch / Mann–Whitney / BH (built on scipy.special for speed) equal scipy.stats."""
+    import numpy as np
+    from scipy import stats as st
+
+    from mmbench.analysis import significance as sig
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        nb, nn = rng.integers(2, 12, size=2)
+        b = rng.normal(10, 2, nb)
+        n = rng.normal(10 + rng.uniform(-3, 3), rng.uniform(0.5, 4), nn)
+        if trial % 3 == 0:
+            b, n = np.round(b), np.round(n)          # ties
+        ours = sig.welch(b, n).p
+        ref = st.ttest_ind(b, n, equal_var=False).pvalue
+        assert ours == pytest.approx(ref, rel=1e-9, abs=1e-12)
+        if nb >= 3 and nn >= 3:
+            ours = sig.mann_whitney(b, n).p
+            exact = nb <= 8 and nn <= 8 and np.unique(np.r_[b, n]).size == nb + nn
+            ref = st.mannwhitneyu(b, n, alternative="two-sided",
+                                  method="exact" if exact else "asymptotic").pvalue
+            assert ours == pytest.approx(ref, rel=1e-9, abs=1e-12), (b, n)
+    p = rng.uniform(0, 1, 30)
+    assert sig.bh_adjust(p) == pytest.approx(list(st.false_discovery_control(p, method="bh")))

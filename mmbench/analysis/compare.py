@@ -130,12 +130,15 @@ def pct_diff(base: float | None, new: float | None, better: Better) -> tuple[flo
     """Percentage difference of ``new`` against ``base``, positive = better.
 
     higher-is-better: 100·(new/base − 1); lower-is-better: 100·(1 − new/base).
-    None (with the reason) when the base is missing, NaN, 0 or negative, or new is missing.
-    new = 0 is a real value (e.g. −100 % for a throughput), never "0 %"."""
+    Equal values are 0 % (also 0 against 0: nothing changed).  None (with the reason) when the
+    base is missing, NaN, 0 (and new is not) or negative, or new is missing.  new = 0 against a
+    non-zero base is a real value (e.g. −100 % for a throughput), never "0 %"."""
     if base is None or not math.isfinite(base):
         return None, PCT_NO_BASE
     if new is None or not math.isfinite(new):
         return None, PCT_NO_VALUE
+    if new == base:
+        return 0.0, None
     if base == 0:
         return None, PCT_BASE_ZERO
     if base < 0:
@@ -479,12 +482,14 @@ class _Builder:
                 if not self.multi:
                     r.pct[self.base] = None
                     continue
-                base_pct, reason = pct_diff(b, b, r.better)
-                r.pct[self.base] = 0.0 if base_pct is not None else None
-                if reason in (PCT_BASE_ZERO, PCT_BASE_NEG):
-                    r.add_note(f"no %: {reason}")
+                r.pct[self.base] = pct_diff(b, b, r.better)[0]
+                reasons = set()
                 for n in self.names[1:]:
-                    r.pct[n] = pct_diff(b, r.values.get(n), r.better)[0]
+                    r.pct[n], reason = pct_diff(b, r.values.get(n), r.better)
+                    if reason in (PCT_BASE_ZERO, PCT_BASE_NEG):
+                        reasons.add(reason)
+                for reason in sorted(reasons):
+                    r.add_note(f"no %: {reason}")
 
 
 def _unique_names(runs: list[RunRecord]) -> list[str]:
