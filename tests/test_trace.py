@@ -75,8 +75,11 @@ def test_mm_trace_end_to_end(tmp_path, journal):
     memcg = [s for s in stalls if s.kind == "memcg"]
     assert memcg, "memcg reclaim begin/end events were paired"
     assert all(s.dur_ns >= 0 for s in memcg)
-    assert sum(1 for s in memcg if s.who == "workload") >= len(memcg) * 0.5
-    assert any(s.reclaimed > 0 for s in memcg) and any(s.scanned > 0 for s in memcg)
+    # the machine is shared: other memcgs may reclaim at the same time ("other")
+    mine = [s for s in memcg if s.who == "workload"]
+    assert mine, "the workload's own memcg reclaim stalls are attributed to it"
+    assert {s.comm for s in mine} <= {"sh", "dd", "cat", "python3", "rm", "seq", ""}
+    assert any(s.reclaimed > 0 for s in mine) and any(s.scanned > 0 for s in mine)
     summary = cls.summarise(ctx.outdir, meta)
     m = {d.name: (d, v) for d, v in summary.metrics}
     d, v = m["Memcg reclaim stall (us)"]
