@@ -30,9 +30,11 @@ _PATTERNS = {
     "Transactions/s": re.compile(r"seconds of transactions \(([\d.]+) per second\)"),
     "Files created/s": re.compile(r"^\s*\d+ created \(([\d.]+) per second\)", re.M),
     "Files deleted/s": re.compile(r"^\s*\d+ deleted \(([\d.]+) per second\)", re.M),
-    "Data read MB/s": re.compile(r"megabytes read \(([\d.]+) megabytes per second\)"),
-    "Data written MB/s": re.compile(r"megabytes written \(([\d.]+) megabytes per second\)"),
+    "Data read MB/s": re.compile(r"bytes read \(([\d.]+) (bytes|kilobytes|megabytes|gigabytes) per second\)"),
+    "Data written MB/s": re.compile(r"bytes written \(([\d.]+) (bytes|kilobytes|megabytes|gigabytes) per second\)"),
 }
+# postmark scales its data figures to a readable unit (binary multiples)
+_SCALE = {"bytes": 1 / (1 << 20), "kilobytes": 1 / 1024, "megabytes": 1.0, "gigabytes": 1024.0}
 _UNITS = {"Transactions/s": "transactions/s", "Files created/s": "files/s", "Files deleted/s": "files/s",
           "Data read MB/s": "MB/s", "Data written MB/s": "MB/s"}
 
@@ -43,7 +45,7 @@ def parse_postmark(text: str) -> dict[str, float]:
     for name, rx in _PATTERNS.items():
         m = rx.search(text)
         if m:
-            out[name] = float(m.group(1))
+            out[name] = float(m.group(1)) * (_SCALE[m.group(2)] if m.lastindex == 2 else 1.0)
     if "Transactions/s" not in out:
         raise WorkloadError("postmark printed no transaction rate (see raw/postmark.out)")
     return out
@@ -83,10 +85,12 @@ class Postmark(Workload):
 
     def run(self, ctx: WorkloadContext) -> Samples:
         p = ctx.params
-        loc = ctx.workdir / "postmark"
+        # postmark keeps file names in 80-byte buffers and crashes on a long location: give it a
+        # short relative one and run it from the workdir
+        loc = ctx.workdir / "pm"
         loc.mkdir(parents=True, exist_ok=True)
         cfg = "\n".join([
-            f"set location {loc}",
+            "set location pm",
             f"set number {self.nfiles(p)}",
             f"set transactions {p['transactions']}",
             f"set size {p['size_min']} {p['size_max']}",
@@ -96,15 +100,15 @@ class Postmark(Workload):
             f"set buffering {'true' if p['buffering'] else 'false'}",
             f"set seed {p['seed']}",
             "show", "run", "quit", ""])
-        cfg_path = ctx.rawdir / "postmark.cfg"
-        cfg_path.write_text(cfg)
+        (ctx.rawdir / "postmark.cfg").write_text(cfg)
+        (ctx.workdir / "postmark.cfg").write_text(cfg)
         hog = None
         if p["hog"]:
             hog = ctx.spawn([ctx.binary("anonhog"), str(p["hog"]), str(min(p["hog_block"], p["hog"])),
                              str(max(int(p["hog_period"] * 1000), 10))], stdout="anonhog.out", stderr="anonhog.err")
             self._wait_ready(ctx, hog)
         try:
-            out = ctx.run(["postmark", str(cfg_path)], raw_name="postmark.out", timeout=p["timeout"])
+            out = ctx.run(["postmark", "postmark.cfg"], raw_name="postmark.out", timeout=p["timeout"], cwd=ctx.workdir)
         finally:
             if hog is not None:
                 ctx.stop(hog)
