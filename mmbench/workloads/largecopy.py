@@ -155,12 +155,13 @@ class Largecopy(Workload):
                     for r in running:
                         ctx.stop(r)
                     raise WorkloadError(f"copying did not finish within {timeout:g} s") from None
-                running = [r for r in running if r.poll() is None]
-                if proc.returncode != 0:
-                    raise WorkloadError(f"cp -r exited with status {proc.returncode}")
-                for r in list(running):
-                    if r.poll() is not None and r.returncode != 0:
-                        raise WorkloadError(f"cp -r exited with status {r.returncode}")
+                finished = [r for r in running if r.poll() is not None]
+                running = [r for r in running if r.returncode is None]
+                for r in finished:
+                    if r.returncode != 0:
+                        for other in running:
+                            ctx.stop(other)
+                        raise WorkloadError(f"cp -r exited with status {r.returncode} (see largecopy-cp-*.err)")
 
         timed("copy source files", copy_all)
         dirs = [str(n) for n in range(ncopies + 1)]
