@@ -108,3 +108,15 @@ def test_sizes_and_durations():
             parse_size(bad, 1 << 30)
     with pytest.raises(ValueError, match="budget"):
         parse_size("0.5x")
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="needs root")
+def test_kernel_rejected_value_is_one_line_and_nothing_stays_changed(suite_file, results):
+    from pathlib import Path
+    from mmbench.run.journal import read_knob
+    before = read_knob(Path("/proc/sys/vm/swappiness"))
+    text = GOOD.replace('thp.enabled = "madvise"', 'vm.swappiness = 7\nvm.min_free_kbytes = -5')
+    proc = mmbench("run", "--config", str(suite_file(text)), "--results", str(results), "x")
+    one_line_error(proc, "settings.vm.min_free_kbytes", "rejected", "-5")
+    assert read_knob(Path("/proc/sys/vm/swappiness")) == before
+    assert not results.exists() or not (results / "x").exists()

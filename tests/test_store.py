@@ -64,3 +64,29 @@ def test_name_reuse_needs_force(suite_file, results):
 def test_results_env_variable(tmp_path):
     out = mmbench("list", env={"MMBENCH_RESULTS": str(tmp_path / "elsewhere")}, check=True)
     assert str(tmp_path / "elsewhere") in out.stdout
+
+
+def test_import_csv_then_compare(tmp_path):
+    csvfile = tmp_path / "samples.csv"
+    rows = ["workload,metric,unit,better,iteration,value"]
+    for it, (a, b) in enumerate([(10.0, 20.0), (11.0, 21.0), (12.0, 22.0)]):
+        rows.append(f"tool,Latency,ms,lower,{it},{a}")
+        rows.append(f"tool,Ops,ops/s,higher,{it},{b}")
+    csvfile.write_text("\n".join(rows) + "\n")
+    other = tmp_path / "other.csv"
+    other.write_text("\n".join(r.replace(",10.0", ",15.0") for r in rows) + "\n")
+    res = str(tmp_path / "res")
+    assert mmbench("import", "--results", res, str(csvfile), "base").returncode == 0
+    assert mmbench("import", "--results", res, str(other), "new").returncode == 0
+    out = mmbench("compare", "--results", res, "--format", "json", "base", "new", check=True).stdout
+    import json
+    data = json.loads(out)
+    rows = {(r["metric"], r["stat"]): r for s in data["sections"] for r in s["rows"]}
+    lat = rows[("Latency", "Amean")]
+    assert lat["values"] == {"base": 11.0, "new": 38 / 3}
+    assert lat["pct"]["new"] < 0          # lower is better and it went up
+    assert mmbench("import", "--results", res, str(csvfile), "base").returncode == 2   # name taken
+    bad = tmp_path / "bad.csv"
+    bad.write_text("workload,metric,unit,better,iteration,value\ntool,L,ms,sideways,0,1\n")
+    proc = mmbench("import", "--results", res, str(bad), "bad")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "better" in proc.stderr

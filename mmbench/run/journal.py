@@ -30,9 +30,17 @@ def state_dir() -> Path:
     return Path(os.environ.get("MMBENCH_STATE_DIR", "/var/lib/mmbench"))
 
 
+# tracefs buffer_size_kb reads "7 (expanded: 1408)" until the ring buffer is first used
+# (kernel/trace/trace.c, tracing_entries_read, since 2.6.3x): the size to write back is 1408.
+_EXPANDED = re.compile(r"^\d+ \(expanded: (\d+)\)$")
+
+
 def read_knob(path: Path) -> str:
     """Current value of a sysfs/procfs file; for ``a [b] c`` choice files, the selected one."""
     text = path.read_text().strip()
+    e = _EXPANDED.match(text)
+    if e:
+        return e.group(1)
     m = _BRACKET.search(text)
     return m.group(1) if m and " " in text else text
 
@@ -68,15 +76,24 @@ class Journal:
         """Become the journal's owner.  Restores what a dead owner left; returns what it said."""
         self.dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            os.close(fd)
-            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+        # Two runs at once would disturb each other's numbers: refuse, or queue for up to
+        # $MMBENCH_LOCK_WAIT seconds.
+        deadline = time.monotonic() + float(os.environ.get("MMBENCH_LOCK_WAIT", "0") or 0)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    os.close(fd)
+                    raise
+                if time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                os.close(fd)
                 owner = self.lock_path.read_text().strip() or "?"
                 raise UsageError(f"another mmbench process (pid {owner}) is changing this machine; "
-                                 f"wait for it to finish") from None
-            raise
+                                 f"wait for it to finish (or set MMBENCH_LOCK_WAIT=SECONDS to queue)") from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd

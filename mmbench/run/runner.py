@@ -127,7 +127,8 @@ def run_suite(suite: Suite, name: str, store: Store, *, force: bool = False,
         journal.release()
         for p in problems:
             progress.warn(p)
-        progress.info("machine state restored" if not problems else "machine state restored with problems (above)")
+        if writer is not None:
+            progress.info("machine state restored" if not problems else "machine state restored with problems (above)")
         progress.close()
 
 
