@@ -79,9 +79,11 @@ def test_vmstat_derived(tmp_path, journal, memcg):
     mon.start(ctx)
     time.sleep(1.2)
     meta = mon.stop()
-    names = {m.name for m, _ in ProcVmstat.summarise(ctx.outdir, meta).metrics}
+    summary = dict((m.name, v) for m, v in ProcVmstat.summarise(ctx.outdir, meta).metrics)
     assert {"Direct scan (pages/s)", "Kswapd scan (pages/s)", "Memcg limit scan (pages/s)",
-            "Reclaim efficiency", "nr_free_pages"} <= names
+            "Reclaim efficiency", "Free memory (MiB)", "Page faults (/s)", "THP fault alloc (/s)"} <= set(summary)
+    assert all(v > 0 for v in summary["Free memory (MiB)"])
+    assert len(summary["Page faults (/s)"]) == meta["samples"] - 1   # one rate per interval
 
 
 @root_only

@@ -1,8 +1,9 @@
 """proc-vmstat: every /proc/vmstat counter, each interval.
 
 Cost: one read of /proc/vmstat (22-33 us in the kernel) and a split: ~60-90 us per sample.
-Summary: per-second rates of the counters that moved (per interval, not MMTests' raw per-interval
-deltas whose first sample is always 0), absolute values of the gauges (``nr_*``), and derived
+Summary: per-second rates of the main event counters (per interval, not MMTests' raw per-interval
+deltas whose first sample is always 0), the main gauges in MiB (free, file, anon, dirty,
+writeback, slab), and derived
 rates: direct/kswapd scan and steal, memcg-limit scan and steal (pgscan_{anon,file} minus the
 kswapd/direct/khugepaged/proactive ones: limit reclaim only moves the anon/file totals), and
 reclaim efficiency (steal·100/scan over intervals that scanned).
@@ -10,6 +11,7 @@ reclaim efficiency (steal·100/scan over intervals that scanned).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,33 @@ from mmbench.store.model import MetricDef
 NR_COUNTERS = {"nr_vmscan_write", "nr_vmscan_immediate_reclaim", "nr_dirtied", "nr_written",
                "nr_throttled_written", "nr_foll_pin_acquired", "nr_foll_pin_released"}
 OTHER_GAUGES = {"workingset_nodes"}
+
+
+# What comparisons show (the .tsv keeps every counter for graphs and digging): the gauges and
+# rates mm developers read first.  A name list sums several counters; a missing counter is omitted.
+GAUGES: list[tuple[str, list[str]]] = [
+    ("Free memory", ["nr_free_pages"]),
+    ("File pages", ["nr_file_pages"]),
+    ("Anon pages", ["nr_anon_pages"]),
+    ("Dirty", ["nr_dirty"]),
+    ("Writeback", ["nr_writeback"]),
+    ("Slab reclaimable", ["nr_slab_reclaimable"]),
+    ("Slab unreclaimable", ["nr_slab_unreclaimable"]),
+]
+RATES: list[tuple[str, list[str]]] = [
+    ("Page faults", ["pgfault"]),
+    ("Major faults", ["pgmajfault"]),
+    ("Swap ins", ["pswpin"]),
+    ("Swap outs", ["pswpout"]),
+    # allocstall became per zone (allocstall_dma32, _normal, _movable) in 4.8: summed
+    ("Allocation stalls", ["allocstall", "allocstall_dma", "allocstall_dma32", "allocstall_normal",
+                           "allocstall_movable", "allocstall_device"]),
+    ("Workingset refaults", ["workingset_refault", "workingset_refault_anon", "workingset_refault_file"]),
+    ("THP fault alloc", ["thp_fault_alloc"]),
+    ("THP fault fallback", ["thp_fault_fallback"]),
+    ("Compaction stalls", ["compact_stall"]),
+    ("Kcompactd wake", ["compact_daemon_wake"]),
+]
 
 
 def is_gauge(name: str) -> bool:
@@ -94,13 +123,13 @@ class ProcVmstat(SamplingMonitor):
                                 clean(eff)))
             if not mask.any():
                 out.notes.append("no reclaim scanning during the iteration")
-        for i, c in enumerate(cols, start=1):
-            col = arr[:, i]
-            if is_gauge(c):
-                if np.any(col != 0):
-                    out.metrics.append((gauge_metric(c, "pages" if not c.endswith("threshold") else "pages",
-                                                     kind="count"), clean(col)))
-            else:
-                if col[-1] != col[0]:
-                    out.metrics.append((rate_metric(f"{c}/s", "/s"), clean(rates(t, col))))
+        page_mib = os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+        for title, names in GAUGES:
+            g = _sum(cols, arr, names)
+            if g is not None:
+                out.metrics.append((gauge_metric(f"{title} (MiB)", "MiB", kind="size"), clean(g * page_mib)))
+        for title, names in RATES:
+            series = r([n for n in names if n in cols] or names)
+            if series is not None:
+                out.metrics.append((rate_metric(f"{title} (/s)", "/s"), clean(series)))
         return out
