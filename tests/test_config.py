@@ -86,6 +86,10 @@ def test_set_overrides(suite_file):
     s = load_suite(str(path), ["budget=128M"])
     assert s.workloads[0].params["size"] == 32 << 20
     assert s.effective["settings"]["thp.enabled"] == "madvise"
+    s = load_suite(str(path), ["monitors.meminfo", "monitors.psi.interval=2s"])
+    assert {m.name: m.interval for m in s.monitors} == {"meminfo": 1.0, "psi": 2.0}
+    s = load_suite("smoke", ["monitors.meminfo=false"])
+    assert "meminfo" not in [m.name for m in s.monitors] and "proc-vmstat" in [m.name for m in s.monitors]
 
 
 def test_shipped_suite_by_name():

@@ -104,10 +104,18 @@ def apply_override(doc: dict[str, Any], item: str) -> None:
     """Apply one ``--set KEY=VALUE`` to the raw suite document."""
     key, sep, raw = item.partition("=")
     key = key.strip()
+    parts = key.split(".")
+    if parts[0] == "monitors" and len(parts) == 2 and (not sep or raw.strip() in ("true", "false")):
+        # --set monitors.NAME adds a monitor, --set monitors.NAME=false removes it
+        monitors = doc.setdefault("monitors", {})
+        if raw.strip() == "false":
+            monitors.pop(parts[1], None)
+        else:
+            monitors.setdefault(parts[1], {})
+        return
     if not sep or not key:
         raise UsageError(f"--set {item}: expected KEY=VALUE (e.g. thp.enabled=never, iterations=5)")
     value = _parse_value(raw.strip())
-    parts = key.split(".")
     head = parts[0]
     if key in SUITE_KEYS:
         doc.setdefault("suite", {})[key] = value
@@ -121,8 +129,6 @@ def apply_override(doc: dict[str, Any], item: str) -> None:
         doc.setdefault(head, {})[parts[1]] = value
     elif head == "monitors" and len(parts) >= 3:
         doc.setdefault("monitors", {}).setdefault(parts[1], {})[".".join(parts[2:])] = value
-    elif head == "monitors" and len(parts) == 2:
-        doc.setdefault("monitors", {}).setdefault(parts[1], {})
     else:
         if head == "workload":
             parts = parts[1:]
