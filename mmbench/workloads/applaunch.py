@@ -14,7 +14,7 @@ the exit the moment ``waitpid`` returns), in milliseconds, and the apps need no 
 
 A companion workload (``[workload.with.applaunch]``): it cycles through the apps until the workload
 it accompanies finishes (``ctx.stop_event``); a launch still running then is stopped and not
-counted.  Standalone, ``duration`` bounds it.  Every launch, counted or not, is in
+counted.  Standalone, ``duration`` or ``launches`` bounds it.  Every launch, counted or not, is in
 ``applaunch.log`` (rawdir).  The first launch of each app is cold (caches were dropped); with
 ``discard_first`` it is logged but not counted, which MMTests meant to do but rarely did.
 """
@@ -77,6 +77,7 @@ class Applaunch(Workload):
     params = {
         "apps": Param("str_list", list(APPS), "applications to launch in turn", choices=APPS),
         "duration": Param("duration", "0", "stop after this long (0: when the accompanied workload ends)"),
+        "launches": Param("int", 0, "stop after this many launches of each app (0: no limit)", minimum=0),
         "pause": Param("duration", "0.5s", "pause between two launches"),
         "timeout": Param("duration", "120s", "a launch taking longer is stopped and counted as failed"),
         "discard_first": Param("bool", True, "log but do not count the first (cold) launch of each app"),
@@ -127,10 +128,18 @@ class Applaunch(Workload):
         def expired() -> bool:
             return ctx.stop_event.is_set() or (p["duration"] > 0 and time.monotonic() - t_start >= p["duration"])
 
-        while apps and not expired():
+        tried: dict[str, int] = {a: 0 for a in apps}
+
+        def all_done() -> bool:
+            return p["launches"] > 0 and all(tried[a] >= p["launches"] for a in apps)
+
+        while apps and not expired() and not all_done():
             for app in apps:
                 if expired():
                     break
+                if p["launches"] and tried[app] >= p["launches"]:
+                    continue
+                tried[app] += 1
                 n += 1
                 ms, status = self._launch(ctx, app, n, chromium, expired)
                 if status == "ok":
