@@ -184,7 +184,12 @@ class LiveProgress(PlainProgress):
         t.append("━" * (width - filled), style="grey35")
         t.append(f"  {self.done}/{self.total} iterations  elapsed {fmt_duration(self.elapsed())}")
         eta = self.eta()
-        t.append(f"  left ~{fmt_duration(eta)}" if eta is not None else "  left: estimating", style="yellow")
+        if eta is not None:
+            t.append(f"  left ~{fmt_duration(eta)}", style="yellow")
+        elif self.total and self.done >= self.total:
+            t.append("  finishing", style="yellow")
+        else:
+            t.append("  left: estimating", style="yellow")
         t.append("\n")
         t.append("monitors: ", style="dim")
         t.append(", ".join(self.monitors) if self.monitors else "none")
