@@ -4,9 +4,9 @@
   "use strict";
   var NS = "http://www.w3.org/2000/svg";
   var W = 560, H = 300, ML = 66, MR = 14, MT = 12, MB = 40;
-  var src = document.getElementById("mmb-data");
-  if (!src) { return; }
-  var data = JSON.parse(src.textContent);
+  var holder = document.getElementById("mmb-data");
+  if (!holder) { return; }
+  var data = JSON.parse(holder.textContent);
   var COLORS = data.colors, NAMES = data.runs;
 
   function el(name, attrs, parent) {
@@ -193,7 +193,7 @@
     if (!vals.length) { host.textContent = "no data"; return; }
     var y0 = Math.min.apply(null, vals), y1 = Math.max.apply(null, vals);
     var pad = (y1 - y0) * 0.05 || Math.abs(y1) * 0.05 || 1;
-    var yt = niceTicks(y0 - pad, y1 + pad, 5);
+    var yt = niceTicks(y0 >= 0 ? Math.max(0, y0 - pad) : y0 - pad, y1 + pad, 5);
     var sy = scale(yt[0], yt[yt.length - 1], H - MB, MT, false);
     var n = NAMES.length, slot = (W - ML - MR) / n;
     var svg = frame(fig, null, yt, null, sy);
