@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up mmbench on a Debian machine (as root): Debian packages for the workloads and probes, then a
 # virtual environment in .venv with mmbench and its Python dependencies.  Idempotent and quick
-# when nothing changed.  Usage: scripts/setup.sh [--test]   (--test adds pytest, hypothesis, chromium)
+# when nothing changed.  Usage: scripts/setup.sh [--test]   (--test adds pytest and hypothesis)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,10 +9,10 @@ want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 
 # Debian packages: compiler for the C workloads, filesystem and loop tools (thpavail's vfat
-# image, swap files), postmark, perf and bpftrace for tracing, GNU time, and Chromium for the
-# applaunch browser probe and the HTML report test.
-pkgs=(gcc libc6-dev make util-linux mount dosfstools e2fsprogs procps time postmark
-      linux-perf bpftrace python3-venv chromium)
+# image, swap files), curl/tar/gzip for largecopy, postmark, perf for the perf-stat monitor,
+# GNU time, and Chromium for the applaunch browser probe and the HTML report test.
+pkgs=(gcc libc6-dev make util-linux mount dosfstools e2fsprogs procps time postmark curl tar gzip
+      linux-perf python3-venv chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,6 +8,7 @@ checked exactly like the file.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -185,6 +186,13 @@ def _schema_error(path: Path, e: ValidationError, doc: dict[str, Any]) -> UsageE
     return UsageError(f"{path}: {where}: {err['msg']} (got {err.get('input')!r})")
 
 
+def _check_requires(cls: type[Workload], where: str) -> None:
+    missing = [tool for tool in cls.requires if shutil.which(tool) is None]
+    if missing:
+        raise UsageError(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH "
+                         f"(scripts/setup.sh installs what mmbench uses)")
+
+
 def memtotal() -> int:
     with open("/proc/meminfo") as fh:
         for line in fh:
@@ -248,6 +256,7 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
             raise UsageError(f"{where}: workload[{label}].label: use letters, digits, '.', '_', '-' only")
         labels.add(label)
         cls = wreg[spec_w.name]
+        _check_requires(cls, f"{where}: workload[{label}]")
         wl = cls()
         params = resolve_params(cls.params, spec_w.params, budget, f"{where}: workload[{label}].params")
         wl.check(params, budget)
@@ -258,6 +267,7 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
                 raise UsageError(f"{where}: workload[{label}].with.{cname}: not a companion workload"
                                  f"{close_match(cname, options)}; companions: {', '.join(options) or 'none'}")
             ccls = wreg[cname]
+            _check_requires(ccls, f"{where}: workload[{label}].with.{cname}")
             cw = ccls()
             cp = resolve_params(ccls.params, cparams, budget, f"{where}: workload[{label}].with.{cname}")
             cw.check(cp, budget)
