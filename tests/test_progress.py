@@ -137,3 +137,15 @@ def test_make_progress_picks_mode(monkeypatch) -> None:
     assert isinstance(pg.make_progress(stream=Tty()), pg.LiveProgress)
     monkeypatch.setenv("TERM", "dumb")
     assert type(pg.make_progress(stream=Tty())) is pg.PlainProgress
+
+
+def test_elapsed_counts_from_when_the_run_starts(clock: FakeClock) -> None:
+    out = io.StringIO()
+    p = pg.PlainProgress(out)
+    clock.t += 30                                  # waiting for another mmbench's lock
+    p.total = 1
+    p.info("run x")
+    clock.t += 2
+    p.start_iteration("s", "w", 0, 1, False)
+    assert out.getvalue().splitlines()[0] == "[    0.0s] run x"
+    assert p.elapsed() == pytest.approx(2.0)

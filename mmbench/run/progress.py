@@ -45,7 +45,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.t0 = time.monotonic()
-        self.total = 0                 # iterations of the whole run (set by the runner)
+        self._total = 0
         self.done = 0
         self.durations: list[float] = []
         self.by_workload: dict[str, list[float]] = {}
@@ -57,6 +57,18 @@ class Progress:
         self.warmup = False
         self._it_t0: float | None = None
         self._monitors_announced = False
+
+    @property
+    def total(self) -> int:
+        """Iterations of the whole run.  The runner sets it once the machine is its own (after
+        waiting for another mmbench's lock): elapsed time counts from there."""
+        return self._total
+
+    @total.setter
+    def total(self, n: int) -> None:
+        if not self.done and self._it_t0 is None:
+            self.t0 = time.monotonic()
+        self._total = n
 
     # ---- the estimate ------------------------------------------------------------------------
 
