@@ -18,6 +18,7 @@ import numpy as np
 from mmbench.analysis import significance as sig
 from mmbench.analysis import stats as st
 from mmbench.analysis import vmstat as vm
+from mmbench.monitors.base import load_summary
 from mmbench.store.model import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 SCHEMA = "mmbench-compare/1"
@@ -409,7 +410,7 @@ class _Builder:
                         continue
                     try:
                         folder = Path(run.path or ".") / str(meta["dir"])
-                        summ = cls.summarise(folder, meta)
+                        summ = load_summary(cls, folder, meta)
                     except Exception as e:
                         self.note(f"monitor {mon} ({label}, run {n}, iteration {it.index}): "
                                   f"summary failed: {type(e).__name__}: {e}")

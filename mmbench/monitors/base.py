@@ -38,6 +38,41 @@ class MonitorSummary:
     notes: list[str] = field(default_factory=list)
 
 
+SUMMARY_CACHE = "summary.json"
+SUMMARY_VERSION = 1
+
+
+def load_summary(cls: type["Monitor"], outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
+    """``cls.summarise`` through a cache (``summary.json`` in the monitor's folder).
+
+    The runner computes it once when the monitor stops, so ``compare`` and ``report`` read a small
+    JSON file instead of re-parsing traces and time series.  The cache is used only while it is
+    newer than every other file in the folder.
+    """
+    import json
+    import os
+    cache = Path(outdir) / SUMMARY_CACHE
+    try:
+        st = cache.stat()
+        newest = max((p.stat().st_mtime_ns for p in Path(outdir).iterdir() if p.name != SUMMARY_CACHE), default=0)
+        if st.st_mtime_ns >= newest:
+            data = json.loads(cache.read_text())
+            if data.get("version") == SUMMARY_VERSION and data.get("monitor") == getattr(cls, "name", ""):
+                return MonitorSummary(metrics=[(MetricDef.from_dict(m), v) for m, v in data["metrics"]],
+                                      notes=data["notes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    summary = cls.summarise(outdir, meta)
+    try:
+        tmp = cache.with_name(f".{SUMMARY_CACHE}.{os.getpid()}")
+        tmp.write_text(json.dumps({"version": SUMMARY_VERSION, "monitor": getattr(cls, "name", ""), "notes": summary.notes,
+                                   "metrics": [(m.to_dict(), [float(x) for x in v]) for m, v in summary.metrics]}))
+        os.replace(tmp, cache)
+    except (OSError, ValueError):
+        pass  # a read-only store still compares, just slower
+    return summary
+
+
 class Monitor:
     """Base class of every monitor plugin."""
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mmbench.errors import EnvironmentUnsupported, WorkloadError
-from mmbench.monitors.base import Monitor, MonitorContext
+from mmbench.monitors.base import Monitor, MonitorContext, load_summary
 from mmbench.run.context import IterationContext
 from mmbench.run.journal import Journal
 from mmbench.run.sandbox import MemorySandbox
@@ -169,6 +169,10 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
                 meta = {"error": f"{type(e).__name__}: {e}"}
             result.monitors[spec.name] = {"dir": str((itdir / "monitors" / spec.name).relative_to(plan.rundir)),
                                           **(meta or {})}
+            try:  # summarise once now, so compare and report read a small cached summary
+                load_summary(spec.cls, itdir / "monitors" / spec.name, result.monitors[spec.name])
+            except Exception as e:
+                result.monitors[spec.name].setdefault("errors", []).append(f"summary: {type(e).__name__}: {e}")
         if ctx is not None:
             ctx.stop_all()
         if sandbox is not None:
