@@ -206,3 +206,12 @@ def test_significance_matches_scipy_stats():
             assert ours == pytest.approx(ref, rel=1e-9, abs=1e-12), (b, n)
     p = rng.uniform(0, 1, 30)
     assert sig.bh_adjust(p) == pytest.approx(list(st.false_discovery_control(p, method="bh")))
+
+
+def test_t_distribution_without_scipy_matches_scipy():
+    from scipy import stats as st
+
+    from mmbench.analysis.significance import t_two_sided_p
+    for df in (1.0, 1.7, 2.0, 3.3, 7.9, 30.0, 250.0, 1e4):
+        for t in (0.0, 0.01, 0.5, 1.0, 1.96, 3.0, 8.0, 40.0, -2.5):
+            assert t_two_sided_p(t, df) == pytest.approx(2 * st.t.sf(abs(t), df), rel=1e-9, abs=1e-15)
