@@ -103,6 +103,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         for name, cls in registry().items():
             tag = " (companion)" if cls.companion else ""
             print(f"{name:14} {cls.summary}{tag}")
+            if args.verbose:
+                _describe(cls.params, cls.metrics)
         for name, err in LOAD_ERRORS.items():
             print(f"{name:14} [failed to load: {err}]")
     elif what == "monitors":
@@ -112,6 +114,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         for name, cls in registry().items():
             reason = cls().unavailable_reason()
             print(f"{name:14} {cls.summary}" + (f"  [unavailable: {reason}]" if reason else ""))
+            if args.verbose:
+                _describe({"interval": _interval_param(cls), **cls.params}, [])
     elif what == "suites":
         from mmbench.config.load import shipped_suites
         import tomllib
@@ -122,6 +126,19 @@ def cmd_list(args: argparse.Namespace) -> int:
                 desc = "(unreadable)"
             print(f"{name:20} {desc}")
     return 0
+
+
+def _interval_param(cls: Any) -> Any:
+    from mmbench.config.params import Param
+    return Param("duration", cls.default_interval, "sampling interval")
+
+
+def _describe(params: dict[str, Any], metrics: list[Any]) -> None:
+    for pname, p in params.items():
+        choices = f" one of {list(p.choices)}" if p.choices else ""
+        print(f"    param  {pname:18} {p.kind:9} default {p.default!s:10} {p.help}{choices}")
+    for m in metrics:
+        print(f"    metric {m.name:30} {m.unit:8} {m.better}-is-better ({m.kind})")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -243,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="list runs, workloads, monitors or shipped suites")
     results_arg(ls)
     ls.add_argument("what", nargs="?", default="runs", choices=["runs", "workloads", "monitors", "suites"])
+    ls.add_argument("-v", "--verbose", action="store_true", help="with parameters and metrics")
     ls.set_defaults(func=cmd_list)
 
     s = sub.add_parser("show", help="show a run: environment, settings, what ran, status")
