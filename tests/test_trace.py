@@ -78,7 +78,7 @@ def test_mm_trace_end_to_end(tmp_path, journal):
     # the machine is shared: other memcgs may reclaim at the same time ("other")
     mine = [s for s in memcg if s.who == "workload"]
     assert mine, "the workload's own memcg reclaim stalls are attributed to it"
-    assert {s.comm for s in mine} <= {"sh", "bash", "dd", "cat", "python3", "rm", "seq", ""}
+    assert not any(s.comm.startswith(("kswapd", "kcompactd", "khugepaged", "kdamond")) for s in mine)
     assert any(s.reclaimed > 0 for s in mine) and any(s.scanned > 0 for s in mine)
     summary = cls.summarise(ctx.outdir, meta)
     m = {d.name: (d, v) for d, v in summary.metrics}
