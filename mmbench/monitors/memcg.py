@@ -21,9 +21,11 @@ from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonito
 
 COUNTER_PREFIXES = ("pg", "workingset_", "thp_", "zswpin", "zswpout", "zswpwb", "swpin", "swpout",
                     "failcnt", "events.", "oom_kill")
-SIZE_SUMMARY = ("cache", "rss", "rss_huge", "mapped_file", "dirty", "writeback", "shmem", "swap",
-                "active_anon", "inactive_anon", "active_file", "inactive_file", "anon", "file",
-                "anon_thp", "slab", "kernel", "file_dirty", "file_writeback", "sock", "percpu")
+# memory.stat entries a comparison shows (the .tsv keeps all): v1 names, then v2 names
+SIZE_SUMMARY = ("cache", "rss", "rss_huge", "dirty", "writeback", "swap",
+                "anon", "file", "anon_thp", "file_dirty", "file_writeback")
+RATE_SUMMARY = ("pgfault", "pgmajfault", "pgscan", "pgsteal", "workingset_refault_anon",
+                "workingset_refault_file")
 
 
 def is_counter(name: str) -> bool:
@@ -107,7 +109,7 @@ class Memcg(SamplingMonitor):
                 continue
             base = c[5:]
             if is_counter(c):
-                if not base.startswith("total_") and col(c)[-1] != col(c)[0]:
+                if base in RATE_SUMMARY:
                     out.metrics.append((rate_metric(f"{base}/s"), clean(rates(t, col(c)))))
             elif base in SIZE_SUMMARY:
                 out.metrics.append((gauge_metric(f"{base} (MiB)", "MiB"), clean(col(c) / 2**20)))

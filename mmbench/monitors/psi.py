@@ -83,11 +83,7 @@ class Psi(SamplingMonitor):
                 out.metrics.append((MetricDef(f"PSI {label} stall %", "%", "lower", kind="percent", mean="amean",
                                               description="share of the interval with tasks stalled, from total"),
                                     clean(pct)))
-        for i, c in enumerate(cols, start=1):
-            scope, res, kind, what = c.split(".")
-            if what == "avg10":
-                label = ("sandbox " if scope == "cg" else "") + f"{res} {kind}"
-                out.metrics.append((MetricDef(f"PSI {label} avg10", "%", "lower", kind="percent", mean="amean"),
-                                    clean(arr[:, i])))
+        # avg10 stays in psi.tsv (for graphs): in a comparison it only repeats the stall % from
+        # totals, less exactly (a decaying 10 s average)
         del dt
         return out
