@@ -8,8 +8,6 @@ import signal
 import struct
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 

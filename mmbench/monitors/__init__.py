@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import cache
 
 from mmbench.monitors.base import Monitor, SamplingMonitor
-
+from mmbench.plugins import discover
 
 LOAD_ERRORS: dict[str, str] = {}
 
@@ -15,17 +13,4 @@ LOAD_ERRORS: dict[str, str] = {}
 @cache
 def registry() -> dict[str, type[Monitor]]:
     """Monitor name → class, for every module of this package defining a Monitor subclass."""
-    found: dict[str, type[Monitor]] = {}
-    for mod in pkgutil.iter_modules(__path__):
-        if mod.name.startswith("_") or mod.name == "base":
-            continue
-        try:
-            module = importlib.import_module(f"{__name__}.{mod.name}")
-        except Exception as e:  # one broken plugin must not take the others down; said by `list`
-            LOAD_ERRORS[mod.name] = f"{type(e).__name__}: {e}"
-            continue
-        for obj in vars(module).values():
-            if (isinstance(obj, type) and issubclass(obj, Monitor)
-                    and obj not in (Monitor, SamplingMonitor) and obj.name):
-                found[obj.name] = obj
-    return dict(sorted(found.items()))
+    return discover(__name__, __path__, (Monitor, SamplingMonitor), LOAD_ERRORS)

@@ -120,6 +120,19 @@ class SamplingMonitor(Monitor):
     def sample(self) -> dict[str, float]:
         raise NotImplementedError
 
+    @classmethod
+    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
+        from mmbench.monitors._common import load_tsv, tsv_of
+        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+        if not len(arr):
+            return MonitorSummary(notes=["no samples were recorded"])
+        return cls.summarise_table(cols, arr, meta)
+
+    @classmethod
+    def summarise_table(cls, cols: list[str], arr: Any, meta: dict[str, Any]) -> MonitorSummary:
+        """Metrics from the time series: ``cols`` names the columns after ``arr[:, 0]`` (time)."""
+        return MonitorSummary()
+
     def start(self, ctx: MonitorContext) -> None:
         import time
         self._ctx = ctx

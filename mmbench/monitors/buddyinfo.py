@@ -8,12 +8,11 @@ Note: with lazy memory init (this VM) zone Normal only shows its initialised par
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mmbench.monitors._common import clean, gauge_metric, load_tsv, read_text, tsv_of
+from mmbench.monitors._common import clean, gauge_metric, read_text
 from mmbench.monitors.base import MonitorSummary, SamplingMonitor
 
 PAGE_KB = 4
@@ -46,11 +45,8 @@ class Buddyinfo(SamplingMonitor):
         return parse_buddyinfo(read_text("/proc/buddyinfo"))
 
     @classmethod
-    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
-        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+    def summarise_table(cls, cols: list[str], arr: np.ndarray, meta: dict[str, Any]) -> MonitorSummary:
         out = MonitorSummary()
-        if not len(arr):
-            return out
         pb_order = 9
         high = np.zeros(len(arr))
         zones: dict[str, np.ndarray] = {}

@@ -9,12 +9,11 @@ iteration (kdamond is DAMON's, owned by the platform on this VM: it reclaims on 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mmbench.monitors._common import clean, load_tsv, tsv_of
+from mmbench.monitors._common import clean
 from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor
 from mmbench.store.model import MetricDef
 
@@ -71,8 +70,7 @@ class Kthreads(SamplingMonitor):
         return meta
 
     @classmethod
-    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
-        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+    def summarise_table(cls, cols: list[str], arr: np.ndarray, meta: dict[str, Any]) -> MonitorSummary:
         out = MonitorSummary()
         if len(arr) < 2:
             return out

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from mmbench.monitors._common import clean, gauge_metric, load_tsv, rate_metric, rates, read_text, tsv_of
+from mmbench.monitors._common import clean, gauge_metric, rate_metric, rates, read_text
 from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor
 
 COUNTER_PREFIXES = ("pg", "workingset_", "thp_", "zswpin", "zswpout", "zswpwb", "swpin", "swpout",
@@ -85,11 +85,8 @@ class Memcg(SamplingMonitor):
         return meta
 
     @classmethod
-    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
-        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+    def summarise_table(cls, cols: list[str], arr: np.ndarray, meta: dict[str, Any]) -> MonitorSummary:
         out = MonitorSummary()
-        if not len(arr):
-            return out
         t = arr[:, 0]
 
         def col(n: str) -> np.ndarray:

@@ -6,10 +6,11 @@ slab, dirty/writeback, page tables) as absolute values per sample.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from mmbench.monitors._common import clean, gauge_metric, load_tsv, read_text, tsv_of
+import numpy as np
+
+from mmbench.monitors._common import clean, gauge_metric, read_text
 from mmbench.monitors.base import MonitorSummary, SamplingMonitor
 
 SUMMARY_FIELDS = ["MemFree", "MemAvailable", "Cached", "Buffers", "Active(file)", "Inactive(file)",
@@ -36,11 +37,8 @@ class Meminfo(SamplingMonitor):
         return parse_meminfo(read_text("/proc/meminfo"))
 
     @classmethod
-    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
-        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+    def summarise_table(cls, cols: list[str], arr: np.ndarray, meta: dict[str, Any]) -> MonitorSummary:
         out = MonitorSummary()
-        if not len(arr):
-            return out
         for f in SUMMARY_FIELDS:
             if f in cols:
                 col = arr[:, cols.index(f) + 1]

@@ -9,12 +9,11 @@ summed over zones (mixing of Unmovable/Reclaimable into Movable blocks is what f
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mmbench.monitors._common import clean, gauge_metric, load_tsv, read_text, tsv_of
+from mmbench.monitors._common import clean, gauge_metric, read_text
 from mmbench.monitors.base import MonitorSummary, SamplingMonitor
 
 
@@ -57,11 +56,8 @@ class Pagetypeinfo(SamplingMonitor):
         return parse_pagetypeinfo(read_text("/proc/pagetypeinfo"))
 
     @classmethod
-    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
-        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+    def summarise_table(cls, cols: list[str], arr: np.ndarray, meta: dict[str, Any]) -> MonitorSummary:
         out = MonitorSummary()
-        if not len(arr):
-            return out
         sums: dict[tuple[str, str], np.ndarray] = {}
         for i, c in enumerate(cols, start=1):
             kind, _zone, mtype = c.split(".", 2)

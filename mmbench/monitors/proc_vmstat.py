@@ -12,12 +12,11 @@ reclaim efficiency (steal·100/scan over intervals that scanned).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mmbench.monitors._common import clean, gauge_metric, load_tsv, rate_metric, rates, read_text, tsv_of
+from mmbench.monitors._common import clean, gauge_metric, rate_metric, rates, read_text
 from mmbench.monitors.base import MonitorSummary, SamplingMonitor
 from mmbench.store.model import MetricDef
 
@@ -79,8 +78,7 @@ class ProcVmstat(SamplingMonitor):
         return parse_vmstat(read_text("/proc/vmstat"))
 
     @classmethod
-    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
-        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+    def summarise_table(cls, cols: list[str], arr: np.ndarray, meta: dict[str, Any]) -> MonitorSummary:
         out = MonitorSummary()
         if len(arr) < 2:
             out.notes.append("fewer than two samples: no rates")

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mmbench.monitors._common import clean, load_tsv, read_text, tsv_of
+from mmbench.monitors._common import clean, read_text
 from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor
 from mmbench.store.model import MetricDef
 
@@ -63,8 +63,7 @@ class Psi(SamplingMonitor):
         return out
 
     @classmethod
-    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
-        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+    def summarise_table(cls, cols: list[str], arr: np.ndarray, meta: dict[str, Any]) -> MonitorSummary:
         out = MonitorSummary()
         if len(arr) < 2:
             return out

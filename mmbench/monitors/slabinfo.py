@@ -7,12 +7,11 @@ largest size during the iteration) in MiB, plus the total of all caches.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mmbench.monitors._common import clean, gauge_metric, load_tsv, read_text, tsv_of
+from mmbench.monitors._common import clean, gauge_metric, read_text
 from mmbench.monitors.base import MonitorSummary, SamplingMonitor
 
 TOP = 15
@@ -44,11 +43,8 @@ class Slabinfo(SamplingMonitor):
         return parse_slabinfo(read_text("/proc/slabinfo"))
 
     @classmethod
-    def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
-        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+    def summarise_table(cls, cols: list[str], arr: np.ndarray, meta: dict[str, Any]) -> MonitorSummary:
         out = MonitorSummary()
-        if not len(arr):
-            return out
         data = arr[:, 1:] / float(1 << 20)
         out.metrics.append((gauge_metric("All slab caches (MiB)", "MiB"), clean(np.nansum(data, axis=1))))
         order = np.argsort(-np.nanmax(data, axis=0))[:TOP]

@@ -22,7 +22,6 @@ counted.  Standalone, ``duration`` or ``launches`` bounds it.  Every launch, cou
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import threading
 import time

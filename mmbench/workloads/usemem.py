@@ -14,7 +14,6 @@ workdir, which is written back and reclaimed instead of swapped.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from mmbench.config.params import Param
 from mmbench.errors import WorkloadError
