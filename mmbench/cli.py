@@ -75,6 +75,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from mmbench.report.base import exporters
     runs = _load_runs(args, [args.baseline, *args.others])
     comparison = build_comparison(runs, pvalues=args.pvalues, ratio=args.ratio)
+    if args.stats:
+        _keep_stats(comparison, args.stats)
     fmts = exporters()
     color = args.format == "text" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     sys.stdout.write(fmts[args.format].render(comparison, {"pvalues": args.pvalues, "ratio": args.ratio,
@@ -85,6 +87,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"mmbench: {len(bad)} significant regression(s) beyond {args.threshold:g}%", file=sys.stderr)
             return 1
     return 0
+
+
+def _keep_stats(comparison: Any, spec: str) -> None:
+    """Keep only the rows whose statistic is listed ("mean" is Amean, Hmean or Gmean)."""
+    wanted = {w.strip().lower() for w in spec.split(",") if w.strip()}
+    stats = {r.stat.lower() for s in comparison.sections for r in s.rows}
+    unknown = sorted(w for w in wanted if w != "mean" and w not in stats)
+    if unknown:
+        raise UsageError(f"--stats: no row has the statistic {unknown[0]!r}; "
+                         f"the rows have: mean, {', '.join(sorted(stats))}")
+
+    def keep(stat: str) -> bool:
+        s = stat.lower()
+        return s in wanted or ("mean" in wanted and s in ("amean", "hmean", "gmean"))
+    for section in comparison.sections:
+        section.rows = [r for r in section.rows if keep(r.stat)]
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -250,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=["text", "markdown", "json", "csv"], default="text")
     c.add_argument("--pvalues", action="store_true", help="show p-values and confidence intervals")
     c.add_argument("--ratio", action="store_true", help="ratios to the baseline and their geometric mean")
+    c.add_argument("--stats", metavar="LIST",
+                   help="only these rows, e.g. mean,stddev (the seeds' mean and +/- table) or mean,p95,p99")
     c.add_argument("--fail-on-regression", action="store_true",
                    help="exit 1 if any significant change in the bad direction exceeds --threshold")
     c.add_argument("--threshold", type=float, default=0.0, metavar="PCT")

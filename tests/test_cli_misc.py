@@ -63,3 +63,14 @@ def test_lists():
     for name in ("smoke", "thpavail", "usemem-swap", "largecopy", "simoop", "compaction-irqsoff"):
         assert name in suites
     assert "failed to load" not in mmbench("list", "workloads", check=True).stdout
+
+
+def test_compare_stats_filter(tmp_path):
+    res = str(tmp_path / "res")
+    mmbench("import", "--results", res, str(_samples(tmp_path / "a.csv", [10.0, 10.1, 9.9])), "a", check=True)
+    mmbench("import", "--results", res, str(_samples(tmp_path / "b.csv", [13.0, 13.1, 12.9])), "b", check=True)
+    out = mmbench("compare", "--results", res, "--stats", "mean,stddev", "a", "b", check=True).stdout
+    stats = {line.split()[0] for line in out.splitlines() if "Elapsed" in line}
+    assert stats == {"Amean", "Stddev"}
+    bad = mmbench("compare", "--results", res, "--stats", "p9", "a", "b")
+    assert bad.returncode == 2 and "--stats" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
