@@ -1,8 +1,8 @@
 """Build the C programs that sit beside workloads and monitors, automatically and cached.
 
 ``binary_for(source)`` compiles ``source`` with gcc into ``$MMBENCH_CACHE`` (default
-``~/.cache/mmbench/bin``) under a name keyed by the hash of the source and flags, so an edited
-source is rebuilt and an unchanged one never is.  No manual build step.
+``~/.cache/mmbench/bin``) under a name keyed by the hash of the source, the headers beside it and
+the flags, so an edited source is rebuilt and an unchanged one never is.  No manual build step.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ def binary_for(source: str | Path) -> str:
     """Path of the compiled program for ``source`` (a .c file), building it if needed."""
     source = Path(source)
     text = source.read_bytes()
-    digest = hashlib.sha256(text + " ".join(CFLAGS + LIBS).encode()).hexdigest()[:16]
+    # the headers beside the source (mmbench_util.h) are part of every program built there
+    headers = b"".join(h.read_bytes() for h in sorted(source.parent.glob("*.h")))
+    digest = hashlib.sha256(text + headers + " ".join(CFLAGS + LIBS).encode()).hexdigest()[:16]
     out = cache_dir() / f"{source.stem}-{digest}"
     if out.exists():
         return str(out)

@@ -20,16 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mmbench_util.h"
+
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig) { stop = 1; }
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {

@@ -21,53 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mmbench_util.h"
+
 #define UNIT (2UL << 20)
-#define KPF_THP 22
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static int unit_is_huge(int pagemap, int kpageflags, uintptr_t addr)
-{
-	uint64_t entry, flags;
-	if (pagemap < 0 || kpageflags < 0)
-		return -1;
-	if (pread(pagemap, &entry, 8, (addr / 4096) * 8) != 8)
-		return -1;
-	if (!(entry & (1ULL << 63)))
-		return 0;
-	uint64_t pfn = entry & ((1ULL << 55) - 1);
-	if (pfn == 0)
-		return -1; /* no CAP_SYS_ADMIN: PFNs hidden */
-	if (pread(kpageflags, &flags, 8, pfn * 8) != 8)
-		return -1;
-	return (flags >> KPF_THP) & 1;
-}
-
-static long anon_huge_kb(uintptr_t start)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	int in = 0;
-	long kb = -1;
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-			in = (start >= lo && start < hi);
-			continue;
-		}
-		if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
-			break;
-	}
-	fclose(f);
-	return kb;
-}
 
 int main(int argc, char **argv)
 {
@@ -112,6 +68,6 @@ int main(int argc, char **argv)
 		printf("unit %llu %llu %d\n", (unsigned long long)u, (unsigned long long)lat[u],
 		       unit_is_huge(pagemap, kpf, (uintptr_t)(p + u * UNIT)));
 	printf("total_ns %llu bytes %llu anon_huge_kb %ld units %llu\n", (unsigned long long)total,
-	       (unsigned long long)size, anon_huge_kb((uintptr_t)p), (unsigned long long)units);
+	       (unsigned long long)size, smaps_anon_huge_kb((uintptr_t)p), (unsigned long long)units);
 	return 0;
 }

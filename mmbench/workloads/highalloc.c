@@ -20,18 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mmbench_util.h"
+
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
 #define UNIT (2UL << 20)
 #define NR_HUGEPAGES "/proc/sys/vm/nr_hugepages"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 static long read_pool(void)
 {

@@ -28,19 +28,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mmbench_util.h"
+
 static const char *dir;
 static uint64_t total = 1ULL << 30, block = 1 << 20, chunk = 8 << 20;
 static int jobs = 2, anon_threads = 1, passes = 1;
 static volatile int stop;
 static uint64_t anon_bytes;
 static long pagesize;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 static void path_of(int i, char *buf, size_t len) { snprintf(buf, len, "%s/pagealloc-%d.dat", dir, i); }
 

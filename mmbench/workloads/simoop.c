@@ -40,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mmbench_util.h"
+
 #define SUB_BITS 5
 #define SUB (1 << SUB_BITS)
 #define LINEAR 64
@@ -64,13 +66,6 @@ static int workers = 2, readers = 2, writers = 2, allocators = 1, nfiles = 4, pa
 static double runtime = 30, warmup = 5, interval = 1;
 static uint64_t stall_us = 10000;
 static long pagesize;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 static uint64_t rnd(uint64_t *s)
 {

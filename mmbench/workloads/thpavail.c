@@ -24,88 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define UNIT (2UL << 20)
-#define KPF_THP 22
+#include "mmbench_util.h"
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
+#define UNIT (2UL << 20)
 
 /* Read a whole file into a malloc'd, NUL-terminated buffer that grows as needed. */
-static char *slurp(const char *path)
-{
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return NULL;
-	size_t cap = 16384, len = 0;
-	char *buf = malloc(cap);
-	for (;;) {
-		if (len + 1 >= cap) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-		}
-		ssize_t n = read(fd, buf + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += n;
-	}
-	close(fd);
-	buf[len] = 0;
-	return buf;
-}
-
-static long long vmstat_field(const char *text, const char *name)
-{
-	size_t nl = strlen(name);
-	const char *p = text;
-	while (p && *p) {
-		if (!strncmp(p, name, nl) && p[nl] == ' ')
-			return atoll(p + nl + 1);
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	return -1;
-}
-
-static int unit_huge(int pagemap, int kpf, uintptr_t addr)
-{
-	uint64_t e, flags;
-	if (pagemap < 0 || kpf < 0 || pread(pagemap, &e, 8, (addr / 4096) * 8) != 8)
-		return -1;
-	if (!(e & (1ULL << 63)))
-		return 0;
-	uint64_t pfn = e & ((1ULL << 55) - 1);
-	if (!pfn || pread(kpf, &flags, 8, pfn * 8) != 8)
-		return -1;
-	return (flags >> KPF_THP) & 1;
-}
-
-static long smaps_anon_huge_kb(uintptr_t start)
-{
-	char *text = slurp("/proc/self/smaps");
-	long kb = -1;
-	int in = 0;
-	if (!text)
-		return -1;
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		unsigned long lo, hi;
-		char *dash = strchr(line, '-'), *sp = strchr(line, ' ');
-		if (dash && sp && dash < sp && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
-			in = start >= lo && start < hi;
-			continue;
-		}
-		if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
-			break;
-	}
-	free(text);
-	return kb;
-}
 
 static int64_t tv_us(struct timeval tv)
 {
@@ -156,7 +79,7 @@ int main(int argc, char **argv)
 	int kpf = open("/proc/kpageflags", O_RDONLY);
 	for (uint64_t u = 0; u < units; u++)
 		printf("unit %llu %llu %d\n", (unsigned long long)u, (unsigned long long)lat[u],
-		       unit_huge(pagemap, kpf, (uintptr_t)(p + u * UNIT)));
+		       unit_is_huge(pagemap, kpf, (uintptr_t)(p + u * UNIT)));
 	long long fa = -1, ff = -1;
 	if (before && after) {
 		fa = vmstat_field(after, "thp_fault_alloc") - vmstat_field(before, "thp_fault_alloc");

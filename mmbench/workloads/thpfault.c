@@ -24,9 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mmbench_util.h"
+
 #define UNIT (2UL << 20)
 #define HALF (1UL << 20)
-#define KPF_THP 22
 
 struct worker {
 	pthread_t tid;
@@ -40,21 +41,6 @@ struct worker {
 
 static pthread_barrier_t start_barrier, done_barrier;
 static int madv;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static char *map_aligned(uint64_t size)
-{
-	char *raw = mmap(NULL, size + UNIT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (raw == MAP_FAILED)
-		return NULL;
-	return (char *)(((uintptr_t)raw + UNIT - 1) & ~(UNIT - 1));
-}
 
 static void *worker(void *arg)
 {
@@ -89,19 +75,6 @@ static void *worker(void *arg)
 	}
 	pthread_barrier_wait(&done_barrier);
 	return NULL;
-}
-
-static int unit_huge(int pagemap, int kpf, uintptr_t addr)
-{
-	uint64_t e, flags;
-	if (pagemap < 0 || kpf < 0 || pread(pagemap, &e, 8, (addr / 4096) * 8) != 8)
-		return -1;
-	if (!(e & (1ULL << 63)))
-		return 0;
-	uint64_t pfn = e & ((1ULL << 55) - 1);
-	if (!pfn || pread(kpf, &flags, 8, pfn * 8) != 8)
-		return -1;
-	return (flags >> KPF_THP) & 1;
 }
 
 int main(int argc, char **argv)
@@ -145,7 +118,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		for (uint64_t u = 0; u < ws[i].units; u++)
-			printf("fault %d %d %llu\n", i, unit_huge(pagemap, kpf, (uintptr_t)(ws[i].region + u * UNIT)),
+			printf("fault %d %d %llu\n", i, unit_is_huge(pagemap, kpf, (uintptr_t)(ws[i].region + u * UNIT)),
 			       (unsigned long long)ws[i].lat[u]);
 		total += ws[i].units;
 	}

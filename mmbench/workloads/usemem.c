@@ -22,14 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PAGE 4096UL
+#include "mmbench_util.h"
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
+#define PAGE 4096UL
 
 static int64_t tv_us(struct timeval tv)
 {
