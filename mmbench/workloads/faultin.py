@@ -13,6 +13,7 @@ from typing import Any
 from mmbench.config.params import Param
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.store.model import MetricDef
+from mmbench.workloads._support import parse_kv_line
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
 UNIT = 2 << 20
@@ -31,8 +32,7 @@ def parse_faultin(text: str) -> dict[str, Any]:
             lat.append(int(parts[2]) / 1000.0)
             huge.append(int(parts[3]))
         elif parts[0] == "total_ns":
-            it = iter(parts)
-            summary = {k: int(v) for k, v in zip(it, it)}
+            summary = parse_kv_line(line)
     if not summary or not lat:
         raise WorkloadError("faultin printed no result (see raw/faultin.out)")
     return {"lat_us": lat, "huge": huge, **summary}

@@ -4,7 +4,7 @@ After seed 001 (Mel Gorman's THPAVAIL, 2011): a reader streams a large file (def
 budget) to nowhere and a writer streams zeros onto a filesystem -- by default a loop-mounted
 image (vfat when the kernel has it, else ext2) whose write bandwidth is throttled through the
 sandbox's blkio cgroup, standing in for the slow USB stick.  Once free memory in the sandbox falls
-below a threshold, ``thpavail.c`` faults in an anonymous mapping (default 0.8x the budget, so it
+below a threshold, ``faultin.c`` faults in an anonymous mapping (default 0.8x the budget, so it
 fits once the page cache is reclaimed) and reports System/User/Elapsed time of the touch loop,
 THP Active (the mapping's own smaps), Fault Alloc / Fault Fallback (thp_fault_* deltas) and
 per-2MiB fault latency split huge vs base.
@@ -24,22 +24,7 @@ from mmbench.errors import UsageError, WorkloadError
 from mmbench.store.model import MetricDef
 from mmbench.workloads import _support as S
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
-
-
-def parse_thpavail(text: str) -> dict[str, Any]:
-    lat: list[float] = []
-    huge: list[int] = []
-    summary: dict[str, int] = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[0] == "unit":
-            lat.append(int(parts[2]) / 1000.0)
-            huge.append(int(parts[3]))
-        elif parts and parts[0] == "user_us":
-            summary = S.parse_kv_line(line)
-    if not summary or not lat:
-        raise WorkloadError("thpavail printed no result (see raw/thpavail.out)")
-    return {"lat_us": lat, "huge": huge, **summary}
+from mmbench.workloads.faultin import parse_faultin
 
 
 class ThpAvail(Workload):
@@ -114,16 +99,16 @@ class ThpAvail(Workload):
             for proc in procs:
                 if proc.poll() is not None:
                     raise WorkloadError(f"background {proc.args[1]} exited early with status {proc.returncode}")
-            out = ctx.run([ctx.binary("thpavail"), str(p["size"]), "1" if p["madvise"] else "0"],
+            out = ctx.run([ctx.binary("faultin"), str(p["size"]), "1" if p["madvise"] else "0"],
                           raw_name="thpavail.out")
         finally:
             S.stop_all(ctx, procs)
             (ctx.rawdir / "thpavail-info.json").write_text(json.dumps(info, indent=1))
-        r = parse_thpavail(out.stdout)
+        r = parse_faultin(out.stdout)
         samples: Samples = {
             "System Time": [r["sys_us"] / 1e6],
             "User Time": [r["user_us"] / 1e6],
-            "Elapsed Time": [r["elapsed_ns"] / 1e9],
+            "Elapsed Time": [r["total_ns"] / 1e9],
             "THP Active": [max(r["anon_huge_kb"], 0) / 2048],
             "Fill time": [fill],
         }
