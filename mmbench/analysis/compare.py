@@ -408,6 +408,10 @@ class _Builder:
                     meta = it.monitors.get(mon)
                     if meta is None:
                         continue
+                    if "dir" not in meta:   # never started: unavailable on that kernel, or failed
+                        why = meta.get("unavailable") or meta.get("error") or "no data"
+                        self.note(f"monitor {mon} ({label}, run {n}): not recorded: {why}")
+                        continue
                     try:
                         folder = Path(run.path or ".") / str(meta["dir"])
                         summ = load_summary(cls, folder, meta)
