@@ -165,3 +165,21 @@ def _tracing_state() -> dict:
         st["set_event"] = (t / "set_event").read_text()
         st["buffer_size_kb"] = (t / "buffer_size_kb").read_text()
     return st
+
+
+def test_second_ctrl_c_does_not_cut_the_restore_short(suite_file, results, original_state):
+    import time
+    target = other_value(original_state["defrag"])
+    proc = start_mmbench("run", "--config", str(long_suite(suite_file, target)), "--results", str(results), "cc")
+    try:
+        assert wait_for(changed(target), 30)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert read_knob(DEFRAG) == original_state["defrag"]
+    assert mmbench_cgroups() == []
+    assert "nothing to restore" in mmbench("restore", check=True).stdout

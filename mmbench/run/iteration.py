@@ -57,7 +57,7 @@ class IterationPlan:
     companions: list[CompanionSpec] = field(default_factory=list)
 
 
-def per_iteration_actions(actions: dict[str, Any], journal: Journal) -> None:
+def per_iteration_actions(actions: dict[str, Any]) -> None:
     """sync/wait for writeback, drop caches, compact memory: in that order, before each iteration."""
     if actions.get("sync", True):
         os.sync()
@@ -90,7 +90,7 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
     try:
         journal.record("remove", path=str(workdir))
         workdir.mkdir(parents=True, exist_ok=True)
-        per_iteration_actions(plan.actions, journal)
+        per_iteration_actions(plan.actions)
         sandbox = MemorySandbox(f"{plan.run_name}-{plan.label}-{plan.index}-{os.getpid()}", plan.budget, journal).create()
         ctx = IterationContext(params=plan.params, budget=plan.budget, workdir=workdir, rawdir=rawdir,
                                sandbox=sandbox, journal=journal, log=log)
@@ -149,7 +149,7 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
             if "error" in box and result.status == "ok":
                 result.status, result.reason = "failed", f"companion {box['workload'].name}: {box['error']}"
             samples = {**samples, **box.get("samples", {})}
-        if ooms and result.status == "ok" or (ooms and result.status == "failed"):
+        if ooms:
             result.status = "oom"
             result.reason = (f"OOM kill in the sandbox ({ooms} process(es) killed at the "
                              f"{plan.budget >> 20} MiB limit)" + (f"; {result.reason}" if result.reason else ""))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -31,9 +32,20 @@ class Interrupted(Exception):
 
 @contextmanager
 def _signals_raise() -> Iterator[None]:
+    """The first SIGINT/SIGTERM/SIGHUP stops the run; later ones are ignored, so a second Ctrl-C
+    cannot cut the restore short (the journal would still catch it, on the next run)."""
+    stopping = False
+
     def handler(signum: int, frame: object) -> None:
+        nonlocal stopping
+        if stopping:
+            print("mmbench: still putting the machine back; please wait", file=sys.stderr)
+            return
+        stopping = True
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise Interrupted(signal.Signals(signum).name)
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
@@ -64,55 +76,59 @@ def run_suite(suite: Suite, name: str, store: Store, *, force: bool = False,
     journal = Journal()
     for msg in journal.acquire():
         progress.warn(msg)
+    with _signals_raise():
+        return _run(suite, name, store, force, progress, journal)
+
+
+def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress, journal: Journal) -> str:
     writer = None
     status = "failed"
     try:
-        with _signals_raise():
-            validated = validate_settings(suite.settings)
-            apply_settings(validated, journal)
-            swap_info = setup_swap(suite, journal)
-            fp = fingerprint(suite.hash, suite.budget)
-            if swap_info:
-                fp["swap"]["setup"] = swap_info
-            writer = store.create_run(name, force=force, suite_text=suite.text, suite_hash=suite.hash,
-                                      suite_effective=suite.effective, fingerprint=fp,
-                                      settings={k: v for k, (p, v) in validated.items()},
-                                      description=suite.description)
-            writer.meta["workload_order"] = [w.label for w in suite.workloads]
-            progress.total = sum(w.warmup + w.iterations for w in suite.workloads)
-            progress.monitors = [m.name for m in suite.monitors]
-            progress.info(f"run {name}: {len(suite.workloads)} workload(s), budget "
-                          f"{suite.budget >> 20} MiB, results in {writer.path}")
-            announced: set[str] = set()
+        validated = validate_settings(suite.settings)
+        apply_settings(validated, journal)
+        swap_info = setup_swap(suite, journal)
+        fp = fingerprint(suite.hash, suite.budget)
+        if swap_info:
+            fp["swap"]["setup"] = swap_info
+        writer = store.create_run(name, force=force, suite_text=suite.text, suite_hash=suite.hash,
+                                  suite_effective=suite.effective, fingerprint=fp,
+                                  settings={k: v for k, (p, v) in validated.items()},
+                                  description=suite.description)
+        writer.meta["workload_order"] = [w.label for w in suite.workloads]
+        progress.total = sum(w.warmup + w.iterations for w in suite.workloads)
+        progress.monitors = [m.name for m in suite.monitors]
+        progress.info(f"run {name}: {len(suite.workloads)} workload(s), budget "
+                      f"{suite.budget >> 20} MiB, results in {writer.path}")
+        announced: set[str] = set()
 
-            def announce(mon: str, reason: str) -> None:
-                if mon not in announced:
-                    announced.add(mon)
-                    progress.warn(f"monitor {mon} is not available here: {reason}")
+        def announce(mon: str, reason: str) -> None:
+            if mon not in announced:
+                announced.add(mon)
+                progress.warn(f"monitor {mon} is not available here: {reason}")
 
-            ok_iterations = 0
-            for rw in suite.workloads:
-                writer.add_workload(WorkloadRun(label=rw.label, plugin=rw.plugin, params=rw.params,
-                                                metrics=rw.metrics))
-                count = rw.warmup + rw.iterations
-                for index in range(count):
-                    warm = index < rw.warmup
-                    progress.start_iteration(suite.path.stem, rw.label, index, count, warm)
-                    plan = IterationPlan(
-                        run_name=name, label=rw.label, workload=rw.workload, params=rw.params,
-                        metrics=rw.metrics, budget=suite.budget, index=index, warmup=warm,
-                        itdir=writer.iteration_dir(rw.label, index), rundir=writer.path,
-                        scratch=suite.scratch, actions=suite.actions,
-                        monitors=[MonitorSpec(m.name, m.cls, m.interval, m.params) for m in suite.monitors],
-                        companions=[CompanionSpec(w, p) for w, p in rw.companions])
-                    result = run_iteration(plan, journal, log=progress.info, announce_unavailable=announce)
-                    writer.add_iteration(result)  # durable before the next iteration starts
-                    ok_iterations += result.status == "ok"
-                    progress.end_iteration(rw.label, index, result.status, result.reason,
-                                           result.duration.get("elapsed", 0.0))
-            status = "complete" if ok_iterations else "failed"
-            writer.finish(status)
-            return status
+        ok_iterations = 0
+        for rw in suite.workloads:
+            writer.add_workload(WorkloadRun(label=rw.label, plugin=rw.plugin, params=rw.params,
+                                            metrics=rw.metrics))
+            count = rw.warmup + rw.iterations
+            for index in range(count):
+                warm = index < rw.warmup
+                progress.start_iteration(suite.path.stem, rw.label, index, count, warm)
+                plan = IterationPlan(
+                    run_name=name, label=rw.label, workload=rw.workload, params=rw.params,
+                    metrics=rw.metrics, budget=suite.budget, index=index, warmup=warm,
+                    itdir=writer.iteration_dir(rw.label, index), rundir=writer.path,
+                    scratch=suite.scratch, actions=suite.actions,
+                    monitors=[MonitorSpec(m.name, m.cls, m.interval, m.params) for m in suite.monitors],
+                    companions=[CompanionSpec(w, p) for w, p in rw.companions])
+                result = run_iteration(plan, journal, log=progress.info, announce_unavailable=announce)
+                writer.add_iteration(result)  # durable before the next iteration starts
+                ok_iterations += result.status == "ok"
+                progress.end_iteration(rw.label, index, result.status, result.reason,
+                                       result.duration.get("elapsed", 0.0))
+        status = "complete" if ok_iterations else "failed"
+        writer.finish(status)
+        return status
     except (KeyboardInterrupt, Interrupted) as e:
         status = "incomplete"
         if writer is not None:
