@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mmbench import __version__
-from mmbench.errors import UsageError
+from mmbench.errors import EnvironmentUnsupported, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -328,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"mmbench: error: {e}", file=sys.stderr)
         return 2
+    except EnvironmentUnsupported as e:  # the machine lacks something: said plainly, no traceback
+        print(f"mmbench: error: {e}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 0
 
