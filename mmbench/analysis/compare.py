@@ -276,32 +276,43 @@ class _Builder:
         sec = Section(title, "workload")
         means: dict[str, tuple[MetricDef, str, dict[str, float | None]]] = {}
         for md in self._metric_defs(label, wrs):
-            kind = md.mean_kind
-            latency = md.kind == "latency"
             per_iter = {n: [np.asarray(it.samples.get(md.name, ()), dtype=float) for it in its]
                         for n, its in measured.items()}
             indices = {n: [it.index for it in its] for n, its in measured.items()}
-            summaries: dict[str, list[tuple[str, float]]] = {}
-            for n, pis in per_iter.items():
-                if any(len(a) for a in pis):
-                    summaries[n] = st.summarise(pis, kind=kind, better=md.better, latency=latency)
-                    self._outliers(label, md, n, pis, indices[n], kind)
-            if not summaries:
-                continue
-            stat_names = [s for s, _ in next(iter(summaries.values()))]
-            rows: dict[str, Row] = {}
-            for i, s in enumerate(stat_names):
-                better: Better = "lower" if s in ("Stddev", "CoeffVar") else md.better
-                unit = "%" if s == "CoeffVar" else md.unit
-                vals = {n: (_clean(summaries[n][i][1]) if n in summaries else None) for n in self.names}
-                rows[s] = Row(md.name, s, unit, better, vals)
-                sec.rows.append(rows[s])
-            mean_row = rows[st.mean_label(kind)]
-            means[md.name] = (md, mean_row.stat, mean_row.values)
-            if self.multi:
-                self._tests(label, md, per_iter, mean_row,
-                            [rows[f"P{p}"] for p in st.PERCENTILES] if latency else [])
+            mean_row = self._metric_rows(label, sec, md, per_iter, indices)
+            if mean_row is not None:
+                means[md.name] = (md, mean_row.stat, mean_row.values)
         return sec, means
+
+    def _latency_rows(self, label: str, sec: Section, md: MetricDef,
+                      per_iter: dict[str, list[np.ndarray]]) -> None:
+        self._metric_rows(label, sec, md, per_iter, {n: list(range(len(v))) for n, v in per_iter.items()})
+
+    def _metric_rows(self, label: str, sec: Section, md: MetricDef, per_iter: dict[str, list[np.ndarray]],
+                     indices: dict[str, list[int]]) -> Row | None:
+        """Summary rows of one metric into ``sec``, with tests; returns the mean row."""
+        kind = md.mean_kind
+        latency = md.kind == "latency"
+        summaries: dict[str, list[tuple[str, float]]] = {}
+        for n, pis in per_iter.items():
+            if any(len(a) for a in pis):
+                summaries[n] = st.summarise(pis, kind=kind, better=md.better, latency=latency)
+                self._outliers(label, md, n, pis, indices[n], kind)
+        if not summaries:
+            return None
+        stat_names = [s for s, _ in next(iter(summaries.values()))]
+        rows: dict[str, Row] = {}
+        for i, s in enumerate(stat_names):
+            better: Better = "lower" if s in ("Stddev", "CoeffVar") else md.better
+            unit = "%" if s == "CoeffVar" else md.unit
+            vals = {n: (_clean(summaries[n][i][1]) if n in summaries else None) for n in self.names}
+            rows[s] = Row(md.name, s, unit, better, vals)
+            sec.rows.append(rows[s])
+        mean_row = rows[st.mean_label(kind)]
+        if self.multi and all(n in per_iter for n in self.names):
+            self._tests(label, md, per_iter, mean_row,
+                        [rows[f"P{p}"] for p in st.PERCENTILES] if latency else [])
+        return mean_row
 
     def _outliers(self, label: str, md: MetricDef, run: str, pis: list[np.ndarray],
                   idx: list[int], kind: st.MeanKind) -> None:
@@ -336,7 +347,18 @@ class _Builder:
                 bu, nu = b_all, st.pooled(new)
             mean_row.ci[n] = sig.bootstrap_ratio_ci(bu, nu, kind, seed=self.seed,
                                                     key=f"{label}/{md.name}/{n}")
-            if pct_rows:
+            if pct_rows and b_it.size >= 2 and n_it.size >= 2:
+                # Several iterations: the iteration is the unit of replication, so each percentile
+                # is tested across the per-iteration percentiles (Welch).  Pooling thousands of
+                # samples would call a 3% wobble between two identical runs significant.
+                for r, q in zip(pct_rows, st.PERCENTILES):
+                    res = sig.welch(_iteration_percentiles(base, q), _iteration_percentiles(new, q))
+                    if res.ok:
+                        self.tests.append(_Test([r], n, res.p))  # type: ignore[arg-type]
+                    else:
+                        r.add_note(f"Welch {res.state} on per-iteration P{q} for {n}")
+            elif pct_rows:
+                # One iteration a side: only the samples are left (Mann-Whitney, pooled)
                 mw = sig.mann_whitney(b_all, st.pooled(new))
                 if mw.ok:
                     self.tests.append(_Test(pct_rows, n, mw.p))  # type: ignore[arg-type]
@@ -423,13 +445,18 @@ class _Builder:
                         self.note(f"monitor {mon} ({label}, run {n}): {t}")
                     for md, vals in summ.metrics:
                         defs.setdefault(md.name, md)
-                        values.setdefault(md.name, {}).setdefault(n, []).extend(float(v) for v in vals)
+                        values.setdefault(md.name, {}).setdefault(n, []).append(np.asarray(vals, dtype=float))
             sec = Section(f"monitor {mon}: {label}", "monitor")
             for mname, md in defs.items():
                 per = values.get(mname, {})
+                if md.kind == "latency":
+                    # stall latencies (mm-trace): summarised and tested like a workload's latency
+                    self._latency_rows(f"{mon}: {label}", sec, md, {n: per.get(n, []) for n in self.names})
+                    continue
+                pooled = {n: np.concatenate(per[n]) if per.get(n) else np.zeros(0) for n in self.names}
                 for stat, fn in (("Amean", st.amean), ("Max", st.vmax)):
                     sec.rows.append(Row(mname, stat, md.unit, md.better,
-                                        {n: _clean(fn(per[n])) if per.get(n) else None for n in self.names}))
+                                        {n: _clean(fn(v)) if v.size else None for n, v in pooled.items()}))
             if sec.rows:
                 out.append(sec)
         return out
@@ -495,6 +522,11 @@ class _Builder:
                         reasons.add(reason)
                 for reason in sorted(reasons):
                     r.add_note(f"no %: {reason}")
+
+
+def _iteration_percentiles(per_iter: list[np.ndarray], q: float) -> np.ndarray:
+    vals = [float(np.percentile(a[np.isfinite(a)], q)) for a in per_iter if np.isfinite(a).any()]
+    return np.asarray(vals, dtype=float)
 
 
 def _unique_names(runs: list[RunRecord]) -> list[str]:
