@@ -122,6 +122,7 @@ duration = "0.2s"
 
 
 def test_success_restores_everything(suite_file, results, original_state):
+    scratch_existed = Path("/var/tmp/mmbench").exists()
     target = other_value(original_state["defrag"])
     text = long_suite(suite_file, target).read_text().replace('"60s"', '"0.3s"')
     out = mmbench("run", "--config", str(suite_file(text, "short.toml")), "--results", str(results), "ok")
@@ -129,6 +130,7 @@ def test_success_restores_everything(suite_file, results, original_state):
     assert read_knob(DEFRAG) == original_state["defrag"]
     assert mmbench_cgroups() == []
     assert not Path("/var/lib/mmbench/journal.jsonl").exists()
+    assert Path("/var/tmp/mmbench").exists() == scratch_existed   # scratch space created is removed
     fp = json.loads((results / "ok" / "fingerprint.json").read_text())
     assert fp["thp"]["defrag"] == target  # the fingerprint records the settings as run
 

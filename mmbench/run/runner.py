@@ -86,6 +86,9 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
     try:
         validated = validate_settings(suite.settings)
         apply_settings(validated, journal)
+        if not suite.scratch.exists():  # workloads' scratch space: removed with the run
+            journal.record("remove", path=str(suite.scratch))
+            suite.scratch.mkdir(parents=True)
         swap_info = setup_swap(suite, journal)
         fp = fingerprint(suite.hash, suite.budget)
         if swap_info:
