@@ -1,4 +1,5 @@
-"""Helpers shared by the issue-4 workloads (thpavail, thpfault, highalloc, pft, usemem, stutter).
+"""Helpers shared by the THP, allocator and reclaim workloads (thpavail, thpfault, highalloc, pft,
+usemem, stutter).
 
 Background load comes from ``bgload.c`` run inside the sandbox, so its page cache and anon memory
 are charged to the sandbox like the measured program's.  Nothing here touches the machine outside
