@@ -51,3 +51,36 @@ def test_sandbox_holds_the_workload_not_mmbench():
     assert "mmbench" not in own
     assert r.duration["system"] > 0 and r.duration["elapsed"] > 0
     assert r.vmstat_delta["pgfault"] > 0
+
+
+def test_cgroup_v2_layout(tmp_path, monkeypatch):
+    """The cgroup v2 path (memory.max, memory.events, cpu.stat) on a directory laid out like
+    /sys/fs/cgroup of a pure-v2 host; our machines only have v1 memory, so the files are
+    written here in the kernel's format."""
+    import mmbench.run.sandbox as sb
+    from mmbench.run.journal import Journal
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids rdma misc\n")
+    (root / "cgroup.subtree_control").write_text("cpu io memory pids\n")
+    monkeypatch.setattr(sb, "CGROUP_ROOT", root)
+    assert sb.cgroup_version() == 2
+    journal = Journal(tmp_path / "state")
+    journal.acquire()
+    box = sb.MemorySandbox("run-w-0-1", 256 << 20, journal).create()
+    leaf = root / "mmbench-run-w-0-1"
+    assert box.paths == {"memory": leaf, "unified": leaf} and box.blkio_path == leaf
+    assert (leaf / "memory.max").read_text() == str(256 << 20)
+    (leaf / "memory.current").write_text("1048576\n")
+    (leaf / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 0\n")
+    (leaf / "memory.peak").write_text("2097152\n")
+    (leaf / "cpu.stat").write_text("usage_usec 3000000\nuser_usec 1000000\nsystem_usec 2000000\n")
+    (leaf / "cgroup.procs").write_text("")
+    assert box.usage() == 1 << 20 and box.free() == (255 << 20)
+    assert box.oom_kills() == 1 and box.failcnt() == 12 and box.max_usage() == 2 << 20
+    assert box.cpu_times() == (1.0, 2.0)
+    # a real cgroup directory has no files to delete; here the journal's undo removes the tree
+    for f in leaf.iterdir():
+        f.unlink()
+    assert journal.restore() == [] and not leaf.exists()
+    journal.release()
