@@ -230,6 +230,16 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mmbench", description="Benchmark Linux memory management: run suites of workloads "
                 "while the kernel is watched, then compare runs.")
@@ -244,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     results_arg(r)
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting or parameter, e.g. thp.enabled=never, faultin.size=1G")
-    r.add_argument("--iterations", type=int, metavar="N", help="measured iterations per workload")
+    r.add_argument("--iterations", type=_positive_int, metavar="N", help="measured iterations per workload")
     r.add_argument("--force", action="store_true", help="replace an existing run of the same name")
     r.add_argument("--quiet", action="store_true", help="only warnings and errors")
     r.add_argument("--json-log", action="store_true", help="progress as JSON lines on stderr")
