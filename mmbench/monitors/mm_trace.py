@@ -182,6 +182,7 @@ class MmTrace(Monitor):
         return {"files": ["stalls.tsv", "stalls.txt", "counts.json", "capture.json"] + (
                     [f.name for f in files.values()] if keep else []),
                 "events": sum(dec.counts.values()), "stalls": len(stalls), "bytes": cap_meta["bytes"],
+                "reader_cpu_s": cap_meta.get("reader_cpu_s"),
                 "decode_s": round(decode_s, 3), "errors": cap_meta.get("errors", []), "notes": notes}
 
     @classmethod

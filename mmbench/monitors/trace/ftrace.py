@@ -333,6 +333,8 @@ class RawCapture:
         return got
 
     def _loop(self) -> None:
+        t0 = time.thread_time()
+        self.reader_cpu_s = 0.0
         while not self._stop.is_set():
             try:
                 self._drain()
@@ -342,6 +344,7 @@ class RawCapture:
                 if len(self.errors) < 5:
                     self.errors.append(f"{type(e).__name__}: {e}")
             self._stop.wait(self.poll)
+            self.reader_cpu_s = time.thread_time() - t0   # the observer's cost while the workload runs
 
     def stop(self) -> dict[str, Any]:
         """Disable events, read what is left, close, remove the instance (and unmount)."""
@@ -389,6 +392,7 @@ class RawCapture:
             import subprocess
             subprocess.run(["umount", str(TRACEFS)], capture_output=True)
         meta = {"bytes": self.bytes, "cpus": sorted(self._outs), "page_size": self.page_size,
+                "reader_cpu_s": round(getattr(self, "reader_cpu_s", 0.0), 4),
                 "ring_buffer": stats, "instance": self.inst.name, "mounted_tracefs": self.mounted,
                 "errors": self.errors + problems}
         (self.outdir / "capture.json").write_text(json.dumps(meta, indent=1))
