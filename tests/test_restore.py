@@ -50,6 +50,18 @@ def changed(value: str):
     return lambda: read_knob(DEFRAG) == value and len(mmbench_cgroups()) > 0
 
 
+def sigkill_mid_run(suite_file, results, target: str, name: str) -> None:
+    """Start a long run that sets thp.defrag=target, SIGKILL it once the change is made."""
+    proc = start_mmbench("run", "--config", str(long_suite(suite_file, target)), "--results", str(results), name)
+    try:
+        assert wait_for(changed(target), 30)
+        proc.kill()
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_restore_on_signal(suite_file, results, original_state, sig):
     target = other_value(original_state["defrag"])
@@ -72,14 +84,7 @@ def test_restore_on_signal(suite_file, results, original_state, sig):
 
 def test_restore_after_sigkill(suite_file, results, original_state):
     target = other_value(original_state["defrag"])
-    proc = start_mmbench("run", "--config", str(long_suite(suite_file, target)), "--results", str(results), "k")
-    try:
-        assert wait_for(changed(target), 30)
-        proc.kill()
-        proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    sigkill_mid_run(suite_file, results, target, "k")
     # SIGKILL: nothing could run, the machine is still changed ...
     assert read_knob(DEFRAG) == target
     assert mmbench_cgroups() != []
@@ -95,14 +100,7 @@ def test_restore_after_sigkill(suite_file, results, original_state):
 
 def test_next_run_restores_and_says_so(suite_file, results, original_state):
     target = other_value(original_state["defrag"])
-    proc = start_mmbench("run", "--config", str(long_suite(suite_file, target)), "--results", str(results), "k1")
-    try:
-        assert wait_for(changed(target), 30)
-        proc.kill()
-        proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    sigkill_mid_run(suite_file, results, target, "k1")
     quick = suite_file("""
 [suite]
 iterations = 1
