@@ -1,6 +1,8 @@
 """The ``mmbench`` command: a thin layer of argument parsing over the stages.
 
-Bad input (arguments, suite files, ``--set``) is one line on stderr and exit status 2.
+Bad input (arguments, suite files, ``--set``) is one line on stderr and exit status 2.  A run or
+restore that could not put every change back exits 4 (the last line says what is left); one
+stopped by SIGINT exits 130, by SIGTERM/SIGHUP 143.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ from typing import Any, NoReturn
 
 from mmbench import __version__
 from mmbench.errors import EnvironmentUnsupported, UsageError
+
+
+# The machine could not be put back completely: what is left is journaled for `mmbench restore`.
+EXIT_NOT_RESTORED = 4
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,23 +37,31 @@ def _store(args: argparse.Namespace):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from mmbench.config.load import load_suite
+    from mmbench.errors import Interrupted
     from mmbench.run.progress import make_progress
-    from mmbench.run.runner import require_root, run_suite
+    from mmbench.run.runner import last_restore, require_root, run_suite
     require_root()
     suite = load_suite(args.config, args.set, args.iterations)
     progress = make_progress(quiet=args.quiet, json_log=args.json_log)
     try:
         status = run_suite(suite, args.name, _store(args), force=args.force, progress=progress)
-    except KeyboardInterrupt:
-        print(f"mmbench: interrupted; completed iterations of {args.name!r} are kept "
-              f"(marked incomplete) and the machine was restored", file=sys.stderr)
-        return 130
-    except Exception as e:
-        if type(e).__name__ == "Interrupted":
-            print(f"mmbench: stopped by {e}; completed iterations kept, machine restored", file=sys.stderr)
-            return 143
-        raise
+    except (KeyboardInterrupt, Interrupted) as e:
+        by = "SIGINT" if isinstance(e, KeyboardInterrupt) else str(e)
+        if not last_restore:   # stopped while queueing for the machine: nothing was changed
+            print(f"mmbench: stopped by {by} before the run started; nothing was changed", file=sys.stderr)
+        else:
+            kept = "completed iterations are kept" if last_restore.get("status") == "incomplete" else "no run was stored"
+            print(f"mmbench: stopped by {by}; {kept} (run {args.name!r}: "
+                  f"{last_restore.get('status')})", file=sys.stderr)
+            # the last line says exactly what was and was not put back
+            print("mmbench: " + ("machine restored: " if last_restore.get("restored")
+                                 else "machine NOT fully restored: ") + str(last_restore.get("summary")),
+                  file=sys.stderr)
+        return 130 if isinstance(e, KeyboardInterrupt) else 143
     print(f"run {args.name}: {status}", file=sys.stderr)
+    if last_restore and not last_restore.get("restored"):
+        print("mmbench: machine NOT fully restored: " + str(last_restore.get("summary")), file=sys.stderr)
+        return EXIT_NOT_RESTORED
     return 0 if status == "complete" else 1
 
 
@@ -187,11 +201,22 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
+    from mmbench.errors import Interrupted
     from mmbench.run.runner import require_root, restore_machine
     require_root()
-    for msg in restore_machine():
+    try:
+        messages, ok = restore_machine()
+    except (KeyboardInterrupt, Interrupted) as e:
+        from mmbench.run.journal import Journal
+        left = len(Journal().pending())
+        by = "SIGINT" if isinstance(e, KeyboardInterrupt) else str(e)
+        print(f"mmbench restore: stopped by {by}; "
+              + (f"{left} change(s) are still journaled: run 'mmbench restore' again to finish"
+                 if left else "nothing is left to restore"), file=sys.stderr)
+        return 130 if isinstance(e, KeyboardInterrupt) else 143
+    for msg in messages:
         print(msg)
-    return 0
+    return 0 if ok else EXIT_NOT_RESTORED
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -16,3 +16,11 @@ class WorkloadError(Exception):
 
 class EnvironmentUnsupported(Exception):
     """The kernel or machine lacks something a workload or monitor needs (said plainly)."""
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP stopped the run (SIGINT is ``KeyboardInterrupt``).
+
+    A ``BaseException``, like ``KeyboardInterrupt``: no ``except Exception`` in a restore, monitor
+    stop or process-stop path may swallow it.
+    """

@@ -25,7 +25,7 @@ from mmbench.monitors.base import Monitor
 from mmbench.store.model import MetricDef
 from mmbench.workloads.base import Workload
 
-SUITE_KEYS = {"description", "iterations", "warmup", "budget", "scratch"}
+SUITE_KEYS = {"description", "iterations", "warmup", "budget", "scratch", "timeout"}
 SETTING_NAMESPACES = {"vm", "thp", "zswap", "kernel"}
 
 
@@ -39,6 +39,7 @@ class ResolvedWorkload:
     iterations: int
     warmup: int
     companions: list[tuple[Workload, dict[str, Any]]] = field(default_factory=list)
+    timeout: float | None = None   # seconds per iteration (suite.timeout or the workload's own)
 
 
 @dataclass
@@ -147,7 +148,7 @@ def apply_override(doc: dict[str, Any], item: str) -> None:
         if len(matches) > 1:
             raise UsageError(f"--set {key}: {parts[0]!r} names {len(matches)} workloads; use their label")
         w = matches[0]
-        if parts[1] in ("iterations", "warmup", "label") and len(parts) == 2:
+        if parts[1] in ("iterations", "warmup", "label", "timeout") and len(parts) == 2:
             w[parts[1]] = value
         elif parts[1] == "with" and len(parts) == 4:
             w.setdefault("with", {}).setdefault(parts[2], {})[parts[3]] = value
@@ -180,10 +181,21 @@ def _schema_error(path: Path, e: ValidationError, doc: dict[str, Any]) -> UsageE
             ("actions",): ["sync", "drop_caches", "compact_memory", "writeback_timeout"],
             ("swap",): ["type", "size", "compressor", "path", "priority", "zswap", "zswap_compressor"],
         }.get(tuple(s for s in section if not isinstance(s, int)),
-              ["name", "label", "iterations", "warmup", "params", "with"])
+              ["name", "label", "iterations", "warmup", "timeout", "params", "with"])
         return UsageError(f"{path}: {where}: unknown key{close_match(str(err['loc'][-1]), known)}; "
                           f"expected one of: {', '.join(known)}")
     return UsageError(f"{path}: {where}: {err['msg']} (got {err.get('input')!r})")
+
+
+def _timeout(value: str | float | int, where: str) -> float:
+    """Per-iteration timeout in seconds: a duration ("90s", "2h") or a number of seconds."""
+    try:
+        seconds = parse_duration(value)
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"{where}: {e}") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise UsageError(f"{where}: must be a positive duration, got {value!r}")
+    return float(seconds)
 
 
 def _check_requires(cls: type[Workload], where: str) -> None:
@@ -277,7 +289,10 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
             label=label, plugin=spec_w.name, workload=wl, params=params, metrics=metrics,
             iterations=spec_w.iterations or sf.suite.iterations,
             warmup=spec_w.warmup if spec_w.warmup is not None else sf.suite.warmup,
-            companions=companions))
+            companions=companions,
+            timeout=_timeout(spec_w.timeout if spec_w.timeout is not None else sf.suite.timeout,
+                             f"{where}: " + (f"workload[{label}].timeout" if spec_w.timeout is not None
+                                             else "suite.timeout"))))
 
     mreg = monitor_registry()
     monitors: list[ResolvedMonitor] = []

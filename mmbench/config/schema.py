@@ -2,11 +2,11 @@
 
 Layout (docs/suites.md has the full reference)::
 
-    [suite]      description, iterations, warmup, budget, scratch
+    [suite]      description, iterations, warmup, budget, scratch, timeout (per iteration)
     [settings]   vm.* / thp.* / zswap.* / kernel.* knobs for the whole run
     [actions]    sync, drop_caches, compact_memory: before every iteration
     [swap]       type = none|zram|file, size, compressor, path, priority, zswap, zswap_compressor
-    [[workload]] name, label, iterations, warmup, [workload.params], [workload.with.<companion>]
+    [[workload]] name, label, iterations, warmup, timeout, [workload.params], [workload.with.<companion>]
     [monitors.<name>]  interval plus the monitor's own parameters
 """
 
@@ -27,6 +27,7 @@ class SuiteMeta(_Strict):
     warmup: int = Field(0, ge=0, le=100)
     budget: str | int | None = None
     scratch: str = "/var/tmp/mmbench"
+    timeout: str | float | int = "2h"   # per iteration; a workload running longer is stopped
 
 
 class Actions(_Strict):
@@ -51,6 +52,7 @@ class WorkloadSpec(_Strict):
     label: str | None = None
     iterations: int | None = Field(None, ge=1, le=1000)
     warmup: int | None = Field(None, ge=0, le=100)
+    timeout: str | float | int | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     with_: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="with")
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mmbench.errors import EnvironmentUnsupported, WorkloadError
+from mmbench.run import signals
 from mmbench.monitors.base import Monitor, MonitorContext, load_summary
 from mmbench.run.context import IterationContext
 from mmbench.run.journal import Journal
@@ -49,12 +50,51 @@ class IterationPlan:
     budget: int
     index: int
     warmup: bool
-    itdir: Path                     # <run>/<label>/iter-<N>
+    itdir: Path                     # where files are written (a staging folder during a run)
     rundir: Path
     scratch: Path
     actions: dict[str, Any] = field(default_factory=dict)
     monitors: list[MonitorSpec] = field(default_factory=list)
     companions: list[CompanionSpec] = field(default_factory=list)
+    recorded_dir: Path | None = None  # <run>/<label>/iter-<N>: the folder once stored (default itdir)
+    timeout: float | None = None      # seconds; the workload is stopped and the iteration fails after
+
+
+class _Watchdog:
+    """Stops a workload that runs past its timeout: sets the stop event and kills what runs in the
+    sandbox until the workload's code returns."""
+
+    def __init__(self, timeout: float | None, sandbox: MemorySandbox, stop_events: list[threading.Event]) -> None:
+        self.timeout = timeout
+        self.sandbox = sandbox
+        self.stop_events = stop_events
+        self.fired = threading.Event()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "_Watchdog":
+        if self.timeout:
+            self._thread = threading.Thread(target=self._watch, name="mmbench-timeout", daemon=True)
+            self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        assert self.timeout is not None
+        if self._done.wait(self.timeout):
+            return
+        self.fired.set()
+        for ev in self.stop_events:
+            ev.set()
+        while not self._done.wait(0.1):
+            try:
+                self.sandbox.kill_all()
+            except OSError:
+                pass
+
+    def finish(self) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
 
 def per_iteration_actions(actions: dict[str, Any]) -> None:
@@ -79,8 +119,9 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
     itdir = plan.itdir
     rawdir = itdir / "raw"
     rawdir.mkdir(parents=True, exist_ok=True)
+    recorded = plan.recorded_dir or itdir
     result = IterationResult(workload=plan.label, index=plan.index, warmup=plan.warmup, status="ok",
-                             path=str(itdir.relative_to(plan.rundir)))
+                             path=str(recorded.relative_to(plan.rundir)))
     mark = journal.mark()
     workdir = plan.scratch / f"{plan.run_name}-{plan.label}-{plan.index}-{os.getpid()}"
     sandbox: MemorySandbox | None = None
@@ -123,12 +164,15 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
             th = threading.Thread(target=_companion, args=(comp.workload, ccx, box), daemon=True)
             th.start()
             companion_threads.append((th, box))
+        watchdog = _Watchdog(plan.timeout, sandbox,
+                             [ctx.stop_event, *(box["ctx"].stop_event for _, box in companion_threads)]).start()
         try:
             samples = plan.workload.run(ctx)
         except (WorkloadError, EnvironmentUnsupported) as e:
             samples = {}
             result.status, result.reason = "failed", str(e)
         finally:
+            watchdog.finish()
             elapsed = time.monotonic() - t0
             for th, box in companion_threads:
                 box["ctx"].stop_event.set()
@@ -149,7 +193,13 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
             if "error" in box and result.status == "ok":
                 result.status, result.reason = "failed", f"companion {box['workload'].name}: {box['error']}"
             samples = {**samples, **box.get("samples", {})}
-        if ooms:
+        if watchdog.fired.is_set():
+            assert plan.timeout is not None
+            result.status = "failed"
+            result.reason = (f"timed out: the workload did not finish within {plan.timeout:g} s "
+                             f"(raise it with the suite's or the workload's timeout)")
+            samples = {}
+        elif ooms:
             result.status = "oom"
             result.reason = (f"OOM kill in the sandbox ({ooms} process(es) killed at the "
                              f"{plan.budget >> 20} MiB limit)" + (f"; {result.reason}" if result.reason else ""))
@@ -162,25 +212,37 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
         result.samples = {k: [float(x) for x in v] for k, v in samples.items()}
         return result
     finally:
-        for spec, mon in running:
-            try:
-                meta = mon.stop()
-            except Exception as e:
-                meta = {"error": f"{type(e).__name__}: {e}"}
-            result.monitors[spec.name] = {"dir": str((itdir / "monitors" / spec.name).relative_to(plan.rundir)),
-                                          **(meta or {})}
-            try:  # summarise once now, so compare and report read a small cached summary
-                load_summary(spec.cls, itdir / "monitors" / spec.name, result.monitors[spec.name])
-            except Exception as e:
-                result.monitors[spec.name].setdefault("errors", []).append(f"summary: {type(e).__name__}: {e}")
-        if ctx is not None:
-            ctx.stop_all()
-        if sandbox is not None:
-            sandbox.destroy()
-        problems = journal.restore(since=mark)
-        for p in problems:
-            log(f"warning: {p}")
-        shutil.rmtree(workdir, ignore_errors=True)
+        # Teardown is held against signals (mmbench.run.signals): one arriving now is raised by
+        # the runner's next checkpoint, after the machine is put back and the iteration stored.
+        # Interrupted/KeyboardInterrupt are BaseExceptions: the handlers below never catch them.
+        with signals.held():
+            _teardown(plan, result, running, ctx, sandbox, journal, mark, workdir, log)
+
+
+def _teardown(plan: IterationPlan, result: IterationResult, running: list[tuple[MonitorSpec, Monitor]],
+              ctx: IterationContext | None, sandbox: MemorySandbox | None, journal: Journal, mark: int,
+              workdir: Path, log: Callable[[str], None]) -> None:
+    itdir = plan.itdir
+    recorded = plan.recorded_dir or itdir
+    for spec, mon in running:
+        try:
+            meta = mon.stop()
+        except Exception as e:
+            meta = {"error": f"{type(e).__name__}: {e}"}
+        result.monitors[spec.name] = {"dir": str((recorded / "monitors" / spec.name).relative_to(plan.rundir)),
+                                      **(meta or {})}
+        try:  # summarise once now, so compare and report read a small cached summary
+            load_summary(spec.cls, itdir / "monitors" / spec.name, result.monitors[spec.name])
+        except Exception as e:
+            result.monitors[spec.name].setdefault("errors", []).append(f"summary: {type(e).__name__}: {e}")
+    if ctx is not None:
+        ctx.stop_all()
+    if sandbox is not None:
+        sandbox.destroy()
+    problems = journal.restore(since=mark)
+    for p in problems:
+        log(f"warning: {p}")
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _companion(workload: Workload, ctx: IterationContext, box: dict[str, Any]) -> None:

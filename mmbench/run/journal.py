@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbench.errors import UsageError
+from mmbench.run import signals
 
 _BRACKET = re.compile(r"\[([^\]]+)\]")
 
@@ -74,6 +75,23 @@ class Journal:
     # -- ownership ---------------------------------------------------------------------------
     def acquire(self) -> list[str]:
         """Become the journal's owner.  Restores what a dead owner left; returns what it said."""
+        self.lock()
+        messages: list[str] = []
+        with signals.held():
+            if self.path.exists():
+                self.entries = self._load()
+                if self.entries:
+                    messages.append(f"a previous mmbench run did not finish: restoring {len(self.entries)} "
+                                    f"change(s) from {self.path}")
+                    messages += self.restore()
+                    # what could not be put back stays journaled: retried at the end of this run
+                    # and by every later restore
+            self._rewrite()
+        return messages
+
+    def lock(self) -> None:
+        """Take the machine-wide lock (queueing up to $MMBENCH_LOCK_WAIT s) and load the journal
+        a dead owner left, without restoring it yet."""
         self.dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         # Two runs at once would disturb each other's numbers: refuse, or queue for up to
@@ -97,16 +115,7 @@ class Journal:
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd
-        messages: list[str] = []
-        if self.path.exists():
-            self.entries = self._load()
-            if self.entries:
-                messages.append(f"a previous mmbench run did not finish: restoring {len(self.entries)} "
-                                f"change(s) from {self.path}")
-                messages += self.restore()
-        self.entries = []
-        self._rewrite()
-        return messages
+        self.entries = self._load() if self.path.exists() else []
 
     def release(self) -> None:
         if self._lock_fd is not None:
@@ -166,28 +175,98 @@ class Journal:
         """Record something created: cgroup, mount, loop, swap, zram, remove (path), process."""
         if kind == "process":
             data.setdefault("start", _proc_start_time(int(data["pid"])))
+        if kind == "loop":  # so the undo never detaches a device someone else bound since
+            data.setdefault("backing", _loop_backing(str(data["device"])))
         self._append({"kind": kind, **data})
 
     def mark(self) -> int:
         return len(self.entries)
 
     # -- restoring --------------------------------------------------------------------------
-    def restore(self, since: int = 0) -> list[str]:
-        """Undo entries after ``since`` in reverse order.  Returns problems (empty if all went back)."""
+    def restore(self, since: int = 0, stop_on_signal: bool = False) -> list[str]:
+        """Undo entries after ``since`` in reverse order.  Returns problems (empty if all went back).
+
+        Signals are held for the whole pass.  An undo that fails is retried (with a short wait when
+        the kernel says EBUSY) and, if it still fails, stays in the journal for ``mmbench restore``.
+        With ``stop_on_signal`` a signal stops the pass between two undo steps (what is left stays
+        journaled).  ``self.undone``/``self.failed``/``self.left`` describe the last pass.
+        """
         problems: list[str] = []
-        todo = self.entries[since:]
-        for entry in reversed(todo):
-            try:
-                _undo(entry)
-            except Exception as e:  # keep going: every other change must still go back
-                problems.append(f"could not undo {entry['kind']} {entry.get('path') or entry.get('target') or entry.get('device') or ''}: {e}")
-        self.entries = self.entries[:since]
-        if self.path.exists() or self.entries:
-            self._rewrite()
+        self.undone: list[str] = []
+        self.failed: list[str] = []
+        self.left: list[str] = []
+        with signals.held():
+            todo = self.entries[since:]
+            keep: list[dict[str, Any]] = []
+            for i, entry in enumerate(reversed(todo)):
+                if stop_on_signal and signals.pending() is not None:
+                    rest = list(reversed(todo))[i:]
+                    keep = list(reversed(rest)) + keep
+                    self.left = [describe(e) for e in rest]
+                    break
+                try:
+                    if _undo_with_retry(entry):
+                        self.undone.append(describe(entry))
+                except Exception as e:  # keep going: every other change must still go back
+                    keep.insert(0, entry)
+                    self.failed.append(describe(entry))
+                    problems.append(f"could not undo {describe(entry)}: {e} (kept in {self.path}; "
+                                    f"'mmbench restore' retries it)")
+            self.entries = self.entries[:since] + keep
+            if self.path.exists() or self.entries:
+                self._rewrite()
         return problems
+
+    def summary(self) -> str:
+        """One line: exactly what the last restore pass put back and what it did not."""
+        parts = [f"put back {len(self.undone)} change(s)" + (f" ({', '.join(self.undone)})" if self.undone else "")]
+        if self.failed:
+            parts.append(f"NOT put back: {', '.join(self.failed)}")
+        if self.left:
+            parts.append(f"not attempted (interrupted): {', '.join(self.left)}")
+        if self.failed or self.left:
+            parts.append("run 'mmbench restore' to finish")
+        return "; ".join(parts)
 
     def pending(self) -> list[dict[str, Any]]:
         return self._load() if self.path.exists() else []
+
+
+def describe(entry: dict[str, Any]) -> str:
+    """What undoing ``entry`` does, said the way an admin would: ``/proc/sys/vm/swappiness back to
+    '60'``, ``swapoff /dev/zram0``, ``reset zram0``, ``unmount /var/tmp/x`` ..."""
+    kind = entry.get("kind", "?")
+    verb = {"remove": "remove", "cgroup": "remove cgroup", "mount": "unmount", "loop": "detach",
+            "swap": "swapoff", "zram": "reset", "process": "kill pid"}.get(kind, kind)
+    if kind == "value":
+        return f"{entry.get('path')} back to {entry.get('original')!r}"
+    what = entry.get("path") or entry.get("target") or entry.get("device") or entry.get("pid") or ""
+    return f"{verb} {what}".strip()
+
+
+# Kernel objects that stay busy for a moment after their users went away (a zram device just
+# swapped off, a cgroup whose last task is exiting, a mount a dying process still holds).
+_BUSY_WAITS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.5)
+
+
+def _is_busy(e: BaseException) -> bool:
+    if isinstance(e, OSError) and e.errno == errno.EBUSY:
+        return True
+    if isinstance(e, subprocess.CalledProcessError):
+        text = (e.stderr or b"")
+        text = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
+        return "busy" in text.lower()
+    return False
+
+
+def _undo_with_retry(entry: dict[str, Any]) -> bool:
+    for wait in (*_BUSY_WAITS, None):
+        try:
+            return _undo(entry)
+        except Exception as e:
+            if wait is None or not (_is_busy(e) or wait <= 0.1):
+                raise
+            time.sleep(wait)
 
 
 def _kill_cgroup_procs(path: Path) -> None:
@@ -207,54 +286,85 @@ def _kill_cgroup_procs(path: Path) -> None:
         time.sleep(0.05)
 
 
-def _undo(entry: dict[str, Any]) -> None:
+def _undo(entry: dict[str, Any]) -> bool:
+    """Put one change back; True if something had to be done (False: already as it was)."""
     kind = entry["kind"]
     if kind == "value":
         p = Path(entry["path"])
         if p.exists() and read_knob(p) != entry["original"]:
             write_knob(p, entry["original"])
-    elif kind == "process":
+            return True
+        return False
+    if kind == "process":
         pid = int(entry["pid"])
         if entry.get("start") and _proc_start_time(pid) == entry["start"]:
             try:
                 os.killpg(pid, signal.SIGKILL) if entry.get("group") else os.kill(pid, signal.SIGKILL)
+                return True
             except ProcessLookupError:
                 pass
-    elif kind == "cgroup":
+        return False
+    if kind == "cgroup":
         p = Path(entry["path"])
-        if p.exists():
-            _kill_cgroup_procs(p)
-            for _ in range(100):
-                try:
-                    p.rmdir()
-                    break
-                except OSError as e:
-                    if e.errno != errno.EBUSY:
-                        raise
-                    time.sleep(0.05)
-            else:
+        if not p.exists():
+            return False
+        _kill_cgroup_procs(p)
+        for _ in range(100):
+            try:
                 p.rmdir()
-    elif kind == "mount":
+                break
+            except OSError as e:
+                if e.errno != errno.EBUSY:
+                    raise
+                time.sleep(0.05)
+        else:
+            p.rmdir()
+        return True
+    if kind == "mount":
         target = entry["target"]
+        if not _is_mounted(target):
+            return False
+        subprocess.run(["umount", target], check=False, capture_output=True)
         if _is_mounted(target):
-            subprocess.run(["umount", target], check=False, capture_output=True)
-            if _is_mounted(target):
-                subprocess.run(["umount", "-l", target], check=True, capture_output=True)
-    elif kind == "loop":
-        subprocess.run(["losetup", "-d", entry["device"]], check=False, capture_output=True)
-    elif kind == "swap":
-        if entry["device"] in Path("/proc/swaps").read_text():
+            subprocess.run(["umount", "-l", target], check=True, capture_output=True)
+        return True
+    if kind == "loop":
+        dev = entry["device"]
+        backing = _loop_backing(dev)
+        if backing is None or (entry.get("backing") and backing != entry["backing"]):
+            return False   # detached already (autoclear), or bound again by someone else
+        subprocess.run(["losetup", "-d", dev], check=True, capture_output=True)
+        return True
+    if kind == "swap":
+        active = [line.split()[0] for line in Path("/proc/swaps").read_text().splitlines()[1:] if line.strip()]
+        if os.path.realpath(entry["device"]) in active or entry["device"] in active:
             subprocess.run(["swapoff", entry["device"]], check=True, capture_output=True)
-    elif kind == "zram":
-        Path(f"/sys/block/{entry['device']}/reset").write_text("1")
-    elif kind == "remove":
+            return True
+        return False
+    if kind == "zram":
+        sysdir = Path(f"/sys/block/{entry['device']}")
+        if not sysdir.exists():
+            return False
+        changed = read_knob(sysdir / "disksize") != "0"
+        (sysdir / "reset").write_text("1")  # also puts back a comp_algorithm written before disksize
+        return changed
+    if kind == "remove":
         p = Path(entry["path"])
         if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p, ignore_errors=True)
-        elif p.exists() or p.is_symlink():
+            shutil.rmtree(p)
+            return True
+        if p.exists() or p.is_symlink():
             p.unlink()
-    else:
-        raise ValueError(f"unknown journal entry kind {kind!r}")
+            return True
+        return False
+    raise ValueError(f"unknown journal entry kind {kind!r}")
+
+
+def _loop_backing(device: str) -> str | None:
+    try:
+        return Path(f"/sys/block/{Path(device).name}/loop/backing_file").read_text().strip()
+    except OSError:
+        return None
 
 
 def _is_mounted(target: str) -> bool:

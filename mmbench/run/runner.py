@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
-from contextlib import contextmanager
-from typing import Iterator
 
 from mmbench.config.load import Suite
-from mmbench.errors import UsageError
+from mmbench.errors import Interrupted, UsageError
+from mmbench.run import signals
 from mmbench.run.fingerprint import fingerprint
 from mmbench.run.iteration import CompanionSpec, IterationPlan, MonitorSpec, run_iteration
 from mmbench.run.journal import Journal
@@ -26,31 +24,11 @@ from mmbench.store.base import Store, validate_run_name
 from mmbench.store.model import WorkloadRun
 
 
-class Interrupted(Exception):
-    """SIGTERM (or SIGHUP) arrived: stop, keep what completed, restore the machine."""
+# SIGTERM/SIGHUP: a BaseException (mmbench.errors), kept importable from here.
+__all__ = ["Interrupted", "run_suite", "restore_machine"]
 
-
-@contextmanager
-def _signals_raise() -> Iterator[None]:
-    """The first SIGINT/SIGTERM/SIGHUP stops the run; later ones are ignored, so a second Ctrl-C
-    cannot cut the restore short (the journal would still catch it, on the next run)."""
-    stopping = False
-
-    def handler(signum: int, frame: object) -> None:
-        nonlocal stopping
-        if stopping:
-            print("mmbench: still putting the machine back; please wait", file=sys.stderr)
-            return
-        stopping = True
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Interrupted(signal.Signals(signum).name)
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+# What the last run's final restore did, one line: the CLI prints it last, after an interruption.
+last_restore: dict[str, object] = {}
 
 
 def require_root() -> None:
@@ -73,10 +51,11 @@ def run_suite(suite: Suite, name: str, store: Store, *, force: bool = False,
     require_root()
     if store.exists(name) and not force:
         raise UsageError(f"run {name!r} already exists; use --force to replace it or pick another name")
-    journal = Journal()
-    for msg in journal.acquire():
-        progress.warn(msg)
-    with _signals_raise():
+    last_restore.clear()
+    with signals.catch_signals():
+        journal = Journal()
+        for msg in journal.acquire():
+            progress.warn(msg)
         return _run(suite, name, store, force, progress, journal)
 
 
@@ -84,6 +63,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
     writer = None
     status = "failed"
     try:
+        signals.checkpoint()
         validated = validate_settings(suite.settings)
         apply_settings(validated, journal)
         if not suite.scratch.exists():  # workloads' scratch space: removed with the run
@@ -115,48 +95,85 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                                             metrics=rw.metrics))
             count = rw.warmup + rw.iterations
             for index in range(count):
+                signals.checkpoint()
                 warm = index < rw.warmup
                 progress.start_iteration(suite.path.stem, rw.label, index, count, warm)
+                # The iteration is written into a staging folder, renamed into place when stored:
+                # an interrupted or unsaved iteration leaves no partial iter-N (the journal
+                # removes the staging folder, after a SIGKILL too).
+                staging = writer.staging_dir(rw.label, index)
+                journal.record("remove", path=str(staging))
                 plan = IterationPlan(
                     run_name=name, label=rw.label, workload=rw.workload, params=rw.params,
                     metrics=rw.metrics, budget=suite.budget, index=index, warmup=warm,
-                    itdir=writer.iteration_dir(rw.label, index), rundir=writer.path,
+                    itdir=staging, rundir=writer.path, recorded_dir=writer.iteration_dir(rw.label, index),
                     scratch=suite.scratch, actions=suite.actions,
                     monitors=[MonitorSpec(m.name, m.cls, m.interval, m.params) for m in suite.monitors],
-                    companions=[CompanionSpec(w, p) for w, p in rw.companions])
+                    companions=[CompanionSpec(w, p) for w, p in rw.companions],
+                    timeout=rw.timeout)
                 result = run_iteration(plan, journal, log=progress.info, announce_unavailable=announce)
-                writer.add_iteration(result)  # durable before the next iteration starts
+                with signals.held():
+                    writer.add_iteration(result)  # durable before the next iteration starts
                 ok_iterations += result.status == "ok"
                 progress.end_iteration(rw.label, index, result.status, result.reason,
                                        result.duration.get("elapsed", 0.0))
-        status = "complete" if ok_iterations else "failed"
-        writer.finish(status)
+        with signals.held():
+            status = "complete" if ok_iterations else "failed"
+            writer.finish(status)
         return status
     except (KeyboardInterrupt, Interrupted) as e:
-        status = "incomplete"
-        if writer is not None:
-            writer.finish("incomplete", note=f"interrupted by {e.__class__.__name__ if isinstance(e, KeyboardInterrupt) else e}")
+        with signals.held():
+            status = "incomplete"
+            if writer is not None:
+                by = "SIGINT" if isinstance(e, KeyboardInterrupt) else str(e)
+                writer.finish("incomplete", note=f"interrupted by {by}")
         raise
     except BaseException:
-        if writer is not None and status != "complete":
-            writer.finish("failed", note="mmbench stopped with an error")
+        with signals.held():
+            if writer is not None and status != "complete":
+                status = "failed"
+                writer.finish("failed", note="mmbench stopped with an error")
         raise
     finally:
-        problems = journal.restore()
-        journal.release()
+        with signals.held():
+            problems = journal.restore()
+            journal.release()
+            if writer is not None:
+                writer.discard_staging()
         for p in problems:
             progress.warn(p)
-        if writer is not None:
-            progress.info("machine state restored" if not problems else "machine state restored with problems (above)")
+        late = signals.take_pending()
+        if late is not None:
+            progress.warn(f"{signals.signal_name(late)} arrived while the run was finishing; "
+                          f"nothing was cut short (run {name}: {status})")
+        summary = journal.summary()
+        restored = not journal.failed and not journal.left
+        last_restore.update(restored=restored, summary=summary, status=status)
+        progress.info(("machine state restored: " if restored else "machine state NOT fully restored: ")
+                      + summary)
         progress.close()
 
 
-def restore_machine() -> list[str]:
-    """``mmbench restore``: put back whatever a killed run left changed."""
-    journal = Journal()
-    pending = journal.pending()
-    msgs = journal.acquire()
-    journal.release()
-    if not pending:
-        return ["nothing to restore: no unfinished mmbench changes on this machine"]
-    return msgs or [f"restored {len(pending)} change(s)"]
+def restore_machine() -> tuple[list[str], bool]:
+    """``mmbench restore``: put back whatever a killed run left changed.
+
+    Returns the messages and whether everything went back.  A signal (Ctrl-C) stops the pass
+    between two undo steps; what is left stays journaled and ``KeyboardInterrupt``/``Interrupted``
+    is raised for the CLI to say so.
+    """
+    with signals.catch_signals():
+        journal = Journal()
+        journal.lock()   # Ctrl-C while queueing for the lock raises here: nothing was touched
+        with signals.held():
+            if not journal.entries:
+                journal.release()
+                return ["nothing to restore: no unfinished mmbench changes on this machine"], True
+            try:
+                problems = journal.restore(stop_on_signal=True)
+            finally:
+                journal.release()
+        late = signals.take_pending()
+        if late is not None and journal.left:
+            raise KeyboardInterrupt() if late == signal.SIGINT else Interrupted(signals.signal_name(late))
+        ok = not journal.failed and not journal.left
+        return [*problems, ("restored: " if ok else "NOT fully restored: ") + journal.summary()], ok

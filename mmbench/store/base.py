@@ -34,6 +34,13 @@ class RunWriter(ABC):
     @abstractmethod
     def iteration_dir(self, label: str, index: int) -> Path: ...
 
+    def staging_dir(self, label: str, index: int) -> Path:
+        """Where a running iteration writes; stored iterations appear whole (default: in place)."""
+        return self.iteration_dir(label, index)
+
+    def discard_staging(self) -> None:
+        """Remove what iterations that were never stored left (default: nothing to do)."""
+
     @abstractmethod
     def add_iteration(self, result: IterationResult) -> None: ...
 

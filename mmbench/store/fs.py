@@ -69,14 +69,44 @@ def _clean(values: list[float]) -> list[float | None]:
     return [None if (isinstance(v, float) and not math.isfinite(v)) else v for v in values]
 
 
-def _pid_alive(pid: int) -> bool:
+def _fsync_dir(path: Path) -> None:
+    dfd = os.open(path, os.O_RDONLY)
     try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _proc_start_time(pid: int) -> str | None:
+    """Start time of ``pid`` in clock ticks since boot (/proc/PID/stat field 22), None if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _owner_alive(meta: dict[str, Any]) -> bool:
+    """Is the process that wrote this "running" run.json still that process?  A pid alone is not
+    enough: after a reboot or pid reuse another process has it (the start time and boot id tell)."""
+    try:
+        pid = int(meta.get("pid", 0) or 0)
+    except (TypeError, ValueError):
         return False
-    except PermissionError:
-        return True
+    if pid <= 0:
+        return False
+    if meta.get("boot_id") and meta["boot_id"] != _boot_id():
+        return False
+    start = _proc_start_time(pid)
+    if start is None:
+        return False
+    return not meta.get("pid_start") or meta["pid_start"] == start
 
 
 class FileRunWriter(RunWriter):
@@ -102,12 +132,25 @@ class FileRunWriter(RunWriter):
     def iteration_dir(self, label: str, index: int) -> Path:
         return self.path / label / f"iter-{index}"
 
+    def staging_dir(self, label: str, index: int) -> Path:
+        """Where an iteration's files go while it runs; ``add_iteration`` renames it into place.
+        Readers never look at it (its name starts with a dot)."""
+        return self.path / label / f".iter-{index}.partial"
+
     def add_iteration(self, result: IterationResult) -> None:
         itdir = self.iteration_dir(result.workload, result.index)
-        itdir.mkdir(parents=True, exist_ok=True)
+        staging = self.staging_dir(result.workload, result.index)
         data = result.to_dict()
         data["samples"] = {k: _clean(v) for k, v in result.samples.items()}
-        write_json(itdir / "result.json", data)
+        if staging.is_dir():   # result.json last, then one rename: the iteration appears whole
+            write_json(staging / "result.json", data)
+            if itdir.exists():
+                shutil.rmtree(itdir)
+            os.rename(staging, itdir)
+            _fsync_dir(itdir.parent)
+        else:
+            itdir.mkdir(parents=True, exist_ok=True)
+            write_json(itdir / "result.json", data)
         d = result.duration
         with self.store.db() as db:
             db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -118,6 +161,11 @@ class FileRunWriter(RunWriter):
             db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
                            [(self.name, result.workload, result.index, metric, seq, v)
                             for metric, vals in data["samples"].items() for seq, v in enumerate(vals)])
+
+    def discard_staging(self) -> None:
+        """Remove staging folders of iterations that were never stored (an interrupted run)."""
+        for d in self.path.glob("*/.iter-*.partial"):
+            shutil.rmtree(d, ignore_errors=True)
 
     def finish(self, status: str, note: str | None = None) -> None:
         self.meta.update(status=status, finished=time.time())
@@ -159,6 +207,7 @@ class FileStore(Store):
         write_json(path / "suite-effective.json", suite_effective)
         write_json(path / "fingerprint.json", fingerprint)
         meta = {"name": name, "status": status, "created": time.time(), "finished": None, "pid": os.getpid(),
+                "pid_start": _proc_start_time(os.getpid()), "boot_id": _boot_id(),
                 "suite_hash": suite_hash, "settings": settings, "mmbench_version": __version__,
                 "description": description}
         write_json(path / "run.json", meta)
@@ -171,8 +220,16 @@ class FileStore(Store):
         return FileRunWriter(self, name, path, meta)
 
     def _status(self, meta: dict[str, Any]) -> str:
-        # A run whose process died without finishing (SIGKILL, power loss) is incomplete.
-        if meta.get("status") == "running" and not _pid_alive(int(meta.get("pid", 0) or 0)):
+        # A run whose process died without finishing (SIGKILL, power loss) is incomplete; the
+        # index is corrected too, so nothing reading it sees "running" for a dead run.
+        if meta.get("status") == "running" and not _owner_alive(meta):
+            if meta.get("name"):
+                try:
+                    with self.db() as db:
+                        db.execute("UPDATE runs SET status='incomplete' WHERE name=? AND status='running'",
+                                   (meta["name"],))
+                except sqlite3.Error:
+                    pass
             return "incomplete"
         return meta.get("status", "incomplete")
 

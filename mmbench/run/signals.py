@@ -1,0 +1,100 @@
+"""SIGINT/SIGTERM/SIGHUP during a run or a restore: stop at a safe point, never mid-teardown.
+
+``catch_signals()`` installs one handler for the three signals.  Outside a held region the first
+signal raises at once (``KeyboardInterrupt`` for SIGINT, ``Interrupted`` for the others) so a
+running workload is cut short; later signals only print that the machine is being put back.
+Inside ``held()`` (journal restore, sandbox and monitor teardown, storing an iteration, finishing
+a run) the signal is only remembered: ``checkpoint()`` raises it at the next safe point, and
+``pending()`` lets a loop (``mmbench restore``) stop between two undo steps.  Python runs signal
+handlers in the main thread only, so a flag is enough; ``pthread_sigmask`` would not be (a helper
+thread with the signal unblocked would still take it).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+from mmbench.errors import Interrupted
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _State:
+    def __init__(self) -> None:
+        self.depth = 0                       # nesting of held() regions
+        self.pending: int | None = None      # a signal that arrived while held, not raised yet
+        self.stopping = False                # a signal was raised already: later ones are ignored
+        self.installed = False
+
+
+_state = _State()
+
+
+def _exception(signum: int) -> BaseException:
+    if signum == signal.SIGINT:
+        return KeyboardInterrupt()
+    return Interrupted(signal.Signals(signum).name)
+
+
+def _handler(signum: int, frame: object) -> None:
+    if _state.stopping:
+        print("mmbench: still putting the machine back; please wait", file=sys.stderr, flush=True)
+        return
+    if _state.depth > 0:
+        if _state.pending is None:
+            _state.pending = signum
+        return
+    _state.stopping = True
+    raise _exception(signum)
+
+
+@contextmanager
+def catch_signals() -> Iterator[None]:
+    """Install the handler for the duration of a run or restore; the old handlers come back after."""
+    old = {s: signal.signal(s, _handler) for s in SIGNALS}
+    _state.__init__()
+    _state.installed = True
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        _state.__init__()
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """A region no signal may cut short: signals arriving inside are deferred to ``checkpoint``."""
+    _state.depth += 1
+    try:
+        yield
+    finally:
+        _state.depth -= 1
+
+
+def pending() -> int | None:
+    """The deferred signal, if one arrived inside a held region and was not raised yet."""
+    return _state.pending
+
+
+def take_pending() -> int | None:
+    """The deferred signal (forgotten here: the caller deals with it)."""
+    s, _state.pending = _state.pending, None
+    if s is not None:
+        _state.stopping = True
+    return s
+
+
+def checkpoint() -> None:
+    """A safe point: raise the signal that arrived while held (outside held regions only)."""
+    if _state.depth == 0 and _state.pending is not None and not _state.stopping:
+        signum = take_pending()
+        assert signum is not None
+        raise _exception(signum)
+
+
+def signal_name(signum: int) -> str:
+    return signal.Signals(signum).name
