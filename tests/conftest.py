@@ -29,7 +29,7 @@ def mmbench(*args: str, check: bool = False, timeout: float = 300, env: dict | N
     proc = subprocess.run([sys.executable, "-m", "mmbench", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})}, **kw)
     if check and proc.returncode != 0:
-        raise AssertionError(f"mmbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        raise AssertionError(f"mmbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}\n{proc.stdout}")
     return proc
 
 

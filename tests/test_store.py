@@ -31,7 +31,8 @@ def test_completed_iterations_survive_sigkill(suite_file, results):
                          "--results", str(results), "killed")
     try:
         # faultin's 3 iterations finish quickly; the first idle iteration then waits
-        assert wait_for(lambda: (results / "killed" / "wait" / "iter-0" / "raw").exists(), 60)
+        # (a running iteration writes into a staging folder, renamed to iter-N once stored)
+        assert wait_for(lambda: (results / "killed" / "wait" / ".iter-0.partial" / "raw").exists(), 60)
         proc.kill()
         proc.wait(timeout=10)
     finally:
@@ -44,9 +45,12 @@ def test_completed_iterations_survive_sigkill(suite_file, results):
     assert [it.index for it in faultin.iterations] == [0, 1, 2]
     assert all(it.status == "ok" and it.samples["Fault throughput"] for it in faultin.iterations)
     assert run.workload("wait").iterations == []
+    # the unsaved iteration left no folder (the journal removed its staging folder)
+    assert sorted(p.name for p in (results / "killed" / "wait").iterdir()) == ["workload.json"]
     db = sqlite3.connect(results / "index.sqlite")
     assert db.execute("SELECT count(*) FROM iterations WHERE run='killed'").fetchone()[0] == 3
-    assert db.execute("SELECT status FROM runs WHERE name='killed'").fetchone()[0] == "running"
+    # the index never says "running" for a run whose owner is dead
+    assert db.execute("SELECT status FROM runs WHERE name='killed'").fetchone()[0] == "incomplete"
     assert "incomplete" in mmbench("list", "--results", str(results), check=True).stdout
 
 
