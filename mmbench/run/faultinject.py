@@ -230,13 +230,13 @@ def run_trial(suite: str, sig: str, seed: int, workdir: Path, log: Any = None,
     cfg.write_text(text)
     results = workdir / "results"
     name = f"t{seed}"
-    before = snapshot()
+    before = _locked_snapshot()
     env = {**os.environ, "MMBENCH_LOCK_WAIT": os.environ.get("MMBENCH_LOCK_WAIT", "900")}
     proc = subprocess.Popen(_cli("run", "--json-log", "--config", str(cfg), "--results", str(results), name),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     reader = _Reader(proc.stderr)
     reader.start()
-    signum = signal.SIGKILL if sig in ("SIGKILL", "SIGTERM-restore") else getattr(signal, sig)
+    signum = signal.SIGKILL if sig.endswith("-restore") or sig == "SIGKILL" else getattr(signal, sig)
     try:
         started = reader.wait_event(lambda ev: ev.get("event") == "iteration-start", 300)
         if started is None:
@@ -273,14 +273,14 @@ def run_trial(suite: str, sig: str, seed: int, workdir: Path, log: Any = None,
     trial.exit = proc.returncode
     trial.tracebacks += [line for line in reader.other if "Traceback" in line]
     if proc.returncode == -signal.SIGKILL:
-        if sig == "SIGTERM-restore":
-            _interrupted_restore(rng, trial)
+        if sig.endswith("-restore"):
+            _interrupted_restore(rng, trial, getattr(signal, sig.split("-")[0]))
         out = subprocess.run(_cli("restore"), capture_output=True, text=True, timeout=300)
         if out.returncode != 0:
             trial.integrity.append(f"mmbench restore exited {out.returncode}: {out.stdout.strip()} {out.stderr.strip()}")
         if "Traceback" in out.stderr:
             trial.tracebacks.append(out.stderr)
-    after = snapshot()
+    after = _locked_snapshot()
     for k in sorted(set(before) | set(after)):
         if before.get(k) != after.get(k):
             msg = f"{k}: {before.get(k)!r} -> {after.get(k)!r}"
@@ -291,9 +291,31 @@ def run_trial(suite: str, sig: str, seed: int, workdir: Path, log: Any = None,
     return trial
 
 
-def _interrupted_restore(rng: random.Random, trial: Trial) -> None:
-    """SIGTERM ``mmbench restore`` at a random moment: it must stop cleanly and leave the rest
-    journaled, so the next restore finishes the job."""
+def _locked_snapshot() -> dict[str, Any]:
+    """A snapshot taken holding the machine-wide mmbench lock: another engineer's run on a shared
+    machine changes knobs only while it holds the lock, and puts them back before it lets go."""
+    from mmbench.run.journal import Journal
+    os.environ.setdefault("MMBENCH_LOCK_WAIT", "900")
+    j = Journal()
+    j.lock()
+    try:
+        return snapshot()
+    finally:
+        j.entries = []   # only looked at: whatever is journaled stays for its own restore
+        fcntl_release(j)
+
+
+def fcntl_release(j: Any) -> None:
+    import fcntl
+    if j._lock_fd is not None:
+        fcntl.flock(j._lock_fd, fcntl.LOCK_UN)
+        os.close(j._lock_fd)
+        j._lock_fd = None
+
+
+def _interrupted_restore(rng: random.Random, trial: Trial, signum: int) -> None:
+    """SIGTERM/SIGINT ``mmbench restore`` at a random moment: it must stop cleanly and leave the
+    rest journaled, so the next restore finishes the job."""
     delay = rng.choice([0.0, 0.001, 0.002, 0.005, 0.01, 0.02])
     p = subprocess.Popen(_cli("restore"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lock = Path(os.environ.get("MMBENCH_STATE_DIR", "/var/lib/mmbench")) / "journal.lock"
@@ -303,14 +325,15 @@ def _interrupted_restore(rng: random.Random, trial: Trial) -> None:
         time.sleep(0.0005)
     time.sleep(delay)
     if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
+        p.send_signal(signum)
     out, err = p.communicate(timeout=300)
-    trial.point += f"; restore SIGTERMed {delay * 1000:g} ms after it took the journal (exit {p.returncode})"
+    trial.point += (f"; restore got {signal.Signals(signum).name} {delay * 1000:g} ms after it took the "
+                    f"journal (exit {p.returncode})")
     if "Traceback" in err:
         trial.tracebacks.append(err)
-    if p.returncode not in (0, 143):
+    if p.returncode not in (0, 128 + signum):
         trial.integrity.append(f"interrupted restore exited {p.returncode}: {err.strip()}")
-    if p.returncode == 143 and "again" not in err and "nothing is left" not in err:
+    if p.returncode == 128 + signum and "again" not in err and "nothing is left" not in err:
         trial.integrity.append(f"interrupted restore did not say to run it again: {err.strip()}")
 
 

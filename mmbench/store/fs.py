@@ -223,15 +223,21 @@ class FileStore(Store):
         # A run whose process died without finishing (SIGKILL, power loss) is incomplete; the
         # index is corrected too, so nothing reading it sees "running" for a dead run.
         if meta.get("status") == "running" and not _owner_alive(meta):
-            if meta.get("name"):
-                try:
-                    with self.db() as db:
-                        db.execute("UPDATE runs SET status='incomplete' WHERE name=? AND status='running'",
-                                   (meta["name"],))
-                except sqlite3.Error:
-                    pass
             return "incomplete"
         return meta.get("status", "incomplete")
+
+    def _sync_index(self, statuses: dict[str, str]) -> None:
+        """run.json is the truth: an index row that disagrees (a run killed between writing
+        run.json and the index, or whose owner died while "running") is corrected."""
+        if not statuses or not (self.root / "index.sqlite").exists():
+            return
+        try:
+            with self.db() as db:
+                rows = dict(db.execute("SELECT name, status FROM runs").fetchall())
+                db.executemany("UPDATE runs SET status=? WHERE name=?",
+                               [(st, n) for n, st in statuses.items() if n in rows and rows[n] != st])
+        except sqlite3.Error:
+            pass   # a read-only or damaged index: the folders still answer
 
     def load_run(self, name: str) -> RunRecord:
         path = self.run_path(name)
@@ -241,6 +247,7 @@ class FileStore(Store):
             raise UsageError(f"no run named {name!r} in {self.root}{close_match(name, known)}"
                              + (f"; runs: {', '.join(known)}" if known else " (it holds no runs)"))
         meta = json.loads((path / "run.json").read_text())
+        self._sync_index({name: self._status(meta)})
         fp_path = path / "fingerprint.json"
         rec = RunRecord(name=name, status=self._status(meta), created=meta.get("created", 0.0),
                         finished=meta.get("finished"), suite_text=(path / "suite.toml").read_text()
@@ -284,4 +291,5 @@ class FileStore(Store):
             n_it = len(list(rj.parent.glob("*/iter-*/result.json")))
             out.append({"name": meta["name"], "status": self._status(meta), "created": meta.get("created"),
                         "kernel": kernel, "iterations": n_it, "description": meta.get("description", "")})
+        self._sync_index({r["name"]: r["status"] for r in out})
         return sorted(out, key=lambda r: r["created"] or 0)
