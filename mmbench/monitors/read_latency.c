@@ -3,7 +3,9 @@
  * usage: read_latency FILE OUT.tsv [file_mb=100] [interval_ms=1500] [read_kb=1024]
  * Creates FILE if it is short, then every interval: posix_fadvise(DONTNEED) the whole file,
  * pread read_kb at the next offset (cycling through the file) and append
- * "<seconds since start>\t<latency ms>\n" to OUT.tsv.  Stops on SIGTERM/SIGINT.
+ * "<seconds since start>\t<latency ms>\n" to OUT.tsv.  Stops on SIGTERM/SIGINT.  A short read
+ * or one cut short by a signal is not a sample (it did not read read_kb): it is skipped.
+ * Arguments are parsed strictly (mmbench_util.h): garbage is an error, exit 2.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../workloads/mmbench_util.h"
 
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }
@@ -30,9 +34,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s FILE OUT.tsv [file_mb] [interval_ms] [read_kb]\n", argv[0]);
 		return 2;
 	}
-	long file_mb = argc > 3 ? atol(argv[3]) : 100;
-	long interval_ms = argc > 4 ? atol(argv[4]) : 1500;
-	long read_kb = argc > 5 ? atol(argv[5]) : 1024;
+	if (argc > 6) {
+		fprintf(stderr, "usage: %s FILE OUT.tsv [file_mb] [interval_ms] [read_kb]\n", argv[0]);
+		return 2;
+	}
+	long file_mb = argc > 3 ? mmb_long(argv[3], "file_mb", 1, 1L << 20) : 100;
+	long interval_ms = argc > 4 ? mmb_long(argv[4], "interval_ms", 1, 86400000L) : 1500;
+	long read_kb = argc > 5 ? mmb_long(argv[5], "read_kb", 4, 1L << 20) : 1024;
+	if ((off_t)read_kb << 10 > (off_t)file_mb << 20) {
+		fprintf(stderr, "%s: read_kb %ld is larger than the file (%ld MiB)\n", argv[0], read_kb, file_mb);
+		return 2;
+	}
 	off_t size = (off_t)file_mb << 20;
 	size_t chunk = (size_t)read_kb << 10;
 	struct sigaction sa;
@@ -43,8 +55,7 @@ int main(int argc, char **argv)
 
 	int fd = open(argv[1], O_RDWR | O_CREAT, 0600);
 	if (fd < 0) { perror(argv[1]); return 1; }
-	char *buf = malloc(chunk);
-	if (!buf) return 1;
+	char *buf = mmb_xmalloc(chunk);
 	memset(buf, 0x5a, chunk);
 	if (lseek(fd, 0, SEEK_END) < size) {
 		for (off_t off = 0; off < size; off += chunk)
@@ -63,8 +74,10 @@ int main(int argc, char **argv)
 		ssize_t got = pread(fd, buf, chunk, off);
 		double b = now();
 		if (got < 0 && errno != EINTR) { perror("pread"); return 1; }
-		fprintf(out, "%.3f\t%.4f\n", a - t0, (b - a) * 1e3);
-		fflush(out);
+		if (got == (ssize_t)chunk) { /* short or interrupted reads are not samples */
+			fprintf(out, "%.3f\t%.4f\n", a - t0, (b - a) * 1e3);
+			fflush(out);
+		}
 		off += chunk;
 		if (off + (off_t)chunk > size)
 			off = 0;

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mmbench.errors import EnvironmentUnsupported
 
-CFLAGS = ["-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter", "-D_GNU_SOURCE", "-pthread"]
+CFLAGS = ["-O2", "-g", "-Wall", "-Wextra", "-D_GNU_SOURCE", "-pthread"]
 LIBS = ["-lm", "-lrt"]
 
 
@@ -31,7 +31,9 @@ def binary_for(source: str | Path) -> str:
     source = Path(source)
     text = source.read_bytes()
     # the headers beside the source (mmbench_util.h) are part of every program built there
-    headers = b"".join(h.read_bytes() for h in sorted(source.parent.glob("*.h")))
+    # (and the shared mmbench_util.h, which the monitors' programs include from workloads/)
+    shared = Path(__file__).resolve().parent.parent / "workloads" / "mmbench_util.h"
+    headers = b"".join(h.read_bytes() for h in sorted({*source.parent.glob("*.h"), shared}))
     digest = hashlib.sha256(text + headers + " ".join(CFLAGS + LIBS).encode()).hexdigest()[:16]
     out = cache_dir() / f"{source.stem}-{digest}"
     if out.exists():

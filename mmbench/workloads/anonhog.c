@@ -24,7 +24,11 @@
 
 static volatile sig_atomic_t stop;
 
-static void on_signal(int sig) { stop = 1; }
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
 
 int main(int argc, char **argv)
 {
@@ -32,9 +36,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s SIZE_BYTES BLOCK_BYTES PERIOD_MS\n", argv[0]);
 		return 2;
 	}
-	uint64_t size = strtoull(argv[1], NULL, 0);
-	uint64_t block = strtoull(argv[2], NULL, 0);
-	long period_ms = strtol(argv[3], NULL, 0);
+	uint64_t size = mmb_u64(argv[1], "SIZE_BYTES");
+	uint64_t block = mmb_u64(argv[2], "BLOCK_BYTES");
+	long period_ms = mmb_long(argv[3], "PERIOD_MS", 1, LONG_MAX);
 	long pg = sysconf(_SC_PAGESIZE);
 	size = (size + pg - 1) & ~(uint64_t)(pg - 1);
 	if (size == 0 || block == 0 || period_ms <= 0) {

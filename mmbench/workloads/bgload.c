@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mmbench_util.h"
+
 #define CHUNK (1UL << 20)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -193,9 +195,7 @@ static int mkfiles(const char *dir, long n, uint64_t size, char *buf)
 static int randread(const char *dir, long n, long passes, char *buf)
 {
 	char path[4096];
-	long *order = malloc(n * sizeof(*order));
-	if (!order)
-		return 1;
+	long *order = mmb_xcalloc((size_t)n, sizeof(*order));
 	for (long i = 0; i < n; i++)
 		order[i] = i;
 	for (long pass = 0; pass < passes; pass++) {
@@ -209,6 +209,7 @@ static int randread(const char *dir, long n, long passes, char *buf)
 			int fd = open(path, O_RDONLY);
 			if (fd < 0) {
 				perror(path);
+				free(order);
 				return 1;
 			}
 			while (read(fd, buf, CHUNK) > 0)
@@ -216,6 +217,7 @@ static int randread(const char *dir, long n, long passes, char *buf)
 			close(fd);
 		}
 	}
+	free(order);
 	printf("done\n");
 	return 0;
 }
@@ -227,24 +229,22 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rng ^= (uint64_t)getpid() << 20;
-	char *buf = malloc(CHUNK);
-	if (!buf)
-		return 1;
+	char *buf = mmb_xmalloc(CHUNK);
 	const char *mode = argv[1];
 	if (!strcmp(mode, "mkfile") && argc == 4)
-		return mkfile(argv[2], strtoull(argv[3], NULL, 0), buf, CHUNK);
+		return mkfile(argv[2], mmb_u64(argv[3], "BYTES"), buf, CHUNK);
 	if (!strcmp(mode, "read") && argc == 3)
 		return stream_read(argv[2], buf);
 	if (!strcmp(mode, "write") && argc == 5)
-		return stream_write(argv[2], strtoull(argv[3], NULL, 0), strtoull(argv[4], NULL, 0), buf);
+		return stream_write(argv[2], mmb_u64(argv[3], "BPS"), mmb_u64(argv[4], "SYNC_EVERY"), buf);
 	if (!strcmp(mode, "copy") && argc == 4)
 		return copy_loop(argv[2], argv[3], buf);
 	if (!strcmp(mode, "hog") && argc == 4)
-		return hog(strtoull(argv[2], NULL, 0), atol(argv[3]));
+		return hog(mmb_u64(argv[2], "BYTES"), mmb_long(argv[3], "PAUSE_MS", 0, LONG_MAX));
 	if (!strcmp(mode, "mkfiles") && argc == 5)
-		return mkfiles(argv[2], atol(argv[3]), strtoull(argv[4], NULL, 0), buf);
+		return mkfiles(argv[2], mmb_long(argv[3], "N", 0, 999999), mmb_u64(argv[4], "BYTES"), buf);
 	if (!strcmp(mode, "randread") && argc == 5)
-		return randread(argv[2], atol(argv[3]), atol(argv[4]), buf);
+		return randread(argv[2], mmb_long(argv[3], "N", 1, 999999), mmb_long(argv[4], "PASSES", 0, LONG_MAX), buf);
 	fprintf(stderr, "bgload: bad arguments for mode %s\n", mode);
 	return 2;
 }

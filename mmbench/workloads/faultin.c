@@ -36,8 +36,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s SIZE_BYTES MADV_HUGEPAGE(0|1)\n", argv[0]);
 		return 2;
 	}
-	uint64_t size = strtoull(argv[1], NULL, 0);
-	int madv = atoi(argv[2]);
+	uint64_t size = mmb_u64_range(argv[1], "SIZE_BYTES", 1ULL << 50);
+	int madv = mmb_int(argv[2], "MADV_HUGEPAGE", 0, 1);
 	size = (size + MMB_UNIT - 1) & ~(MMB_UNIT - 1);
 	if (size == 0) {
 		fprintf(stderr, "size must be at least 2 MiB\n");
@@ -52,9 +52,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "madvise(MADV_HUGEPAGE): %s\n", strerror(errno));
 
 	uint64_t units = size / MMB_UNIT;
-	uint64_t *lat = calloc(units, sizeof(*lat));
-	if (!lat)
-		return 1;
+	uint64_t *lat = mmb_xcalloc(units, sizeof(*lat));
 	char *before = slurp("/proc/vmstat");
 	struct rusage r0, r1;
 	getrusage(RUSAGE_SELF, &r0);

@@ -100,9 +100,10 @@ static int collapse(uint64_t bytes)
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "hugetlb"))
-		return hugetlb(atol(argv[2]), atol(argv[3]), atol(argv[4]) > 0 ? atol(argv[4]) : 1);
+		return hugetlb(mmb_long(argv[2], "FROM", 0, LONG_MAX / 4), mmb_long(argv[3], "COUNT", 0, LONG_MAX / 4),
+			       mmb_long(argv[4], "STEP", 1, LONG_MAX / 4));
 	if (argc == 3 && !strcmp(argv[1], "collapse"))
-		return collapse(strtoull(argv[2], NULL, 0));
+		return collapse(mmb_u64_range(argv[2], "BYTES", 1ULL << 50));
 	fprintf(stderr, "usage: %s hugetlb FROM COUNT STEP | collapse BYTES\n", argv[0]);
 	return 2;
 }

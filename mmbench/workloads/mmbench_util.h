@@ -9,6 +9,11 @@
  *                     (MMTests' thpavail read /proc/vmstat into 4 KiB, which modern kernels overflow).
  * vmstat_field()      one counter from /proc/vmstat text, -1 when the kernel lacks it.
  * smaps_anon_huge_kb() AnonHugePages of the mapping containing addr, from /proc/self/smaps.
+ * mmb_u64/mmb_long/mmb_int/mmb_double()  strict argument parsing: the whole string must be a
+ *                     number in range, else "PROG: NAME: ..." on stderr and exit 2 (garbage is
+ *                     an error, never 0).
+ * mmb_xmalloc/mmb_xcalloc/mmb_xrealloc()  allocation that exits 1 with a message when it fails.
+ * mmb_pt()            check a pthread_* return value (they return the error, not -1/errno).
  *
  * build.py hashes this header with each program, so an edit here rebuilds them all.
  */
@@ -17,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +31,126 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+
 #define MMB_UNIT (2UL << 20)
+
+extern const char *__progname; /* glibc: the program's name, for messages */
+
+__attribute__((noreturn, format(printf, 1, 2))) static inline void mmb_die_usage(const char *fmt, ...);
+
+static inline void mmb_die_usage(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", __progname);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(2);
+}
+
+/* A whole non-negative number (decimal, or 0x hex), at most max; name says which argument. */
+static inline unsigned long long mmb_u64_range(const char *s, const char *name, unsigned long long max)
+{
+	char *end;
+	if (!s || !*s)
+		mmb_die_usage("%s: expected a whole number, got an empty string", name);
+	const char *p = s;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p == '-' || *p == '+')
+		mmb_die_usage("%s: expected a whole number without a sign, got '%s'", name, s);
+	errno = 0;
+	unsigned long long v = strtoull(p, &end, 0);
+	if (end == p || *end)
+		mmb_die_usage("%s: expected a whole number, got '%s'", name, s);
+	if (errno == ERANGE || v > max)
+		mmb_die_usage("%s: %s is out of range (at most %llu)", name, s, max);
+	return v;
+}
+
+static inline uint64_t mmb_u64(const char *s, const char *name)
+{
+	return mmb_u64_range(s, name, ULLONG_MAX);
+}
+
+/* A whole number in [min, max], sign allowed. */
+static inline long mmb_long(const char *s, const char *name, long min, long max)
+{
+	char *end;
+	if (!s || !*s)
+		mmb_die_usage("%s: expected a whole number, got an empty string", name);
+	errno = 0;
+	long v = strtol(s, &end, 0);
+	if (end == s || *end)
+		mmb_die_usage("%s: expected a whole number, got '%s'", name, s);
+	if (errno == ERANGE || v < min || v > max)
+		mmb_die_usage("%s: %s is out of range (%ld to %ld)", name, s, min, max);
+	return v;
+}
+
+static inline int mmb_int(const char *s, const char *name, int min, int max)
+{
+	return (int)mmb_long(s, name, min, max);
+}
+
+/* A finite number >= min (seconds, ratios). */
+static inline double mmb_double(const char *s, const char *name, double min)
+{
+	char *end;
+	if (!s || !*s)
+		mmb_die_usage("%s: expected a number, got an empty string", name);
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || *end)
+		mmb_die_usage("%s: expected a number, got '%s'", name, s);
+	if (errno == ERANGE || !isfinite(v) || v < min)
+		mmb_die_usage("%s: %s is out of range (a finite number >= %g)", name, s, min);
+	return v;
+}
+
+static inline void *mmb_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p) {
+		fprintf(stderr, "%s: out of memory allocating %zu bytes\n", __progname, n);
+		exit(1);
+	}
+	return p;
+}
+
+static inline void *mmb_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p) {
+		fprintf(stderr, "%s: out of memory allocating %zu x %zu bytes\n", __progname, n, size);
+		exit(1);
+	}
+	return p;
+}
+
+static inline void *mmb_xrealloc(void *old, size_t n)
+{
+	void *p = realloc(old, n ? n : 1);
+	if (!p) {
+		fprintf(stderr, "%s: out of memory growing a buffer to %zu bytes\n", __progname, n);
+		free(old);
+		exit(1);
+	}
+	return p;
+}
+
+/* pthread_* calls return the error number: any failure is fatal, with what failed. */
+static inline void mmb_pt(int rc, const char *what)
+{
+	if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD) {
+		fprintf(stderr, "%s: %s: %s\n", __progname, what, strerror(rc));
+		exit(1);
+	}
+}
 #define MMB_KPF_THP 22 /* include/uapi/linux/kernel-page-flags.h */
 
 static inline uint64_t now_ns(void)
@@ -63,11 +188,11 @@ static inline char *slurp(const char *path)
 	if (fd < 0)
 		return NULL;
 	size_t cap = 16384, len = 0;
-	char *buf = malloc(cap);
+	char *buf = mmb_xmalloc(cap);
 	for (;;) {
 		if (len + 1 >= cap) {
 			cap *= 2;
-			buf = realloc(buf, cap);
+			buf = mmb_xrealloc(buf, cap);
 		}
 		ssize_t n = read(fd, buf + len, cap - len - 1);
 		if (n < 0 && errno == EINTR)

@@ -44,7 +44,7 @@ static void *writer(void *arg)
 	int i = (int)(uintptr_t)arg;
 	char path[4096];
 	path_of(i, path, sizeof(path));
-	char *buf = malloc(block);
+	char *buf = mmb_xmalloc(block);
 	for (uint64_t k = 0; k < block; k++)
 		buf[k] = (char)(k * 31 + i);
 	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
@@ -72,7 +72,7 @@ static void *reader(void *arg)
 	int i = (int)(uintptr_t)arg;
 	char path[4096];
 	path_of(i, path, sizeof(path));
-	char *buf = malloc(block);
+	char *buf = mmb_xmalloc(block);
 	for (int pass = 0; pass < passes; pass++) {
 		int fd = open(path, O_RDONLY);
 		if (fd < 0) {
@@ -94,6 +94,7 @@ static void *reader(void *arg)
 
 static void *anon(void *arg)
 {
+	(void)arg;
 	while (!stop) {
 		char *p = mmap(NULL, chunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
@@ -110,12 +111,12 @@ static void *anon(void *arg)
 
 static double run_phase(void *(*fn)(void *))
 {
-	pthread_t *th = calloc(jobs, sizeof(pthread_t));
+	pthread_t *th = mmb_xcalloc(jobs, sizeof(pthread_t));
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < jobs; i++)
-		pthread_create(&th[i], NULL, fn, (void *)(uintptr_t)i);
+		mmb_pt(pthread_create(&th[i], NULL, fn, (void *)(uintptr_t)i), "pthread_create");
 	for (int i = 0; i < jobs; i++)
-		pthread_join(th[i], NULL);
+		mmb_pt(pthread_join(th[i], NULL), "pthread_join");
 	free(th);
 	return (now_ns() - t0) / 1e9;
 }
@@ -127,12 +128,12 @@ int main(int argc, char **argv)
 	while ((c = getopt(argc, argv, "d:s:j:b:A:c:p:")) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
-		case 's': total = strtoull(optarg, NULL, 0); break;
-		case 'j': jobs = atoi(optarg); break;
-		case 'b': block = strtoull(optarg, NULL, 0); break;
-		case 'A': anon_threads = atoi(optarg); break;
-		case 'c': chunk = strtoull(optarg, NULL, 0); break;
-		case 'p': passes = atoi(optarg); break;
+		case 's': total = mmb_u64(optarg, "-s"); break;
+		case 'j': jobs = mmb_int(optarg, "-j", 1, 4096); break;
+		case 'b': block = mmb_u64_range(optarg, "-b", 1ULL << 40); break;
+		case 'A': anon_threads = mmb_int(optarg, "-A", 0, 4096); break;
+		case 'c': chunk = mmb_u64(optarg, "-c"); break;
+		case 'p': passes = mmb_int(optarg, "-p", 0, 1000000); break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of pagealloc.c\n");
 			return 2;
@@ -143,10 +144,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	pthread_t *at = calloc(anon_threads ? anon_threads : 1, sizeof(pthread_t));
+	pthread_t *at = mmb_xcalloc(anon_threads ? anon_threads : 1, sizeof(pthread_t));
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < anon_threads; i++)
-		pthread_create(&at[i], NULL, anon, NULL);
+		mmb_pt(pthread_create(&at[i], NULL, anon, NULL), "pthread_create");
 	uint64_t file_bytes = (total / jobs) * jobs;
 	double ws = run_phase(writer);
 	printf("write bytes %llu seconds %.6f\n", (unsigned long long)file_bytes, ws);
@@ -154,7 +155,7 @@ int main(int argc, char **argv)
 	printf("read bytes %llu seconds %.6f\n", (unsigned long long)(file_bytes * passes), rs);
 	stop = 1;
 	for (int i = 0; i < anon_threads; i++)
-		pthread_join(at[i], NULL);
+		mmb_pt(pthread_join(at[i], NULL), "pthread_join");
 	double el = (now_ns() - t0) / 1e9;
 	printf("anon bytes %llu seconds %.6f\n", (unsigned long long)anon_bytes, el);
 	printf("total bytes %llu seconds %.6f\n",

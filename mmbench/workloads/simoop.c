@@ -180,7 +180,7 @@ static void *io_thread(void *arg)
 		exit(1);
 	}
 	memset(buf, 0x5a, len);
-	int *fds = calloc(nfiles, sizeof(int));
+	int *fds = mmb_xcalloc(nfiles, sizeof(int));
 	for (int i = 0; i < nfiles; i++) {
 		fds[i] = open(file_name(i), write_mode ? O_RDWR : O_RDONLY);
 		if (fds[i] < 0) {
@@ -212,6 +212,7 @@ static void *io_thread(void *arg)
 
 static void *allocator(void *arg)
 {
+	(void)arg;
 	while (!stop) {
 		uint64_t t0 = now_ns();
 		char *p = mmap(NULL, alloc_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -231,7 +232,7 @@ static void setup_files(void)
 {
 	uint64_t t0 = now_ns();
 	size_t chunk = 1 << 20;
-	char *buf = malloc(chunk);
+	char *buf = mmb_xmalloc(chunk);
 	uint64_t seed = 12345;
 	for (size_t i = 0; i < chunk / 8; i++)
 		((uint64_t *)buf)[i] = rnd(&seed);
@@ -271,21 +272,21 @@ int main(int argc, char **argv)
 	while ((c = getopt(argc, argv, "d:w:t:r:W:a:n:f:R:X:M:T:u:i:s:p:")) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
-		case 'w': wss = strtoull(optarg, NULL, 0); break;
-		case 't': workers = atoi(optarg); break;
-		case 'r': readers = atoi(optarg); break;
-		case 'W': writers = atoi(optarg); break;
-		case 'a': allocators = atoi(optarg); break;
-		case 'n': nfiles = atoi(optarg); break;
-		case 'f': file_bytes = strtoull(optarg, NULL, 0); break;
-		case 'R': read_bytes = strtoull(optarg, NULL, 0); break;
-		case 'X': write_bytes = strtoull(optarg, NULL, 0); break;
-		case 'M': alloc_bytes = strtoull(optarg, NULL, 0); break;
-		case 'T': runtime = atof(optarg); break;
-		case 'u': warmup = atof(optarg); break;
-		case 'i': interval = atof(optarg); break;
-		case 's': stall_us = strtoull(optarg, NULL, 0); break;
-		case 'p': pages_per_op = atoi(optarg); break;
+		case 'w': wss = mmb_u64(optarg, "-w"); break;
+		case 't': workers = mmb_int(optarg, "-t", 0, 4096); break;
+		case 'r': readers = mmb_int(optarg, "-r", 0, 4096); break;
+		case 'W': writers = mmb_int(optarg, "-W", 0, 4096); break;
+		case 'a': allocators = mmb_int(optarg, "-a", 0, 4096); break;
+		case 'n': nfiles = mmb_int(optarg, "-n", 0, 1000000); break;
+		case 'f': file_bytes = mmb_u64(optarg, "-f"); break;
+		case 'R': read_bytes = mmb_u64(optarg, "-R"); break;
+		case 'X': write_bytes = mmb_u64(optarg, "-X"); break;
+		case 'M': alloc_bytes = mmb_u64(optarg, "-M"); break;
+		case 'T': runtime = mmb_double(optarg, "-T", 0); break;
+		case 'u': warmup = mmb_double(optarg, "-u", 0); break;
+		case 'i': interval = mmb_double(optarg, "-i", 0.001); break;
+		case 's': stall_us = mmb_u64(optarg, "-s"); break;
+		case 'p': pages_per_op = mmb_int(optarg, "-p", 1, 1 << 20); break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top of simoop.c\n");
 			return 2;
@@ -304,16 +305,16 @@ int main(int argc, char **argv)
 		nfiles = 0;
 
 	int nthreads = workers + readers + writers + allocators;
-	pthread_t *th = calloc(nthreads, sizeof(pthread_t));
+	pthread_t *th = mmb_xcalloc(nthreads, sizeof(pthread_t));
 	int k = 0;
 	for (int i = 0; i < workers; i++)
-		pthread_create(&th[k++], NULL, worker, (void *)(uintptr_t)i);
+		mmb_pt(pthread_create(&th[k++], NULL, worker, (void *)(uintptr_t)i), "pthread_create");
 	for (int i = 0; i < readers; i++)
-		pthread_create(&th[k++], NULL, io_thread, (void *)(uintptr_t)(2 * i));
+		mmb_pt(pthread_create(&th[k++], NULL, io_thread, (void *)(uintptr_t)(2 * i)), "pthread_create");
 	for (int i = 0; i < writers; i++)
-		pthread_create(&th[k++], NULL, io_thread, (void *)(uintptr_t)(2 * i + 1));
+		mmb_pt(pthread_create(&th[k++], NULL, io_thread, (void *)(uintptr_t)(2 * i + 1)), "pthread_create");
 	for (int i = 0; i < allocators; i++)
-		pthread_create(&th[k++], NULL, allocator, NULL);
+		mmb_pt(pthread_create(&th[k++], NULL, allocator, NULL), "pthread_create");
 
 	uint64_t start = now_ns();
 	sleep_until(start + (uint64_t)(warmup * 1e9));
@@ -353,7 +354,7 @@ int main(int argc, char **argv)
 	}
 	stop = 1;
 	for (int i = 0; i < nthreads; i++)
-		pthread_join(th[i], NULL);
+		mmb_pt(pthread_join(th[i], NULL), "pthread_join");
 	printf("done intervals %d\n", nint);
 	return 0;
 }

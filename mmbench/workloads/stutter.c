@@ -25,16 +25,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s DURATION_S MAP_BYTES INTERVAL_US THP(0|1)\n", argv[0]);
 		return 2;
 	}
-	double duration = atof(argv[1]);
-	uint64_t bytes = strtoull(argv[2], NULL, 0) & ~4095ULL;
-	long interval_us = atol(argv[3]);
-	int thp = atoi(argv[4]);
+	double duration = mmb_double(argv[1], "DURATION_S", 0);
+	uint64_t bytes = mmb_u64_range(argv[2], "MAP_BYTES", 1ULL << 50) & ~4095ULL;
+	long interval_us = mmb_long(argv[3], "INTERVAL_US", 0, LONG_MAX);
+	int thp = mmb_int(argv[4], "THP", 0, 1);
 	if (!bytes) {
 		fprintf(stderr, "MAP_BYTES must be at least 4096\n");
 		return 2;
 	}
 	size_t cap = 1 << 16, n = 0;
-	uint64_t *lat = malloc(cap * sizeof(*lat));
+	uint64_t *lat = mmb_xmalloc(cap * sizeof(*lat));
 	struct timespec pause = { interval_us / 1000000, (interval_us % 1000000) * 1000 };
 	uint64_t start = now_ns(), end = start + (uint64_t)(duration * 1e9);
 	while (now_ns() < end) {
@@ -52,9 +52,7 @@ int main(int argc, char **argv)
 		uint64_t d = now_ns() - s;
 		if (n == cap) {
 			cap *= 2;
-			lat = realloc(lat, cap * sizeof(*lat));
-			if (!lat)
-				return 1;
+			lat = mmb_xrealloc(lat, cap * sizeof(*lat));
 		}
 		lat[n++] = d;
 		if (interval_us > 0)

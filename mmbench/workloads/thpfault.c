@@ -63,7 +63,7 @@ static void *worker(void *arg)
 		w->err = errno;
 	else if (madv && madvise(w->region, size, MADV_HUGEPAGE))
 		fprintf(stderr, "madvise(MADV_HUGEPAGE): %s\n", strerror(errno));
-	pthread_barrier_wait(&start_barrier);
+	mmb_pt(pthread_barrier_wait(&start_barrier), "pthread_barrier_wait");
 	if (!w->err) {
 		for (uint64_t u = 0; u < w->units; u++) {
 			char *b = w->region + u * UNIT;
@@ -73,7 +73,7 @@ static void *worker(void *arg)
 			w->lat[u] = now_ns() - s;
 		}
 	}
-	pthread_barrier_wait(&done_barrier);
+	mmb_pt(pthread_barrier_wait(&done_barrier), "pthread_barrier_wait");
 	return NULL;
 }
 
@@ -83,36 +83,35 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s SIZE_BYTES THREADS MADV_HUGEPAGE(0|1) HOLES_BYTES\n", argv[0]);
 		return 2;
 	}
-	uint64_t size = strtoull(argv[1], NULL, 0);
-	int n = atoi(argv[2]);
-	madv = atoi(argv[3]);
-	uint64_t holes = strtoull(argv[4], NULL, 0);
+	uint64_t size = mmb_u64_range(argv[1], "SIZE_BYTES", 1ULL << 50);
+	int n = mmb_int(argv[2], "THREADS", 1, 4096);
+	madv = mmb_int(argv[3], "MADV_HUGEPAGE", 0, 1);
+	uint64_t holes = mmb_u64_range(argv[4], "HOLES_BYTES", 1ULL << 50);
 	if (n < 1 || size / n < UNIT) {
 		fprintf(stderr, "need at least one 2 MiB unit per thread\n");
 		return 2;
 	}
-	struct worker *ws = calloc(n, sizeof(*ws));
-	pthread_barrier_init(&start_barrier, NULL, n + 1);
-	pthread_barrier_init(&done_barrier, NULL, n + 1);
+	struct worker *ws = mmb_xcalloc(n, sizeof(*ws));
+	uint64_t units = size / n / UNIT;
+	uint64_t *lat_all = mmb_xcalloc((size_t)n * units, sizeof(uint64_t));
+	mmb_pt(pthread_barrier_init(&start_barrier, NULL, n + 1), "pthread_barrier_init");
+	mmb_pt(pthread_barrier_init(&done_barrier, NULL, n + 1), "pthread_barrier_init");
 	for (int i = 0; i < n; i++) {
 		ws[i].idx = i;
-		ws[i].units = size / n / UNIT;
+		ws[i].units = units;
 		ws[i].holes = (holes / n) & ~(UNIT - 1);
-		ws[i].lat = calloc(ws[i].units, sizeof(uint64_t));
-		if (pthread_create(&ws[i].tid, NULL, worker, &ws[i])) {
-			perror("pthread_create");
-			return 1;
-		}
+		ws[i].lat = lat_all + (size_t)i * units;
+		mmb_pt(pthread_create(&ws[i].tid, NULL, worker, &ws[i]), "pthread_create");
 	}
-	pthread_barrier_wait(&start_barrier);
+	mmb_pt(pthread_barrier_wait(&start_barrier), "pthread_barrier_wait");
 	uint64_t t0 = now_ns();
-	pthread_barrier_wait(&done_barrier);
+	mmb_pt(pthread_barrier_wait(&done_barrier), "pthread_barrier_wait");
 	uint64_t wall = now_ns() - t0;
 	int pagemap = open("/proc/self/pagemap", O_RDONLY);
 	int kpf = open("/proc/kpageflags", O_RDONLY);
 	uint64_t total = 0;
 	for (int i = 0; i < n; i++) {
-		pthread_join(ws[i].tid, NULL);
+		mmb_pt(pthread_join(ws[i].tid, NULL), "pthread_join");
 		if (ws[i].err) {
 			fprintf(stderr, "thread %d: mmap: %s\n", i, strerror(ws[i].err));
 			return 1;
@@ -123,5 +122,7 @@ int main(int argc, char **argv)
 		total += ws[i].units;
 	}
 	printf("summary threads %d units %llu wall_ns %llu\n", n, (unsigned long long)total, (unsigned long long)wall);
+	free(lat_all);
+	free(ws);
 	return 0;
 }

@@ -47,9 +47,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s ANON_BYTES FILE_BYTES FILE_PATH PASSES\n", argv[0]);
 		return 2;
 	}
-	uint64_t anon = strtoull(argv[1], NULL, 0) & ~(PAGE - 1);
-	uint64_t fbytes = strtoull(argv[2], NULL, 0) & ~(PAGE - 1);
-	int passes = atoi(argv[4]);
+	uint64_t anon = mmb_u64_range(argv[1], "ANON_BYTES", 1ULL << 50) & ~(PAGE - 1);
+	uint64_t fbytes = mmb_u64_range(argv[2], "FILE_BYTES", 1ULL << 50) & ~(PAGE - 1);
+	int passes = mmb_int(argv[4], "PASSES", 1, 1000000);
 	char *a = NULL, *f = NULL;
 	if (anon) {
 		a = mmap(NULL, anon, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
