@@ -55,7 +55,7 @@ class ReadLatency(Monitor):
         self._tsv = ctx.outdir / f"{self.name}.tsv"
         self._proc = subprocess.Popen(
             [binary(), str(self._tmp / "scratch"), str(self._tsv), str(max(1, fsize >> 20)),
-             str(int(interval * 1000)), str(max(4, rsize >> 10))],
+             str(max(1, int(interval * 1000))), str(max(4, rsize >> 10))],
             stdout=subprocess.DEVNULL, stderr=open(ctx.outdir / "stderr.txt", "w"))
         ctx.journal.record("process", pid=self._proc.pid)
         ctx.journal.record("remove", path=str(self._tmp))
