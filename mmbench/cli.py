@@ -50,7 +50,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not last_restore:   # stopped while queueing for the machine: nothing was changed
             print(f"mmbench: stopped by {by} before the run started; nothing was changed", file=sys.stderr)
         else:
-            kept = "completed iterations are kept" if last_restore.get("status") == "incomplete" else "no run was stored"
+            kept = ("completed iterations are kept" if last_restore.get("stored") else "no run was stored")
             print(f"mmbench: stopped by {by}; {kept} (run {args.name!r}: "
                   f"{last_restore.get('status')})", file=sys.stderr)
             # the last line says exactly what was and was not put back

@@ -148,9 +148,10 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                           f"nothing was cut short (run {name}: {status})")
         summary = journal.summary()
         restored = not journal.failed and not journal.left
-        last_restore.update(restored=restored, summary=summary, status=status)
-        progress.info(("machine state restored: " if restored else "machine state NOT fully restored: ")
-                      + summary)
+        last_restore.update(restored=restored, summary=summary, status=status, stored=writer is not None)
+        if writer is not None or journal.undone or not restored:
+            progress.info(("machine state restored: " if restored else "machine state NOT fully restored: ")
+                          + summary)
         progress.close()
 
 
