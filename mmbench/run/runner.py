@@ -149,7 +149,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
         summary = journal.summary()
         restored = not journal.failed and not journal.left
         last_restore.update(restored=restored, summary=summary, status=status, stored=writer is not None)
-        if writer is not None or journal.undone or not restored:
+        if writer is not None or not restored:   # a usage error stays one line
             progress.info(("machine state restored: " if restored else "machine state NOT fully restored: ")
                           + summary)
         progress.close()
