@@ -71,6 +71,9 @@ class Journal:
         self.lock_path = self.dir / "journal.lock"
         self._lock_fd: int | None = None
         self.entries: list[dict[str, Any]] = []
+        self.undone: list[str] = []   # what the last restore pass put back, failed at, left
+        self.failed: list[str] = []
+        self.left: list[str] = []
 
     # -- ownership ---------------------------------------------------------------------------
     def acquire(self) -> list[str]:
@@ -192,9 +195,7 @@ class Journal:
         journaled).  ``self.undone``/``self.failed``/``self.left`` describe the last pass.
         """
         problems: list[str] = []
-        self.undone: list[str] = []
-        self.failed: list[str] = []
-        self.left: list[str] = []
+        self.undone, self.failed, self.left = [], [], []
         with signals.held():
             todo = self.entries[since:]
             keep: list[dict[str, Any]] = []
