@@ -368,6 +368,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:   # Ctrl-C in a command that changes nothing: no traceback
+        print("mmbench: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
