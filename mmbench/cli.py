@@ -20,13 +20,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _results(args: argparse.Namespace) -> Path:
-    return Path(args.results or os.environ.get("MMBENCH_RESULTS") or "results")
+def _results(args: argparse.Namespace) -> str:
+    return str(args.results or os.environ.get("MMBENCH_RESULTS") or "results")
 
 
 def _store(args: argparse.Namespace):
-    from mmbench.store.fs import FileStore
-    return FileStore(_results(args))
+    from mmbench.store import open_store
+    return open_store(_results(args))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -110,7 +110,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if what == "runs":
         runs = _store(args).list_runs()
         if not runs:
-            print(f"no runs in {_results(args)}")
+            print(f"no runs in {_store(args)}")
         import time
         for r in runs:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"] or 0))
@@ -327,6 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("kind", choices=["irqsoff"])
     an.add_argument("files", nargs="+")
     an.set_defaults(func=cmd_analyze)
+
+    from mmbench.fleet.commands import add_fleet_commands  # push, pull, submit, agent, jobs, history
+    add_fleet_commands(sub, results_arg)
     return p
 
 
