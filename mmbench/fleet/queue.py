@@ -101,18 +101,18 @@ def list_jobs(url: str) -> list[dict[str, Any]]:
     with _connect(url) as conn, conn.cursor() as cur:
         cur.execute("""
             SELECT j.id, j.queue_name, j.status::text, j.attempts, j.args,
-                   a.machine, a.started, a.finished, a.outcome, a.attempt
+                   a.machine, a.started, a.finished, a.outcome, a.attempt, a.agent_pid
               FROM procrastinate_jobs j
               LEFT JOIN LATERAL (SELECT * FROM mmbench_job_attempts x WHERE x.job_id = j.id
                                  ORDER BY x.attempt DESC LIMIT 1) a ON true
              WHERE j.task_name = %s ORDER BY j.id""", (TASK,))
         rows = cur.fetchall()
     out = []
-    for jid, queue, status, attempts, args, machine, started, finished, outcome, attempt in rows:
+    for jid, queue, status, attempts, args, machine, started, finished, outcome, attempt, pid in rows:
         job = (args or {}).get("job", {})
         shown = {"todo": "queued", "doing": "running", "succeeded": "done"}.get(status, status)
         out.append({"id": jid, "tag": queue.split(":", 1)[-1], "status": shown, "name": job.get("name", ""),
-                    "kind": job.get("kind", "run"), "machine": machine or "", "attempt": attempt or 0,
+                    "kind": job.get("kind", "run"), "machine": machine or "", "agent_pid": pid, "attempt": attempt or 0,
                     "started": started, "finished": finished, "outcome": outcome or ""})
     return out
 

@@ -61,7 +61,6 @@ def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, for
                     d = json.loads(data)
                     d["index"] = int(renumber[key][5:])
                     d["path"] = f"{bits[0]}/{renumber[key]}"
-                    d.setdefault("round", n)
                     data = json.dumps(d, indent=1).encode()
                 files[new_rel] = data
             elif n == 0 or rel not in files:
