@@ -84,6 +84,8 @@ def pg_server():
 
 
 @pytest.fixture
-def pg_url(pg_server) -> str:
-    """The URL of a fresh, empty database on the session's PostgreSQL server."""
+def pg_url(pg_server, tmp_path, monkeypatch) -> str:
+    """The URL of a fresh, empty database on the session's PostgreSQL server (runs read from it
+    are materialised under this test's temporary directory, not the user's cache)."""
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
     return pg_server.new_database()
