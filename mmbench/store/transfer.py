@@ -31,7 +31,8 @@ def copy_runs(src: Store, dst: Store, names: list[str], *, force: bool = False) 
     return out
 
 
-def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, force: bool = False) -> None:
+def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, force: bool = False,
+                     status: str | None = None) -> None:
     """Make run ``name`` in ``dst`` from runs ``parts`` of ``src`` (one round each, in the order they
     ran): iterations are
     renumbered in run order, the first part's suite and fingerprint are kept, and every part's
@@ -67,7 +68,7 @@ def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, for
                 files[rel] = part_files[rel]
     meta = json.loads(files["run.json"])
     meta["name"] = name
-    meta["status"] = "complete" if all(s == "complete" for s in statuses) else "incomplete"
+    meta["status"] = status or ("complete" if all(s == "complete" for s in statuses) else "incomplete")
     meta["interleaved_from"] = parts
     files["run.json"] = json.dumps(meta, indent=1).encode()
     fp = json.loads(files.get("fingerprint.json", b"{}"))
