@@ -171,8 +171,12 @@ def run_job(context: Any, job: dict[str, Any]) -> None:
     logdir.mkdir(parents=True, exist_ok=True)
     outcome = "failed"
     try:
+        # The job's scratch (suite text, interleaved parts) lives beside the agent's logs, named by
+        # the agent's pid, so an agent killed mid-job leaves it where the next agent removes it.
+        workroot = logdir.parent / "agent-work"
+        _remove_dead_agents_work(workroot)
         with open(logdir / f"job-{job_id}-{attempt}.log", "ab") as log, \
-                tempfile.TemporaryDirectory(prefix="mmbench-job-") as tmp:
+                tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=_mkdir(workroot)) as tmp:
             work = Path(tmp)
             if job.get("kind", "run") == "run":
                 argv = _run_argv(job, work, results, job["name"],
@@ -185,6 +189,21 @@ def run_job(context: Any, job: dict[str, Any]) -> None:
             raise RuntimeError(f"mmbench run exited {rc}; see {logdir}/job-{job_id}-{attempt}.log")
     finally:
         _attempt_row(url, job_id, attempt, machine, outcome=outcome)
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _remove_dead_agents_work(root: Path) -> None:
+    """Scratch folders of agents that died mid-job (named ``<pid>-...``)."""
+    if not root.is_dir():
+        return
+    for d in root.iterdir():
+        pid = d.name.split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _interleave(job: dict[str, Any], work: Path, results: str, log: Any) -> int:
