@@ -20,13 +20,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _results(args: argparse.Namespace) -> Path:
-    return Path(args.results or os.environ.get("MMBENCH_RESULTS") or "results")
+def _results(args: argparse.Namespace) -> str:
+    return str(args.results or os.environ.get("MMBENCH_RESULTS") or "results")
 
 
 def _store(args: argparse.Namespace):
-    from mmbench.store.fs import FileStore
-    return FileStore(_results(args))
+    from mmbench.store import open_store
+    return open_store(_results(args))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -34,10 +34,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mmbench.run.progress import make_progress
     from mmbench.run.runner import require_root, run_suite
     require_root()
+    if getattr(args, "until", None) is None:
+        for flag in ("baseline", "baseline_set", "max_iterations", "max_time"):
+            if getattr(args, flag, None) not in (None, []):
+                raise UsageError(f"--{flag.replace('_', '-')} goes with --until")
     suite = load_suite(args.config, args.set, args.iterations)
     progress = make_progress(quiet=args.quiet, json_log=args.json_log)
     try:
-        status = run_suite(suite, args.name, _store(args), force=args.force, progress=progress)
+        if getattr(args, "until", None) is not None:
+            status = _run_adaptive(args, progress, run_suite)
+        else:
+            status = run_suite(suite, args.name, _store(args), force=args.force, progress=progress)
     except KeyboardInterrupt:
         print(f"mmbench: interrupted; completed iterations of {args.name!r} are kept "
               f"(marked incomplete) and the machine was restored", file=sys.stderr)
@@ -49,6 +56,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise
     print(f"run {args.name}: {status}", file=sys.stderr)
     return 0 if status == "complete" else 1
+
+
+def _run_adaptive(args: argparse.Namespace, progress: Any, run_suite: Any) -> str:
+    """``run --until``: rounds of one iteration until the headline intervals are narrow enough."""
+    from mmbench.campaign import DEFAULT_MAX_ITERATIONS, parse_until, run_adaptive
+    from mmbench.config.load import load_suite
+    from mmbench.config.sizes import parse_duration
+    until = parse_until(args.until)
+    max_time = None
+    if args.max_time is not None:
+        try:
+            max_time = parse_duration(args.max_time)
+        except ValueError as e:
+            raise UsageError(f"--max-time: {e}") from None
+    if args.baseline_set and not args.baseline:
+        raise UsageError("--baseline-set needs --baseline NAME (the name the baseline configuration is stored as)")
+    status, why = run_adaptive(
+        lambda sets: load_suite(args.config, sets), list(args.set), args.name, _store(args), until=until,
+        baseline=args.baseline, baseline_sets=args.baseline_set or None,
+        max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS, max_time=max_time, force=args.force,
+        progress=progress, run_suite=run_suite)
+    print(f"mmbench: {why}", file=sys.stderr)
+    return status
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
@@ -110,7 +140,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if what == "runs":
         runs = _store(args).list_runs()
         if not runs:
-            print(f"no runs in {_results(args)}")
+            print(f"no runs in {_store(args)}")
         import time
         for r in runs:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"] or 0))
@@ -256,6 +286,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a setting or parameter, e.g. thp.enabled=never, faultin.size=1G")
     r.add_argument("--iterations", type=_positive_int, metavar="N", help="measured iterations per workload")
     r.add_argument("--force", action="store_true", help="replace an existing run of the same name")
+    r.add_argument("--until", metavar="ci<PCT%", help="add iterations until the headline metrics' 95%% "
+                   "interval is within ±PCT (of the mean, or of the ratio to --baseline)")
+    r.add_argument("--baseline", metavar="NAME", help="with --until: the run to compare against")
+    r.add_argument("--baseline-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --until: run the baseline as this configuration, alternating (A B A B ...)")
+    r.add_argument("--max-iterations", type=_positive_int, metavar="N", help="with --until (default 30)")
+    r.add_argument("--max-time", metavar="DURATION", help="with --until: stop adding rounds after this long")
     r.add_argument("--quiet", action="store_true", help="only warnings and errors")
     r.add_argument("--json-log", action="store_true", help="progress as JSON lines on stderr")
     r.add_argument("name", help="run name (letters, digits, '.', '_', '-')")
@@ -327,6 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("kind", choices=["irqsoff"])
     an.add_argument("files", nargs="+")
     an.set_defaults(func=cmd_analyze)
+
+    from mmbench.fleet.commands import add_fleet_commands  # push, pull, submit, agent, jobs, history
+    add_fleet_commands(sub, results_arg)
     return p
 
 

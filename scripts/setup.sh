@@ -13,6 +13,8 @@ want_test=0
 # GNU time, and Chromium for the applaunch browser probe and the HTML report test.
 pkgs=(gcc libc6-dev make util-linux mount dosfstools e2fsprogs procps time postmark curl tar gzip
       linux-perf python3-venv chromium)
+# The fleet's tests start a real PostgreSQL server (Debian's) in a temporary directory.
+[ $want_test = 1 ] && pkgs+=(postgresql)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,7 +31,7 @@ fi
 
 py=${PYTHON:-python3}
 extras=""
-[ $want_test = 1 ] && extras="[test]"
+[ $want_test = 1 ] && extras="[test,fleet]"
 stamp=".venv/.mmbench-setup-$(cat pyproject.toml | sha256sum | cut -c1-12)$want_test"
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($py --version)"

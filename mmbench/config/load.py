@@ -25,7 +25,7 @@ from mmbench.monitors.base import Monitor
 from mmbench.store.model import MetricDef
 from mmbench.workloads.base import Workload
 
-SUITE_KEYS = {"description", "iterations", "warmup", "budget", "scratch"}
+SUITE_KEYS = {"description", "iterations", "warmup", "budget", "scratch", "headline"}
 SETTING_NAMESPACES = {"vm", "thp", "zswap", "kernel"}
 
 
@@ -63,6 +63,7 @@ class Suite:
     swap: dict[str, Any]
     workloads: list[ResolvedWorkload]
     monitors: list[ResolvedMonitor]
+    headline: list[str] = field(default_factory=list)
 
 
 def shipped_suites() -> dict[str, Path]:
@@ -306,4 +307,14 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     return Suite(path=path, text=text, effective=effective, hash=digest, description=sf.suite.description,
                  budget=budget, scratch=Path(sf.suite.scratch), settings=dict(sf.settings),
-                 actions=sf.actions.model_dump(), swap=swap, workloads=workloads, monitors=monitors)
+                 actions=sf.actions.model_dump(), swap=swap, workloads=workloads, monitors=monitors,
+                 headline=_check_headline(sf.suite.headline, workloads, where))
+
+
+def _check_headline(headline: list[str], workloads: list[ResolvedWorkload], where: str) -> list[str]:
+    known = sorted({m.name for w in workloads for m in w.metrics})
+    for name in headline:
+        if name not in known:
+            raise UsageError(f"{where}: suite.headline: no workload has a metric {name!r}"
+                             f"{close_match(name, known)}")
+    return list(headline)

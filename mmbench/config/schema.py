@@ -2,7 +2,7 @@
 
 Layout (docs/suites.md has the full reference)::
 
-    [suite]      description, iterations, warmup, budget, scratch
+    [suite]      description, iterations, warmup, budget, scratch, headline
     [settings]   vm.* / thp.* / zswap.* / kernel.* knobs for the whole run
     [actions]    sync, drop_caches, compact_memory: before every iteration
     [swap]       type = none|zram|file, size, compressor, path, priority, zswap, zswap_compressor
@@ -27,6 +27,7 @@ class SuiteMeta(_Strict):
     warmup: int = Field(0, ge=0, le=100)
     budget: str | int | None = None
     scratch: str = "/var/tmp/mmbench"
+    headline: list[str] = Field(default_factory=list)   # metrics `run --until` watches
 
 
 class Actions(_Strict):

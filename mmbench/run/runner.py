@@ -98,6 +98,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                                   settings={k: v for k, (p, v) in validated.items()},
                                   description=suite.description)
         writer.meta["workload_order"] = [w.label for w in suite.workloads]
+        writer.meta["suite"] = suite.path.stem  # for history: one suite's runs over time
         progress.total = sum(w.warmup + w.iterations for w in suite.workloads)
         progress.monitors = [m.name for m in suite.monitors]
         progress.info(f"run {name}: {len(suite.workloads)} workload(s), budget "
