@@ -38,10 +38,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         for flag in ("baseline", "baseline_set", "max_iterations", "max_time"):
             if getattr(args, flag, None) not in (None, []):
                 raise UsageError(f"--{flag.replace('_', '-')} goes with --until")
+    args.set = list(args.set or []) + _vm_sets(args)
     suite = load_suite(args.config, args.set, args.iterations)
     progress = make_progress(quiet=args.quiet, json_log=args.json_log)
     try:
-        if getattr(args, "until", None) is not None:
+        from mmbench.vm.runner import in_guest
+        if suite.vm.get("kernel") and not in_guest():
+            status = _run_in_vm(args, suite, progress)
+        elif getattr(args, "until", None) is not None:
             status = _run_adaptive(args, progress, run_suite)
         else:
             status = run_suite(suite, args.name, _store(args), force=args.force, progress=progress)
@@ -56,6 +60,46 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise
     print(f"run {args.name}: {status}", file=sys.stderr)
     return 0 if status == "complete" else 1
+
+
+def _vm_sets(args: argparse.Namespace) -> list[str]:
+    """--kernel and --vm-* are the [vm] table's keys, as --set would give them."""
+    out = []
+    for flag, key in (("kernel", "kernel"), ("vm_memory", "memory"), ("vm_cpus", "cpus"), ("vm_numa", "numa")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            out.append(f"vm.{key}={value}")
+    if getattr(args, "kernel", None) is None and any(getattr(args, f, None) is not None
+                                                     for f in ("vm_memory", "vm_cpus", "vm_numa")):
+        raise UsageError("--vm-memory/--vm-cpus/--vm-numa go with --kernel (or a [vm] table in the suite)")
+    return out
+
+
+def _run_in_vm(args: argparse.Namespace, suite: Any, progress: Any) -> str:
+    """Run the suite inside a guest; the guest runs `mmbench run` with the same arguments."""
+    from mmbench.vm.runner import VmOptions, run_in_vm
+    vm = suite.vm
+    opts = VmOptions(kernel=vm["kernel"], memory_mb=vm["memory_mb"], cpus=vm["cpus"], numa=vm["numa"],
+                     disk_gb=vm["disk_gb"], timeout=vm["timeout_s"], accel=vm["accel"], append=vm["append"])
+    guest_args: list[str] = []
+    for item in args.set:
+        if not item.split("=", 1)[0].startswith("vm."):
+            guest_args += ["--set", item]
+    if args.iterations:
+        guest_args += ["--iterations", str(args.iterations)]
+    extra_runs: list[str] = []
+    if getattr(args, "until", None) is not None:
+        guest_args += ["--until", args.until]
+        for flag in ("baseline", "max_iterations", "max_time"):
+            if getattr(args, flag, None) is not None:
+                guest_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+        for item in args.baseline_set or []:
+            guest_args += ["--baseline-set", item]
+        if args.baseline and args.baseline_set:
+            extra_runs.append(args.baseline)
+    return run_in_vm(opts, suite, [*guest_args, args.name], args.name, _store(args), force=args.force,
+                     progress=progress, extra_runs=extra_runs,
+                     baseline=args.baseline if getattr(args, "until", None) and not args.baseline_set else None)
 
 
 def _run_adaptive(args: argparse.Namespace, progress: Any, run_suite: Any) -> str:
@@ -286,6 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a setting or parameter, e.g. thp.enabled=never, faultin.size=1G")
     r.add_argument("--iterations", type=_positive_int, metavar="N", help="measured iterations per workload")
     r.add_argument("--force", action="store_true", help="replace an existing run of the same name")
+    r.add_argument("--kernel", metavar="KERNEL", help="run inside a QEMU guest booting this kernel: "
+                   "debian:linux-image-..., a bzImage/vmlinuz path (IMAGE:MODULES_DIR) or a build tree")
+    r.add_argument("--vm-memory", metavar="SIZE", help="guest memory, the machine under test (default 1G)")
+    r.add_argument("--vm-cpus", type=_positive_int, metavar="N", help="guest CPUs (default 2)")
+    r.add_argument("--vm-numa", type=_positive_int, metavar="N", help="guest NUMA nodes (default 1)")
     r.add_argument("--until", metavar="ci<PCT%", help="add iterations until the headline metrics' 95%% "
                    "interval is within ±PCT (of the mean, or of the ratio to --baseline)")
     r.add_argument("--baseline", metavar="NAME", help="with --until: the run to compare against")

@@ -27,6 +27,8 @@ from mmbench.workloads.base import Workload
 
 SUITE_KEYS = {"description", "iterations", "warmup", "budget", "scratch", "headline"}
 SETTING_NAMESPACES = {"vm", "thp", "zswap", "kernel"}
+# `vm.KEY` for these keys is the [vm] table (the guest), not a vm.* sysctl (no sysctl has these names).
+VM_KEYS = {"kernel", "memory", "cpus", "numa", "disk", "timeout", "accel", "append"}
 
 
 @dataclass
@@ -64,6 +66,7 @@ class Suite:
     workloads: list[ResolvedWorkload]
     monitors: list[ResolvedMonitor]
     headline: list[str] = field(default_factory=list)
+    vm: dict[str, Any] = field(default_factory=dict)
 
 
 def shipped_suites() -> dict[str, Path]:
@@ -119,7 +122,9 @@ def apply_override(doc: dict[str, Any], item: str) -> None:
         raise UsageError(f"--set {item}: expected KEY=VALUE (e.g. thp.enabled=never, iterations=5)")
     value = _parse_value(raw.strip())
     head = parts[0]
-    if key in SUITE_KEYS:
+    if head == "vm" and len(parts) == 2 and parts[1] in VM_KEYS:
+        doc.setdefault("vm", {})[parts[1]] = value
+    elif key in SUITE_KEYS:
         doc.setdefault("suite", {})[key] = value
     elif head == "suite" and len(parts) == 2:
         doc.setdefault("suite", {})[parts[1]] = value
@@ -308,7 +313,24 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
     return Suite(path=path, text=text, effective=effective, hash=digest, description=sf.suite.description,
                  budget=budget, scratch=Path(sf.suite.scratch), settings=dict(sf.settings),
                  actions=sf.actions.model_dump(), swap=swap, workloads=workloads, monitors=monitors,
-                 headline=_check_headline(sf.suite.headline, workloads, where))
+                 headline=_check_headline(sf.suite.headline, workloads, where), vm=_vm_options(sf, where))
+
+
+def _vm_options(sf: SuiteFile, where: str) -> dict[str, Any]:
+    """The [vm] table with sizes and durations resolved (memory in MiB, disk in GiB, timeout in s)."""
+    vm = sf.vm.model_dump()
+    try:
+        vm["memory_mb"] = parse_size(vm["memory"], None) >> 20
+        vm["disk_gb"] = max(1, parse_size(vm["disk"], None) >> 30)
+        vm["timeout_s"] = parse_duration(vm["timeout"])
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"{where}: vm: {e}") from None
+    if vm["memory_mb"] < 128:
+        raise UsageError(f"{where}: vm.memory: {vm['memory']} is too small for a guest (minimum 128M)")
+    if vm["numa"] > 1 and vm["memory_mb"] // vm["numa"] < 64:
+        raise UsageError(f"{where}: vm.numa: {vm['numa']} nodes of {vm['memory_mb'] // vm['numa']} MiB each "
+                         f"is too small (give vm.memory at least 64M per node)")
+    return vm
 
 
 def _check_headline(headline: list[str], workloads: list[ResolvedWorkload], where: str) -> list[str]:

@@ -8,6 +8,7 @@ Layout (docs/suites.md has the full reference)::
     [swap]       type = none|zram|file, size, compressor, path, priority, zswap, zswap_compressor
     [[workload]] name, label, iterations, warmup, [workload.params], [workload.with.<companion>]
     [monitors.<name>]  interval plus the monitor's own parameters
+    [vm]         kernel, memory, cpus, numa, disk, timeout, accel, append: run inside a QEMU guest
 """
 
 from __future__ import annotations
@@ -56,6 +57,18 @@ class WorkloadSpec(_Strict):
     with_: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="with")
 
 
+class VmSpec(_Strict):
+    """``[vm]``: run the suite inside a QEMU guest booting ``kernel`` (``mmbench run --kernel``)."""
+    kernel: str | None = None
+    memory: str | int = "1G"
+    cpus: int = Field(2, ge=1, le=64)
+    numa: int = Field(1, ge=1, le=8)
+    disk: str | int = "16G"
+    timeout: str | float = "2h"
+    accel: Literal["auto", "kvm", "tcg"] = "auto"
+    append: str = ""
+
+
 class SuiteFile(_Strict):
     suite: SuiteMeta = Field(default_factory=SuiteMeta)
     settings: dict[str, Any] = Field(default_factory=dict)
@@ -63,3 +76,4 @@ class SuiteFile(_Strict):
     swap: SwapSpec = Field(default_factory=SwapSpec)
     workload: list[WorkloadSpec] = Field(default_factory=list)
     monitors: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    vm: VmSpec = Field(default_factory=VmSpec)

@@ -53,11 +53,11 @@ fi
 mount -t tmpfs tmpfs /newroot/run
 mkdir -p /newroot/var/lib/mmbench && mount -t tmpfs tmpfs /newroot/var/lib/mmbench
 [ -b /dev/vda ] && { mount -t ext4 /dev/vda /newroot/var/tmp || die "cannot mount the scratch disk"; }
-share=$(arg mmbench.share)
+share=$(arg mmbench.share); cmd=$(arg mmbench.cmd)
 mkdir -p /newroot$share 2>/dev/null; mount -t virtiofs mmbench /newroot$share || die "cannot mount $share"
 mount --move /proc /newroot/proc; mount --move /sys /newroot/sys; mount --move /dev /newroot/dev
 echo @READY@
-exec switch_root /newroot /bin/sh "$(arg mmbench.cmd)"
+exec switch_root /newroot /bin/sh "$cmd"
 """
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,11 +85,13 @@ def _fetch_debian(package: str) -> Path:
         proc = subprocess.run(["apt-get", "download", package], cwd=dl, capture_output=True, text=True)
         if proc.returncode == 0:
             break
-        if attempt == 0 and "Unable to locate" in proc.stderr + proc.stdout and os.geteuid() == 0:
+        missing = any(t in proc.stderr + proc.stdout for t in ("Unable to locate", "Couldn't find any package",
+                                                                "has no installation candidate"))
+        if attempt == 0 and missing and os.geteuid() == 0:
             subprocess.run(["apt-get", "update", "-qq"], capture_output=True)  # stale package lists
             continue
         first = (proc.stderr.strip() or proc.stdout.strip() or "failed").splitlines()[-1]
-        if "Unable to locate" in first or "has no installation candidate" in first:
+        if missing:
             raise UsageError(f"--kernel debian:{package}: no such package in the configured archives "
                              f"(apt-cache search --names-only '^linux-image-' lists them)")
         raise EnvironmentUnsupported(f"--kernel debian:{package}: apt-get download failed: {first}")
@@ -116,6 +119,13 @@ def _from_root(spec: str, root: Path) -> GuestKernel:
     image = images[-1]
     release = image.name[len("vmlinuz-"):]
     mods = root / "lib" / "modules" / release
+    if (mods / "modules.order").exists() and not (mods / "modules.dep").exists():
+        # A package's modules.dep is made by depmod at install time, which we skip.
+        depmod = shutil.which("depmod") or "/usr/sbin/depmod"
+        proc = subprocess.run([depmod, "-b", str(root), release], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise EnvironmentUnsupported(f"--kernel {spec}: depmod failed: {proc.stderr.strip()[:200]} "
+                                         f"(Debian's kmod package provides depmod)")
     config = root / "boot" / f"config-{release}"
     return GuestKernel(spec, image, release, mods if (mods / "modules.dep").exists() else None,
                        config if config.exists() else None)

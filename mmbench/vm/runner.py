@@ -122,7 +122,7 @@ def host_thp() -> dict[str, str]:
 
 
 def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store: Any, *, force: bool,
-              progress: Any) -> str:
+              progress: Any, extra_runs: list[str] = (), baseline: str | None = None) -> str:
     """Boot ``opts.kernel``, run ``suite`` inside as run ``name``, store it on the host."""
     from mmbench.run.journal import Journal
     from mmbench.store import open_store
@@ -154,9 +154,12 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
             fh.truncate(opts.disk_gb << 30)
         subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=1", str(disk)], check=True,
                        capture_output=True)
+        results = workdir / "results"
+        if baseline:  # --until against a stored run: the guest needs it in its own store
+            from mmbench.store.transfer import copy_runs
+            copy_runs(store, open_store(results), [baseline])
         suite_copy = workdir / f"{suite.path.stem}.toml"
         suite_copy.write_text(suite.text)
-        results = workdir / "results"
         cmd = _command_file(workdir, _guest_argv(run_argv, results, suite_copy), kernel.modules)
         spec = GuestSpec(kernel, opts.memory_mb, opts.cpus, opts.numa, accel, cache, cmd, disk, opts.append)
         progress.info(f"booting {kernel.release} ({accel.upper()}, {opts.memory_mb} MiB, {opts.cpus} CPUs, "
@@ -176,6 +179,9 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
                     "kernel_config": kernel.config_values(), "host": socket.gethostname(),
                     "host_kernel": os.uname().release, "host_thp": host_thp(), "wall_s": round(result.wall, 1),
                     "boot_to_exit_s": round(time.monotonic() - t0, 1)}
+        vm_facts["console_log"] = str(workdir / "console.log")
+        for extra in extra_runs:  # --baseline-set: the baseline configuration ran in the guest too
+            _store_guest_run(open_store(results), store, extra, result, dict(vm_facts), suite, force)
         return _store_guest_run(open_store(results), store, name, result, vm_facts, suite, force)
     finally:
         for s, h in old.items():
@@ -221,6 +227,9 @@ def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: d
     elif meta.get("status") == "running":
         meta["status"] = "incomplete"
     files["run.json"] = json.dumps(meta, indent=1).encode()
+    console = Path(vm.pop("console_log", "") or "/nonexistent")
+    if console.is_file():  # the guest's serial console, kept with the run
+        files["vm-console.log"] = console.read_bytes()
     store.put_run_files(name, sorted(files.items()), force=True)
     return meta["status"]
 
