@@ -42,7 +42,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     suite = load_suite(args.config, args.set, args.iterations)
     progress = make_progress(quiet=args.quiet, json_log=args.json_log)
     try:
-        from mmbench.vm.runner import in_guest
+        from mmbench.guest import in_guest
         if suite.vm.get("kernel") and not in_guest():
             status = _run_in_vm(args, suite, progress)
         elif getattr(args, "until", None) is not None:

@@ -2,7 +2,7 @@
 
 Layout (docs/suites.md has the full reference)::
 
-    [suite]      description, iterations, warmup, budget, scratch, headline
+    [suite]      description, iterations, warmup, budget, sandbox, aims, scratch, headline
     [settings]   vm.* / thp.* / zswap.* / kernel.* knobs for the whole run
     [actions]    sync, drop_caches, compact_memory: before every iteration
     [swap]       type = none|zram|file, size, compressor, path, priority, zswap, zswap_compressor
@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mmbench.config.aims import AIMS
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False, populate_by_name=True)
@@ -27,6 +29,10 @@ class SuiteMeta(_Strict):
     iterations: int = Field(3, ge=1, le=1000)
     warmup: int = Field(0, ge=0, le=100)
     budget: str | int | None = None
+    # memcg: a memory cgroup limited to the budget; none: whole-machine mode (budget = MemTotal);
+    # auto: none inside an mmbench VM guest, memcg on a host.
+    sandbox: Literal["auto", "memcg", "none"] = "auto"
+    aims: list[Literal[AIMS]] = Field(default_factory=list)  # type: ignore[valid-type]  # see config/aims.py
     scratch: str = "/var/tmp/mmbench"
     headline: list[str] = Field(default_factory=list)   # metrics `run --until` watches
 

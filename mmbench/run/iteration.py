@@ -55,6 +55,7 @@ class IterationPlan:
     actions: dict[str, Any] = field(default_factory=dict)
     monitors: list[MonitorSpec] = field(default_factory=list)
     companions: list[CompanionSpec] = field(default_factory=list)
+    sandbox_mode: str = "memcg"     # "memcg" (limit = budget) or "none" (whole machine)
 
 
 def per_iteration_actions(actions: dict[str, Any]) -> None:
@@ -91,7 +92,8 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
         journal.record("remove", path=str(workdir))
         workdir.mkdir(parents=True, exist_ok=True)
         per_iteration_actions(plan.actions)
-        sandbox = MemorySandbox(f"{plan.run_name}-{plan.label}-{plan.index}-{os.getpid()}", plan.budget, journal).create()
+        sandbox = MemorySandbox(f"{plan.run_name}-{plan.label}-{plan.index}-{os.getpid()}", plan.budget, journal,
+                                whole_machine=plan.sandbox_mode == "none").create()
         ctx = IterationContext(params=plan.params, budget=plan.budget, workdir=workdir, rawdir=rawdir,
                                sandbox=sandbox, journal=journal, log=log)
         for spec in plan.monitors:
@@ -144,15 +146,17 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
         result.vmstat_delta = vmstat_delta(parse_vmstat(before), parse_vmstat(after))
         ooms = sandbox.oom_kills()
         result.memcg = {"oom_kills": ooms, "failcnt": sandbox.failcnt(), "max_usage": sandbox.max_usage() or 0,
-                        "limit": sandbox.limit}
+                        "limit": sandbox.limit, "mode": sandbox.mode}
         for th, box in companion_threads:
             if "error" in box and result.status == "ok":
                 result.status, result.reason = "failed", f"companion {box['workload'].name}: {box['error']}"
             samples = {**samples, **box.get("samples", {})}
         if ooms:
             result.status = "oom"
-            result.reason = (f"OOM kill in the sandbox ({ooms} process(es) killed at the "
-                             f"{plan.budget >> 20} MiB limit)" + (f"; {result.reason}" if result.reason else ""))
+            where = ("OOM kill on the machine (whole-machine mode: "
+                     f"{ooms} process(es) killed, MemTotal {sandbox.limit >> 20} MiB)" if sandbox.whole_machine else
+                     f"OOM kill in the sandbox ({ooms} process(es) killed at the {plan.budget >> 20} MiB limit)")
+            result.reason = where + (f"; {result.reason}" if result.reason else "")
         if result.status == "ok":
             declared = {m.name for m in plan.metrics}
             unknown = sorted(set(samples) - declared)

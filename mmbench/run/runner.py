@@ -15,6 +15,7 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator
 
+from mmbench.config.aims import memcg_warning
 from mmbench.config.load import Suite
 from mmbench.errors import UsageError
 from mmbench.run.fingerprint import fingerprint
@@ -90,7 +91,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
             journal.record("remove", path=str(suite.scratch))
             suite.scratch.mkdir(parents=True)
         swap_info = setup_swap(suite, journal)
-        fp = fingerprint(suite.hash, suite.budget)
+        fp = fingerprint(suite.hash, suite.budget, suite.sandbox, suite.aims)
         if swap_info:
             fp["swap"]["setup"] = swap_info
         writer = store.create_run(name, force=force, suite_text=suite.text, suite_hash=suite.hash,
@@ -101,8 +102,15 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
         writer.meta["suite"] = suite.path.stem  # for history: one suite's runs over time
         progress.total = sum(w.warmup + w.iterations for w in suite.workloads)
         progress.monitors = [m.name for m in suite.monitors]
+        mode = "whole machine, no memcg limit" if suite.sandbox == "none" else "memcg sandbox"
         progress.info(f"run {name}: {len(suite.workloads)} workload(s), budget "
-                      f"{suite.budget >> 20} MiB, results in {writer.path}")
+                      f"{suite.budget >> 20} MiB ({mode}), results in {writer.path}")
+        for note in suite.notes:
+            progress.info(note)
+        warning = memcg_warning(suite.aims, suite.sandbox, suite.budget, fp["memory"].get("MemTotal"))
+        if warning:
+            progress.warn(warning)
+            writer.meta["warnings"] = [warning]
         announced: set[str] = set()
 
         def announce(mon: str, reason: str) -> None:
@@ -124,7 +132,8 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                     itdir=writer.iteration_dir(rw.label, index), rundir=writer.path,
                     scratch=suite.scratch, actions=suite.actions,
                     monitors=[MonitorSpec(m.name, m.cls, m.interval, m.params) for m in suite.monitors],
-                    companions=[CompanionSpec(w, p) for w, p in rw.companions])
+                    companions=[CompanionSpec(w, p) for w, p in rw.companions],
+                    sandbox_mode=suite.sandbox)
                 result = run_iteration(plan, journal, log=progress.info, announce_unavailable=announce)
                 writer.add_iteration(result)  # durable before the next iteration starts
                 ok_iterations += result.status == "ok"

@@ -26,15 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from mmbench.errors import UsageError
+from mmbench.guest import GUEST_ENV, in_guest
 from mmbench.vm.kernel import cache_root, resolve_kernel
 from mmbench.vm.qemu import Guest, GuestSpec, probe_accelerator, qemu_version
 
-GUEST_ENV = "MMBENCH_GUEST"       # set inside the guest: the [vm] table is not applied again
 BOOT_ALLOWANCE = 120.0            # seconds added to the run's timeout for boot and copying back
-
-
-def in_guest() -> bool:
-    return os.environ.get(GUEST_ENV) == "1"
 
 
 @dataclass
