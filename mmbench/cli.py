@@ -65,6 +65,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _vm_sets(args: argparse.Namespace) -> list[str]:
     """--kernel and --vm-* are the [vm] table's keys, as --set would give them."""
     out = []
+    if getattr(args, "kernel", None) is not None and not args.kernel.strip():
+        raise UsageError("--kernel: empty; give a Debian package (debian:linux-image-...), a bzImage/vmlinuz "
+                         "path or a kernel build tree")
     for flag, key in (("kernel", "kernel"), ("vm_memory", "memory"), ("vm_cpus", "cpus"), ("vm_numa", "numa")):
         value = getattr(args, flag, None)
         if value is not None:

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +72,12 @@ def image_release(image: Path) -> str:
     return text.split()[0] if text else ""
 
 
+def _package_lists_stale(max_age: float = 86400.0) -> bool:
+    """apt's package lists are missing or older than a day (then one `apt-get update` is worth it)."""
+    lists = [p for p in Path("/var/lib/apt/lists").glob("*_Packages*")]
+    return not lists or time.time() - max(p.stat().st_mtime for p in lists) > max_age
+
+
 def _fetch_debian(package: str) -> Path:
     """Download and unpack a Debian kernel package into the cache (once); returns its root."""
     if not DEBIAN_PACKAGE.match(package):
@@ -87,7 +94,7 @@ def _fetch_debian(package: str) -> Path:
             break
         missing = any(t in proc.stderr + proc.stdout for t in ("Unable to locate", "Couldn't find any package",
                                                                 "has no installation candidate"))
-        if attempt == 0 and missing and os.geteuid() == 0:
+        if attempt == 0 and missing and os.geteuid() == 0 and _package_lists_stale():
             subprocess.run(["apt-get", "update", "-qq"], capture_output=True)  # stale package lists
             continue
         first = (proc.stderr.strip() or proc.stdout.strip() or "failed").splitlines()[-1]
