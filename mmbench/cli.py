@@ -26,13 +26,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _results(args: argparse.Namespace) -> Path:
-    return Path(args.results or os.environ.get("MMBENCH_RESULTS") or "results")
+def _results(args: argparse.Namespace) -> str:
+    return str(args.results or os.environ.get("MMBENCH_RESULTS") or "results")
 
 
 def _store(args: argparse.Namespace):
-    from mmbench.store.fs import FileStore
-    return FileStore(_results(args))
+    from mmbench.store import open_store
+    return open_store(_results(args))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -41,10 +41,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mmbench.run.progress import make_progress
     from mmbench.run.runner import last_restore, require_root, run_suite
     require_root()
+    if getattr(args, "until", None) is None:
+        for flag in ("baseline", "baseline_set", "max_iterations", "max_time"):
+            if getattr(args, flag, None) not in (None, []):
+                raise UsageError(f"--{flag.replace('_', '-')} goes with --until")
+    args.set = list(args.set or []) + _vm_sets(args)
     suite = load_suite(args.config, args.set, args.iterations)
     progress = make_progress(quiet=args.quiet, json_log=args.json_log)
     try:
-        status = run_suite(suite, args.name, _store(args), force=args.force, progress=progress)
+        from mmbench.guest import in_guest
+        if suite.vm.get("kernel") and not in_guest():
+            status = _run_in_vm(args, suite, progress)
+        elif getattr(args, "until", None) is not None:
+            status = _run_adaptive(args, progress, run_suite)
+        else:
+            status = run_suite(suite, args.name, _store(args), force=args.force, progress=progress)
     except (KeyboardInterrupt, Interrupted) as e:
         by = "SIGINT" if isinstance(e, KeyboardInterrupt) else str(e)
         if not last_restore:   # stopped while queueing for the machine: nothing was changed
@@ -63,6 +74,72 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("mmbench: machine NOT fully restored: " + str(last_restore.get("summary")), file=sys.stderr)
         return EXIT_NOT_RESTORED
     return 0 if status == "complete" else 1
+
+
+def _vm_sets(args: argparse.Namespace) -> list[str]:
+    """--kernel and --vm-* are the [vm] table's keys, as --set would give them."""
+    out = []
+    if getattr(args, "kernel", None) is not None and not args.kernel.strip():
+        raise UsageError("--kernel: empty; give a Debian package (debian:linux-image-...), a bzImage/vmlinuz "
+                         "path or a kernel build tree")
+    for flag, key in (("kernel", "kernel"), ("vm_memory", "memory"), ("vm_cpus", "cpus"), ("vm_numa", "numa")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            out.append(f"vm.{key}={value}")
+    if getattr(args, "kernel", None) is None and any(getattr(args, f, None) is not None
+                                                     for f in ("vm_memory", "vm_cpus", "vm_numa")):
+        raise UsageError("--vm-memory/--vm-cpus/--vm-numa go with --kernel (or a [vm] table in the suite)")
+    return out
+
+
+def _run_in_vm(args: argparse.Namespace, suite: Any, progress: Any) -> str:
+    """Run the suite inside a guest; the guest runs `mmbench run` with the same arguments."""
+    from mmbench.vm.runner import VmOptions, run_in_vm
+    vm = suite.vm
+    opts = VmOptions(kernel=vm["kernel"], memory_mb=vm["memory_mb"], cpus=vm["cpus"], numa=vm["numa"],
+                     disk_gb=vm["disk_gb"], timeout=vm["timeout_s"], accel=vm["accel"], append=vm["append"])
+    guest_args: list[str] = []
+    for item in args.set:
+        if not item.split("=", 1)[0].startswith("vm."):
+            guest_args += ["--set", item]
+    if args.iterations:
+        guest_args += ["--iterations", str(args.iterations)]
+    extra_runs: list[str] = []
+    if getattr(args, "until", None) is not None:
+        guest_args += ["--until", args.until]
+        for flag in ("baseline", "max_iterations", "max_time"):
+            if getattr(args, flag, None) is not None:
+                guest_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+        for item in args.baseline_set or []:
+            guest_args += ["--baseline-set", item]
+        if args.baseline and args.baseline_set:
+            extra_runs.append(args.baseline)
+    return run_in_vm(opts, suite, [*guest_args, args.name], args.name, _store(args), force=args.force,
+                     progress=progress, extra_runs=extra_runs,
+                     baseline=args.baseline if getattr(args, "until", None) and not args.baseline_set else None)
+
+
+def _run_adaptive(args: argparse.Namespace, progress: Any, run_suite: Any) -> str:
+    """``run --until``: rounds of one iteration until the headline intervals are narrow enough."""
+    from mmbench.campaign import DEFAULT_MAX_ITERATIONS, parse_until, run_adaptive
+    from mmbench.config.load import load_suite
+    from mmbench.config.sizes import parse_duration
+    until = parse_until(args.until)
+    max_time = None
+    if args.max_time is not None:
+        try:
+            max_time = parse_duration(args.max_time)
+        except ValueError as e:
+            raise UsageError(f"--max-time: {e}") from None
+    if args.baseline_set and not args.baseline:
+        raise UsageError("--baseline-set needs --baseline NAME (the name the baseline configuration is stored as)")
+    status, why = run_adaptive(
+        lambda sets: load_suite(args.config, sets), list(args.set), args.name, _store(args), until=until,
+        baseline=args.baseline, baseline_sets=args.baseline_set or None,
+        max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS, max_time=max_time, force=args.force,
+        progress=progress, run_suite=run_suite)
+    print(f"mmbench: {why}", file=sys.stderr)
+    return status
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
@@ -124,7 +201,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if what == "runs":
         runs = _store(args).list_runs()
         if not runs:
-            print(f"no runs in {_results(args)}")
+            print(f"no runs in {_store(args)}")
         import time
         for r in runs:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"] or 0))
@@ -281,6 +358,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a setting or parameter, e.g. thp.enabled=never, faultin.size=1G")
     r.add_argument("--iterations", type=_positive_int, metavar="N", help="measured iterations per workload")
     r.add_argument("--force", action="store_true", help="replace an existing run of the same name")
+    r.add_argument("--kernel", metavar="KERNEL", help="run inside a QEMU guest booting this kernel: "
+                   "debian:linux-image-..., a bzImage/vmlinuz path (IMAGE:MODULES_DIR) or a build tree")
+    r.add_argument("--vm-memory", metavar="SIZE", help="guest memory, the machine under test (default 1G)")
+    r.add_argument("--vm-cpus", type=_positive_int, metavar="N", help="guest CPUs (default 2)")
+    r.add_argument("--vm-numa", type=_positive_int, metavar="N", help="guest NUMA nodes (default 1)")
+    r.add_argument("--until", metavar="ci<PCT%", help="add iterations until the headline metrics' 95%% "
+                   "interval is within ±PCT (of the mean, or of the ratio to --baseline)")
+    r.add_argument("--baseline", metavar="NAME", help="with --until: the run to compare against")
+    r.add_argument("--baseline-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --until: run the baseline as this configuration, alternating (A B A B ...)")
+    r.add_argument("--max-iterations", type=_positive_int, metavar="N", help="with --until (default 30)")
+    r.add_argument("--max-time", metavar="DURATION", help="with --until: stop adding rounds after this long")
     r.add_argument("--quiet", action="store_true", help="only warnings and errors")
     r.add_argument("--json-log", action="store_true", help="progress as JSON lines on stderr")
     r.add_argument("name", help="run name (letters, digits, '.', '_', '-')")
@@ -352,6 +441,9 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("kind", choices=["irqsoff"])
     an.add_argument("files", nargs="+")
     an.set_defaults(func=cmd_analyze)
+
+    from mmbench.fleet.commands import add_fleet_commands  # push, pull, submit, agent, jobs, history
+    add_fleet_commands(sub, results_arg)
     return p
 
 

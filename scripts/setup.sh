@@ -10,9 +10,12 @@ want_test=0
 
 # Debian packages: compiler for the C workloads, filesystem and loop tools (thpavail's vfat
 # image, swap files), curl/tar/gzip for largecopy, postmark, perf for the perf-stat monitor,
-# GNU time, and Chromium for the applaunch browser probe and the HTML report test.
+# GNU time, Chromium for the applaunch browser probe and the HTML report test, and kmod
+# (modprobe: inside a VM guest the seed suites load vfat and zram, modules in Debian's kernels).
 pkgs=(gcc libc6-dev make util-linux mount dosfstools e2fsprogs procps time postmark curl tar gzip
-      linux-perf python3-venv chromium)
+      linux-perf python3-venv chromium kmod)
+# The fleet's tests start a real PostgreSQL server (Debian's) in a temporary directory.
+[ $want_test = 1 ] && pkgs+=(postgresql)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,7 +32,7 @@ fi
 
 py=${PYTHON:-python3}
 extras=""
-[ $want_test = 1 ] && extras="[test]"
+[ $want_test = 1 ] && extras="[test,fleet]"
 stamp=".venv/.mmbench-setup-$(cat pyproject.toml | sha256sum | cut -c1-12)$want_test"
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($py --version)"

@@ -70,3 +70,22 @@ def suite_file(tmp_path: Path):
         p.write_text(text)
         return p
     return write
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for this test session (see tests/pgserver.py)."""
+    from tests.pgserver import PgServer, pg_bindir
+    if pg_bindir() is None:
+        pytest.skip("PostgreSQL server is not installed (scripts/setup.sh --test installs Debian's postgresql)")
+    server = PgServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server, tmp_path, monkeypatch) -> str:
+    """The URL of a fresh, empty database on the session's PostgreSQL server (runs read from it
+    are materialised under this test's temporary directory, not the user's cache)."""
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
+    return pg_server.new_database()

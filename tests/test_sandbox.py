@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from conftest import mmbench, mmbench_cgroups, needs_root
 from mmbench.run.testing import run_workload
 from mmbench.store.fs import FileStore
@@ -84,3 +86,37 @@ def test_cgroup_v2_layout(tmp_path, monkeypatch):
         f.unlink()
     assert journal.restore() == [] and not leaf.exists()
     journal.release()
+
+
+def test_whole_machine_mode_on_a_guest_cgroup2_without_memory_controller(tmp_path, monkeypatch):
+    """Inside a VM guest whose cgroup2 root lacks the memory controller, whole-machine mode still
+    makes an accounting leaf (cpu.stat, cgroup.procs) and writes no limit; free() is MemFree."""
+    import mmbench.run.sandbox as sb
+    from mmbench.run.journal import Journal
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpu io pids\n")
+    (root / "cgroup.subtree_control").write_text("cpu io\n")
+    monkeypatch.setattr(sb, "CGROUP_ROOT", root)
+    assert sb.cgroup_version() == 0
+    with pytest.raises(RuntimeError):
+        sb.MemorySandbox("memcg-mode", 256 << 20, Journal(tmp_path / "s0"))
+    journal = Journal(tmp_path / "state")
+    journal.acquire()
+    box = sb.MemorySandbox("run-w-0-2", 256 << 20, journal, whole_machine=True).create()
+    leaf = root / "mmbench-run-w-0-2"
+    assert box.mode == "none" and box.limit == sb.meminfo_bytes("MemTotal")
+    assert leaf.is_dir() and not (leaf / "memory.max").exists()
+    assert 0 < box.free() <= box.limit and box.stat() == {} and box.max_usage() is None
+    assert box.oom_kills() == 0 and box.failcnt() == 0
+    assert journal.restore() == [] and not leaf.exists()
+    journal.release()
+
+
+def test_sandbox_auto_is_whole_machine_only_in_a_guest(monkeypatch):
+    from mmbench.guest import GUEST_ENV
+    from mmbench.run.sandbox import resolve_mode
+    monkeypatch.delenv(GUEST_ENV, raising=False)
+    assert resolve_mode("auto") == "memcg" and resolve_mode("none") == "none"
+    monkeypatch.setenv(GUEST_ENV, "1")
+    assert resolve_mode("auto") == "none" and resolve_mode("memcg") == "memcg"

@@ -85,3 +85,32 @@ def test_highalloc_two_passes_and_pool_restored():
         assert 0 <= r.samples[f"% Collapse pass {n}"][0] <= 100
         assert len(r.samples[f"Collapse latency pass {n}"]) == 4
     assert Path("/proc/sys/vm/nr_hugepages").read_text() == pool
+
+
+def test_thpavail_fill_phase_dirty_threshold_and_size_of_free_memory(tmp_path):
+    """Seed 001's fill phase: the read file's cache is dropped, the fault-in waits for dirty +
+    writeback page cache, and with size_free the mapping is the memory free before the fill."""
+    import json
+    r = run_workload("thpavail", {"size_free": 0.9, "read_size": "1x", "loop_size": "64M", "sync_every": "0",
+                                  "dirty_threshold": "4M", "fill_timeout": "20s"}, budget="128M",
+                     settings={ENABLED: "always"}, outdir=tmp_path)
+    assert r.status == "ok", r.reason
+    info = json.loads((tmp_path / r.path / "raw" / "thpavail-info.json").read_text())
+    assert info["read_cache_dropped"] is True
+    assert info["dirty_reached"] is True and info["dirty_at_start"] >= 4 << 20
+    assert 0 < info["mapping_bytes"] <= info["free_before_fill"] * 0.9 + 1
+    assert info["mapping_bytes"] % (2 << 20) == 0
+    units = info["mapping_bytes"] // (2 << 20)
+    assert r.samples["Dirty at fault-in"][0] >= 4
+    assert len(r.samples.get("Fault latency huge", []) + r.samples.get("Fault latency base", [])) == units
+    assert _mounted_loops() == []
+
+
+def test_whole_machine_mode_has_no_memcg_limit():
+    """sandbox="none": no limit is written, the limit reported is MemTotal, free() is MemFree."""
+    r = run_workload("faultin", {"size": "32M"}, budget="64M", sandbox="none")
+    assert r.status == "ok", r.reason
+    total = int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0]) * 1024
+    assert r.memcg["mode"] == "none"
+    assert r.memcg["limit"] == total
+    assert r.memcg["oom_kills"] == 0

@@ -18,6 +18,7 @@ import numpy as np
 from mmbench.analysis import significance as sig
 from mmbench.analysis import stats as st
 from mmbench.analysis import vmstat as vm
+from mmbench.config.aims import memcg_warning
 from mmbench.monitors.base import load_summary
 from mmbench.store.model import IterationResult, MetricDef, RunRecord, WorkloadRun
 
@@ -214,6 +215,14 @@ class _Builder:
             self.note("runs with the same name were renamed: " + ", ".join(
                 f"{r.name} → {n}" for r, n in zip(self.runs, self.names) if r.name != n))
         self.cmp.env_diff = env_diff(self.runs, self.names)
+        for r, n in zip(self.runs, self.names):
+            fp = r.fingerprint or {}
+            sb = fp.get("sandbox") or {}
+            mem = fp.get("memory") or {}
+            warning = memcg_warning(list(sb.get("aims") or []), str(sb.get("mode", "")),
+                                    mem.get("budget"), mem.get("MemTotal"))
+            if warning:
+                self.note(f"{n}: {warning}")
         labels: dict[str, None] = {}
         for r in self.runs:
             labels.update(dict.fromkeys(w.label for w in r.workloads))

@@ -36,6 +36,11 @@ COUNTERS: dict[str, list[str]] = {
     # pgsteal_direct_<zone> from 3.4, pgsteal_direct from 4.8.  (≤ 3.3 only had pgsteal_<zone>
     # counting kswapd + direct together: see PGSTEAL_OLD.)
     "pgsteal_direct": ["pgsteal_direct"] + [f"pgsteal_direct_{z}" for z in ZONES],
+    # kswapd_try_to_sleep(): after balancing, kswapd naps HZ/10 before sleeping for good.  Woken
+    # during the nap → low_wmark_hit_quickly (it went to sleep prematurely, seed 002's subject);
+    # memory below the high watermark again at the end of the nap → high_wmark_hit_quickly.
+    "kswapd_low_wmark_hit_quickly": ["kswapd_low_wmark_hit_quickly"],
+    "kswapd_high_wmark_hit_quickly": ["kswapd_high_wmark_hit_quickly"],
     "nr_vmscan_write": ["nr_vmscan_write"],
     "nr_vmscan_immediate_reclaim": ["nr_vmscan_immediate_reclaim"],
     "slabs_scanned": ["slabs_scanned"],
@@ -166,6 +171,8 @@ ROWS: list[RowDef] = [
     RowDef("Kswapd efficiency %", "%", "higher",
            lambda x: _ratio(x("pgsteal_kswapd"), x("pgscan_kswapd"))),
     RowDef("Kswapd velocity", "pages/s", "lower", lambda x: _velocity(x, "pgscan_kswapd")),
+    RowDef("Kswapd low wmark quickly", "events", "lower", lambda x: x("kswapd_low_wmark_hit_quickly")),
+    RowDef("Kswapd high wmark quickly", "events", "lower", lambda x: x("kswapd_high_wmark_hit_quickly")),
     RowDef("Direct efficiency %", "%", "higher",
            lambda x: _ratio(x("pgsteal_direct"), x("pgscan_direct"))),
     RowDef("Direct velocity", "pages/s", "lower", lambda x: _velocity(x, "pgscan_direct")),

@@ -25,8 +25,11 @@ from mmbench.monitors.base import Monitor
 from mmbench.store.model import MetricDef
 from mmbench.workloads.base import Workload
 
-SUITE_KEYS = {"description", "iterations", "warmup", "budget", "scratch", "timeout"}
+SUITE_KEYS = {"description", "iterations", "warmup", "budget", "sandbox", "aims", "scratch", "timeout",
+              "headline"}
 SETTING_NAMESPACES = {"vm", "thp", "zswap", "kernel"}
+# `vm.KEY` for these keys is the [vm] table (the guest), not a vm.* sysctl (no sysctl has these names).
+VM_KEYS = {"kernel", "memory", "cpus", "numa", "disk", "timeout", "accel", "append"}
 
 
 @dataclass
@@ -58,17 +61,27 @@ class Suite:
     hash: str
     description: str
     budget: int
+    sandbox: str                   # resolved: "memcg" or "none" (whole machine)
+    aims: list[str]
+    notes: list[str]               # things the run should say before it starts (budget ignored, ...)
     scratch: Path
     settings: dict[str, Any]
     actions: dict[str, Any]
     swap: dict[str, Any]
     workloads: list[ResolvedWorkload]
     monitors: list[ResolvedMonitor]
+    headline: list[str] = field(default_factory=list)
+    vm: dict[str, Any] = field(default_factory=dict)
 
 
 def shipped_suites() -> dict[str, Path]:
+    """Shipped suites by name: ``configs/*.toml`` and the seed suites in ``configs/seeds/``."""
     root = resources.files("mmbench") / "configs"
-    return {p.name[:-5]: Path(str(p)) for p in root.iterdir() if p.name.endswith(".toml")}
+    out = {p.name[:-5]: Path(str(p)) for p in root.iterdir() if p.name.endswith(".toml")}
+    seeds = root / "seeds"
+    if seeds.is_dir():
+        out.update({p.name[:-5]: Path(str(p)) for p in seeds.iterdir() if p.name.endswith(".toml")})
+    return out
 
 
 def find_suite(spec: str) -> Path:
@@ -78,7 +91,7 @@ def find_suite(spec: str) -> Path:
         return p
     shipped = shipped_suites()
     name = p.name[:-5] if p.name.endswith(".toml") else p.name
-    if name in shipped and (len(p.parts) == 1 or p.parent.name == "configs"):
+    if name in shipped and (len(p.parts) == 1 or p.parent.name in ("configs", "seeds")):
         return shipped[name]
     raise UsageError(f"--config {spec}: no such file and no shipped suite of that name"
                      f"{close_match(name, list(shipped))}; shipped: {', '.join(sorted(shipped))}")
@@ -119,7 +132,9 @@ def apply_override(doc: dict[str, Any], item: str) -> None:
         raise UsageError(f"--set {item}: expected KEY=VALUE (e.g. thp.enabled=never, iterations=5)")
     value = _parse_value(raw.strip())
     head = parts[0]
-    if key in SUITE_KEYS:
+    if head == "vm" and len(parts) == 2 and parts[1] in VM_KEYS:
+        doc.setdefault("vm", {})[parts[1]] = value
+    elif key in SUITE_KEYS:
         doc.setdefault("suite", {})[key] = value
     elif head == "suite" and len(parts) == 2:
         doc.setdefault("suite", {})[parts[1]] = value
@@ -237,11 +252,21 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         raise _schema_error(path, e, doc) from None
     where = str(path)
 
+    from mmbench.run.sandbox import resolve_mode
+    mode = resolve_mode(sf.suite.sandbox)
+    notes: list[str] = []
     try:
         total = memtotal()
         budget = parse_size(sf.suite.budget, total) if sf.suite.budget is not None else total
     except ValueError as e:
         raise UsageError(f"{where}: suite.budget: {e}") from None
+    if mode == "none":
+        # Whole-machine mode: the budget is the machine.  A suite written for a memcg (budget =
+        # "1G") still runs, its relative sizes scaled to MemTotal; say so rather than guess.
+        if sf.suite.budget is not None and budget != total:
+            notes.append(f"whole-machine mode (sandbox = none): budget is MemTotal ({total >> 20} MiB); "
+                         f"the suite's budget {sf.suite.budget!r} applies only with sandbox = \"memcg\"")
+        budget = total
     if budget < (16 << 20):
         raise UsageError(f"{where}: suite.budget: {budget} bytes is too small (minimum 16M)")
     if budget > total:
@@ -320,5 +345,33 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
     effective = sf.model_dump(by_alias=True, exclude_none=True)
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     return Suite(path=path, text=text, effective=effective, hash=digest, description=sf.suite.description,
-                 budget=budget, scratch=Path(sf.suite.scratch), settings=dict(sf.settings),
-                 actions=sf.actions.model_dump(), swap=swap, workloads=workloads, monitors=monitors)
+                 budget=budget, sandbox=mode, aims=list(sf.suite.aims), notes=notes,
+                 scratch=Path(sf.suite.scratch), settings=dict(sf.settings),
+                 actions=sf.actions.model_dump(), swap=swap, workloads=workloads, monitors=monitors,
+                 headline=_check_headline(sf.suite.headline, workloads, where), vm=_vm_options(sf, where))
+
+
+def _vm_options(sf: SuiteFile, where: str) -> dict[str, Any]:
+    """The [vm] table with sizes and durations resolved (memory in MiB, disk in GiB, timeout in s)."""
+    vm = sf.vm.model_dump()
+    try:
+        vm["memory_mb"] = parse_size(vm["memory"], None) >> 20
+        vm["disk_gb"] = max(1, parse_size(vm["disk"], None) >> 30)
+        vm["timeout_s"] = parse_duration(vm["timeout"])
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"{where}: vm: {e}") from None
+    if vm["memory_mb"] < 128:
+        raise UsageError(f"{where}: vm.memory: {vm['memory']} is too small for a guest (minimum 128M)")
+    if vm["numa"] > 1 and vm["memory_mb"] // vm["numa"] < 64:
+        raise UsageError(f"{where}: vm.numa: {vm['numa']} nodes of {vm['memory_mb'] // vm['numa']} MiB each "
+                         f"is too small (give vm.memory at least 64M per node)")
+    return vm
+
+
+def _check_headline(headline: list[str], workloads: list[ResolvedWorkload], where: str) -> list[str]:
+    known = sorted({m.name for w in workloads for m in w.metrics})
+    for name in headline:
+        if name not in known:
+            raise UsageError(f"{where}: suite.headline: no workload has a metric {name!r}"
+                             f"{close_match(name, known)}")
+    return list(headline)

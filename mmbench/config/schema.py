@@ -2,12 +2,13 @@
 
 Layout (docs/suites.md has the full reference)::
 
-    [suite]      description, iterations, warmup, budget, scratch, timeout (per iteration)
+    [suite]      description, iterations, warmup, budget, sandbox, aims, scratch, timeout, headline
     [settings]   vm.* / thp.* / zswap.* / kernel.* knobs for the whole run
     [actions]    sync, drop_caches, compact_memory: before every iteration
     [swap]       type = none|zram|file, size, compressor, path, priority, zswap, zswap_compressor
     [[workload]] name, label, iterations, warmup, timeout, [workload.params], [workload.with.<companion>]
     [monitors.<name>]  interval plus the monitor's own parameters
+    [vm]         kernel, memory, cpus, numa, disk, timeout, accel, append: run inside a QEMU guest
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from mmbench.config.aims import AIMS
 
 
 class _Strict(BaseModel):
@@ -26,8 +29,13 @@ class SuiteMeta(_Strict):
     iterations: int = Field(3, ge=1, le=1000)
     warmup: int = Field(0, ge=0, le=100)
     budget: str | int | None = None
+    # memcg: a memory cgroup limited to the budget; none: whole-machine mode (budget = MemTotal);
+    # auto: none inside an mmbench VM guest, memcg on a host.
+    sandbox: Literal["auto", "memcg", "none"] = "auto"
+    aims: list[Literal[AIMS]] = Field(default_factory=list)  # type: ignore[valid-type]  # see config/aims.py
     scratch: str = "/var/tmp/mmbench"
     timeout: str | float | int = "2h"   # per iteration; a workload running longer is stopped
+    headline: list[str] = Field(default_factory=list)   # metrics `run --until` watches
 
 
 class Actions(_Strict):
@@ -57,6 +65,18 @@ class WorkloadSpec(_Strict):
     with_: dict[str, dict[str, Any]] = Field(default_factory=dict, alias="with")
 
 
+class VmSpec(_Strict):
+    """``[vm]``: run the suite inside a QEMU guest booting ``kernel`` (``mmbench run --kernel``)."""
+    kernel: str | None = None
+    memory: str | int = "1G"
+    cpus: int = Field(2, ge=1, le=64)
+    numa: int = Field(1, ge=1, le=8)
+    disk: str | int = "16G"
+    timeout: str | float = "2h"
+    accel: Literal["auto", "kvm", "tcg"] = "auto"
+    append: str = ""
+
+
 class SuiteFile(_Strict):
     suite: SuiteMeta = Field(default_factory=SuiteMeta)
     settings: dict[str, Any] = Field(default_factory=dict)
@@ -64,3 +84,4 @@ class SuiteFile(_Strict):
     swap: SwapSpec = Field(default_factory=SwapSpec)
     workload: list[WorkloadSpec] = Field(default_factory=list)
     monitors: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    vm: VmSpec = Field(default_factory=VmSpec)

@@ -86,7 +86,8 @@ def _swaps() -> list[str]:
     return [" ".join(line.split()[:3]) for line in _read("/proc/swaps").splitlines()[1:]]
 
 
-def fingerprint(suite_hash: str = "", budget: int | None = None) -> dict[str, Any]:
+def fingerprint(suite_hash: str = "", budget: int | None = None, sandbox: str = "memcg",
+                aims: list[str] | None = None) -> dict[str, Any]:
     uname = os.uname()
     nodes = sorted(p.name for p in Path("/sys/devices/system/node").glob("node[0-9]*"))
     return {
@@ -99,6 +100,8 @@ def fingerprint(suite_hash: str = "", budget: int | None = None) -> dict[str, An
                  "zswap": _dir_values(Path("/sys/module/zswap/parameters"), depth=0)},
         "cpu": {"model": _cpu_model(), "count": os.cpu_count()},
         "memory": {**_meminfo(), "budget": budget},
+        # memcg: workloads ran in a memory cgroup limited to the budget; none: whole machine.
+        "sandbox": {"mode": sandbox, "aims": list(aims or [])},
         "numa": {"nodes": len(nodes)},
         "damon": _kdamonds(),
         "cgroup": {"version": cgroup_version()},

@@ -59,6 +59,8 @@ class IterationPlan:
     recorded_dir: Path | None = None  # <run>/<label>/iter-<N>: the folder once stored (default itdir)
     timeout: float | None = None      # seconds; the workload is stopped and the iteration fails after
 
+    sandbox_mode: str = "memcg"     # "memcg" (limit = budget) or "none" (whole machine)
+
 
 class _Watchdog:
     """Stops a workload that runs past its timeout: sets the stop event and kills what runs in the
@@ -132,7 +134,8 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
         journal.record("remove", path=str(workdir))
         workdir.mkdir(parents=True, exist_ok=True)
         per_iteration_actions(plan.actions)
-        sandbox = MemorySandbox(f"{plan.run_name}-{plan.label}-{plan.index}-{os.getpid()}", plan.budget, journal).create()
+        sandbox = MemorySandbox(f"{plan.run_name}-{plan.label}-{plan.index}-{os.getpid()}", plan.budget, journal,
+                                whole_machine=plan.sandbox_mode == "none").create()
         ctx = IterationContext(params=plan.params, budget=plan.budget, workdir=workdir, rawdir=rawdir,
                                sandbox=sandbox, journal=journal, log=log)
         for spec in plan.monitors:
@@ -188,7 +191,7 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
         result.vmstat_delta = vmstat_delta(parse_vmstat(before), parse_vmstat(after))
         ooms = sandbox.oom_kills()
         result.memcg = {"oom_kills": ooms, "failcnt": sandbox.failcnt(), "max_usage": sandbox.max_usage() or 0,
-                        "limit": sandbox.limit}
+                        "limit": sandbox.limit, "mode": sandbox.mode}
         for th, box in companion_threads:
             if "error" in box and result.status == "ok":
                 result.status, result.reason = "failed", f"companion {box['workload'].name}: {box['error']}"
@@ -201,8 +204,10 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
             samples = {}
         elif ooms:
             result.status = "oom"
-            result.reason = (f"OOM kill in the sandbox ({ooms} process(es) killed at the "
-                             f"{plan.budget >> 20} MiB limit)" + (f"; {result.reason}" if result.reason else ""))
+            where = ("OOM kill on the machine (whole-machine mode: "
+                     f"{ooms} process(es) killed, MemTotal {sandbox.limit >> 20} MiB)" if sandbox.whole_machine else
+                     f"OOM kill in the sandbox ({ooms} process(es) killed at the {plan.budget >> 20} MiB limit)")
+            result.reason = where + (f"; {result.reason}" if result.reason else "")
         if result.status == "ok":
             declared = {m.name for m in plan.metrics}
             unknown = sorted(set(samples) - declared)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 
+from mmbench.config.aims import memcg_warning
 from mmbench.config.load import Suite
 from mmbench.errors import Interrupted, UsageError
 from mmbench.run import signals
@@ -70,7 +71,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
             journal.record("remove", path=str(suite.scratch))
             suite.scratch.mkdir(parents=True)
         swap_info = setup_swap(suite, journal)
-        fp = fingerprint(suite.hash, suite.budget)
+        fp = fingerprint(suite.hash, suite.budget, suite.sandbox, suite.aims)
         if swap_info:
             fp["swap"]["setup"] = swap_info
         writer = store.create_run(name, force=force, suite_text=suite.text, suite_hash=suite.hash,
@@ -78,10 +79,18 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                                   settings={k: v for k, (p, v) in validated.items()},
                                   description=suite.description)
         writer.meta["workload_order"] = [w.label for w in suite.workloads]
+        writer.meta["suite"] = suite.path.stem  # for history: one suite's runs over time
         progress.total = sum(w.warmup + w.iterations for w in suite.workloads)
         progress.monitors = [m.name for m in suite.monitors]
+        mode = "whole machine, no memcg limit" if suite.sandbox == "none" else "memcg sandbox"
         progress.info(f"run {name}: {len(suite.workloads)} workload(s), budget "
-                      f"{suite.budget >> 20} MiB, results in {writer.path}")
+                      f"{suite.budget >> 20} MiB ({mode}), results in {writer.path}")
+        for note in suite.notes:
+            progress.info(note)
+        warning = memcg_warning(suite.aims, suite.sandbox, suite.budget, fp["memory"].get("MemTotal"))
+        if warning:
+            progress.warn(warning)
+            writer.meta["warnings"] = [warning]
         announced: set[str] = set()
 
         def announce(mon: str, reason: str) -> None:
@@ -110,7 +119,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                     scratch=suite.scratch, actions=suite.actions,
                     monitors=[MonitorSpec(m.name, m.cls, m.interval, m.params) for m in suite.monitors],
                     companions=[CompanionSpec(w, p) for w, p in rw.companions],
-                    timeout=rw.timeout)
+                    timeout=rw.timeout, sandbox_mode=suite.sandbox)
                 result = run_iteration(plan, journal, log=progress.info, announce_unavailable=announce)
                 with signals.held():
                     writer.add_iteration(result)  # durable before the next iteration starts

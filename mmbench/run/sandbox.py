@@ -1,5 +1,17 @@
 """The memory sandbox: a memory cgroup limited to the budget, so a big machine behaves like a small one.
 
+Two modes (``[suite] sandbox``):
+
+- ``memcg``: the leaf's memory limit is the budget.  All reclaim the workload causes is memcg
+  limit reclaim: kswapd, global direct reclaim and compaction for free memory do not happen.
+- ``none`` (whole-machine mode: a dedicated test machine, or inside an mmbench VM guest, where it
+  is the default): the budget is the machine's MemTotal and no limit is written, so the kernel's
+  own watermarks drive kswapd, direct reclaim and compaction.  The leaf cgroup is still created,
+  without a limit, because it gives exact CPU accounting of every process the workload started
+  and a way to kill them all; without a memory controller (a guest with only cgroup2 and no
+  ``memory`` in ``cgroup.controllers``) a plain cgroup2 leaf does the same.  ``free()`` is then
+  MemFree from /proc/meminfo and OOM kills are the /proc/vmstat ``oom_kill`` delta.
+
 cgroup v2 (``memory.max``, what most users have) and cgroup v1 (``memory.limit_in_bytes``, the
 only memory controller on hybrid hosts such as ours) are both supported.  On a hybrid host the
 task is also placed in a leaf of the unified (v2) hierarchy when it exists, which gives per-cgroup
@@ -14,10 +26,36 @@ import signal
 import time
 from pathlib import Path
 
+from mmbench.guest import in_guest
 from mmbench.run.journal import Journal
 
 CGROUP_ROOT = Path(os.environ.get("MMBENCH_CGROUP_ROOT", "/sys/fs/cgroup"))
 PREFIX = "mmbench-"  # leaves sit directly under each hierarchy's root: no shared parent to race on
+SANDBOX_MODES = ("auto", "memcg", "none")
+
+
+def resolve_mode(requested: str) -> str:
+    """``auto`` → ``none`` inside an mmbench VM guest, ``memcg`` on a host."""
+    if requested == "auto":
+        return "none" if in_guest() else "memcg"
+    return requested
+
+
+def meminfo_bytes(key: str) -> int:
+    with open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {key} in /proc/meminfo")
+
+
+def vmstat_value(key: str) -> int:
+    with open("/proc/vmstat") as fh:
+        for line in fh:
+            k, _, v = line.partition(" ")
+            if k == key:
+                return int(v)
+    return 0
 
 
 def cgroup_version() -> int:
@@ -44,16 +82,21 @@ def _read_kv(path: Path) -> dict[str, int]:
 class MemorySandbox:
     """One leaf memory cgroup (plus companions) for one workload iteration."""
 
-    def __init__(self, name: str, limit: int, journal: Journal) -> None:
+    def __init__(self, name: str, limit: int, journal: Journal, *, whole_machine: bool = False) -> None:
         self.name = name
-        self.limit = int(limit)
+        self.whole_machine = whole_machine
+        self.limit = meminfo_bytes("MemTotal") if whole_machine else int(limit)
+        self.mode = "none" if whole_machine else "memcg"
         self.journal = journal
         self.version = cgroup_version()
+        if self.version == 0 and whole_machine and (CGROUP_ROOT / "cgroup.subtree_control").exists():
+            self.version = 2  # a cgroup2 root without the memory controller: accounting only
         if self.version == 0:
             raise RuntimeError("no memory cgroup controller found (neither cgroup v2 memory.max "
                                "nor v1 memory.limit_in_bytes)")
         self.paths: dict[str, Path] = {}
         self.blkio_path: Path | None = None
+        self._oom0 = vmstat_value("oom_kill") if whole_machine else 0
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _mkdir(self, path: Path) -> None:
@@ -65,11 +108,12 @@ class MemorySandbox:
     def create(self) -> "MemorySandbox":
         if self.version == 2:
             enabled = (CGROUP_ROOT / "cgroup.subtree_control").read_text().split()
-            if "memory" not in enabled:
+            if "memory" not in enabled and not self.whole_machine:
                 raise RuntimeError(f"the memory controller is not enabled in {CGROUP_ROOT}/cgroup.subtree_control")
             leaf = CGROUP_ROOT / (PREFIX + self.name)
             self._mkdir(leaf)
-            (leaf / "memory.max").write_text(str(self.limit))
+            if not self.whole_machine:
+                (leaf / "memory.max").write_text(str(self.limit))
             self.paths = {"memory": leaf, "unified": leaf}
             if "io" in enabled:
                 self.blkio_path = leaf
@@ -81,13 +125,18 @@ class MemorySandbox:
                 leaf = root / (PREFIX + self.name)
                 self._mkdir(leaf)
                 self.paths[ctrl] = leaf
-            (self.paths["memory"] / "memory.limit_in_bytes").write_text(str(self.limit))
+            if not self.whole_machine:  # a new v1 memcg starts unlimited
+                (self.paths["memory"] / "memory.limit_in_bytes").write_text(str(self.limit))
             self.blkio_path = self.paths.get("blkio")
         return self
 
     @property
     def memory_path(self) -> Path:
-        return self.paths["memory"]
+        return self.paths.get("memory", self.paths.get("unified", CGROUP_ROOT))
+
+    def _has_memcg(self) -> bool:
+        name = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
+        return (self.memory_path / name).exists()
 
     def attach(self, pid: int) -> None:
         """Move ``pid`` into every hierarchy of the sandbox (called in the child before exec)."""
@@ -131,17 +180,27 @@ class MemorySandbox:
 
     # -- readings ----------------------------------------------------------------------------
     def usage(self) -> int:
+        """Bytes in use: the memcg's usage, or MemTotal − MemFree in whole-machine mode."""
+        if self.whole_machine:
+            return self.limit - meminfo_bytes("MemFree")
         f = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
         return int((self.memory_path / f).read_text())
 
     def free(self) -> int:
+        """Bytes the workload can still get without reclaim: limit − usage, or MemFree."""
+        if self.whole_machine:
+            return meminfo_bytes("MemFree")
         return max(0, self.limit - self.usage())
 
     def oom_kills(self) -> int:
+        if self.whole_machine:  # global OOM kills since the sandbox was made (this machine is ours)
+            return vmstat_value("oom_kill") - self._oom0
         f = "memory.events" if self.version == 2 else "memory.oom_control"
         return _read_kv(self.memory_path / f).get("oom_kill", 0)
 
     def failcnt(self) -> int:
+        if self.whole_machine:
+            return 0
         if self.version == 2:
             return _read_kv(self.memory_path / "memory.events").get("max", 0)
         return int((self.memory_path / "memory.failcnt").read_text())
@@ -149,10 +208,11 @@ class MemorySandbox:
     def max_usage(self) -> int | None:
         f = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
         p = self.memory_path / f
-        return int(p.read_text()) if p.exists() else None
+        return int(p.read_text()) if self._has_memcg() and p.exists() else None
 
     def stat(self) -> dict[str, int]:
-        return _read_kv(self.memory_path / "memory.stat")
+        p = self.memory_path / "memory.stat"
+        return _read_kv(p) if self._has_memcg() and p.exists() else {}
 
     def cpu_times(self) -> tuple[float, float] | None:
         """(user, system) CPU seconds of everything that ran in the sandbox."""

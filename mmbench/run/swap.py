@@ -25,6 +25,7 @@ from typing import Any
 
 from mmbench.config.params import Param, resolve_params
 from mmbench.errors import EnvironmentUnsupported, UsageError
+from mmbench.guest import in_guest
 from mmbench.run.journal import Journal, read_knob
 
 ZRAM = "zram0"
@@ -68,6 +69,11 @@ def read_text(path: Path) -> str:
 def _setup_zram(p: dict[str, Any], journal: Journal) -> dict[str, Any]:
     sysdir = Path("/sys/block") / ZRAM
     dev = f"/dev/{ZRAM}"
+    if not sysdir.exists() and in_guest():
+        # Debian's kernels build zram as a module (CONFIG_ZRAM=m): load it inside an mmbench VM
+        # guest, where it dies with the guest.  On a host mmbench loads no modules.
+        subprocess.run(["modprobe", "-q", "zram", "num_devices=1"], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if not sysdir.exists():
         raise EnvironmentUnsupported(f"{dev} does not exist (kernel without zram, or the device was removed)")
     if dev in active_swaps():

@@ -20,9 +20,10 @@ from mmbench.workloads import registry
 
 def run_workload(name: str, params: dict[str, Any] | None = None, *, budget: str | int = "256M",
                  outdir: Path | None = None, actions: dict[str, Any] | None = None,
-                 settings: dict[str, str] | None = None) -> IterationResult:
+                 settings: dict[str, str] | None = None, sandbox: str = "memcg") -> IterationResult:
     """Run ``name`` once in a fresh sandbox of ``budget``; ``settings`` maps knob paths to values
-    (written through the journal and put back afterwards)."""
+    (written through the journal and put back afterwards).  ``sandbox="none"`` runs it in
+    whole-machine mode (no memcg limit; the budget is only what relative sizes are relative to)."""
     budget_b = parse_size(budget)
     cls = registry()[name]
     wl = cls()
@@ -37,7 +38,7 @@ def run_workload(name: str, params: dict[str, Any] | None = None, *, budget: str
         plan = IterationPlan(run_name="test", label=name, workload=wl, params=resolved,
                              metrics=wl.metric_defs(resolved), budget=budget_b, index=0, warmup=False,
                              itdir=out / name / "iter-0", rundir=out, scratch=out / "scratch",
-                             actions=actions or {"sync": True})
+                             actions=actions or {"sync": True}, sandbox_mode=sandbox)
         return run_iteration(plan, journal, log=lambda m: None)
     finally:
         journal.restore()

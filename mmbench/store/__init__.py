@@ -1,1 +1,19 @@
-"""Result store: one folder per run plus an SQLite index, behind the ``Store`` interface."""
+"""Result store: one folder per run plus an SQLite index, or PostgreSQL, behind the ``Store`` interface."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from mmbench.store.base import Store
+
+
+def open_store(spec: str | Path | None) -> Store:
+    """The store a ``--results`` value (or ``$MMBENCH_RESULTS``) names: a PostgreSQL URL
+    (``postgresql://...``) or a results directory (default ``./results``)."""
+    spec = str(spec or os.environ.get("MMBENCH_RESULTS") or "results")
+    if spec.startswith(("postgresql://", "postgres://")):
+        from mmbench.store.pg import PgStore
+        return PgStore(spec)
+    from mmbench.store.fs import FileStore
+    return FileStore(Path(spec))

@@ -21,7 +21,7 @@ import shutil
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from mmbench import __version__
 from mmbench.errors import UsageError
@@ -67,6 +67,10 @@ def _json_default(o: Any) -> Any:
 
 def _clean(values: list[float]) -> list[float | None]:
     return [None if (isinstance(v, float) and not math.isfinite(v)) else v for v in values]
+
+
+def pid_alive(pid: int) -> bool:
+    return _proc_start_time(pid) is not None
 
 
 def _fsync_dir(path: Path) -> None:
@@ -180,6 +184,9 @@ class FileStore(Store):
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
 
+    def __str__(self) -> str:
+        return str(self.root)
+
     def db(self) -> sqlite3.Connection:
         self.root.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.root / "index.sqlite", timeout=30)
@@ -282,14 +289,94 @@ class FileStore(Store):
             except (OSError, json.JSONDecodeError):
                 continue
             fp = rj.parent / "fingerprint.json"
-            kernel = ""
+            kernel = host = ""
             if fp.exists():
                 try:
-                    kernel = json.loads(fp.read_text()).get("kernel", {}).get("release", "")
+                    fpd = json.loads(fp.read_text())
+                    kernel, host = fpd.get("kernel", {}).get("release", ""), fpd.get("host", "")
                 except json.JSONDecodeError:
                     pass
             n_it = len(list(rj.parent.glob("*/iter-*/result.json")))
             out.append({"name": meta["name"], "status": self._status(meta), "created": meta.get("created"),
-                        "kernel": kernel, "iterations": n_it, "description": meta.get("description", "")})
+                        "kernel": kernel, "iterations": n_it, "description": meta.get("description", ""),
+                        "host": host, "suite": meta.get("suite", "")})
         self._sync_index({r["name"]: r["status"] for r in out})
         return sorted(out, key=lambda r: r["created"] or 0)
+
+    # -- whole-run transfer (push/pull) and history ----------------------------------------------
+    def run_files(self, name: str) -> Iterator[tuple[str, bytes]]:
+        """Every file of a run as (path relative to the run folder, content)."""
+        path = self.run_path(name)
+        for f in sorted(path.rglob("*")):
+            if f.is_file() and not f.name.startswith(".") and not f.is_symlink():
+                yield f.relative_to(path).as_posix(), f.read_bytes()
+
+    def put_run_files(self, name: str, files: list[tuple[str, bytes]], *, force: bool) -> None:
+        """Store a whole run from its files: written beside, then renamed into place, then indexed."""
+        path = self.run_path(name)
+        if path.exists() and not force:
+            raise UsageError(f"run {name!r} already exists in {self.root}; use --force to replace it")
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".{name}.incoming-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        for rel, data in files:
+            target = (tmp / rel).resolve()
+            if not str(target).startswith(str(tmp.resolve()) + os.sep):
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise UsageError(f"run {name!r}: file {rel!r} would land outside the run folder")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        meta = json.loads((tmp / "run.json").read_text())
+        if meta.get("status") == "running":  # a copy is never the live run
+            meta["status"] = "incomplete"
+        meta["name"] = name
+        write_json(tmp / "run.json", meta)
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+        self.index_run(name)
+
+    def index_run(self, name: str) -> None:
+        """(Re)write a run's rows of the SQLite index from its files."""
+        rec = self.load_run(name)
+        meta = json.loads((self.run_path(name) / "run.json").read_text())
+        with self.db() as db:
+            for table in ("workloads", "metrics", "iterations", "samples"):
+                db.execute(f"DELETE FROM {table} WHERE run=?", (name,))
+            db.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
+                       (name, rec.status, rec.created, rec.finished, rec.suite_hash,
+                        str(rec.fingerprint.get("kernel", {}).get("release", "")),
+                        meta.get("description", ""), str(self.run_path(name))))
+            for w in rec.workloads:
+                db.execute("INSERT OR REPLACE INTO workloads VALUES (?,?,?,?)",
+                           (name, w.label, w.plugin, json.dumps(w.params)))
+                db.executemany("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
+                               [(name, w.label, m.name, m.unit, m.better, m.kind, m.mean_kind)
+                                for m in w.metrics])
+                for it in w.iterations:
+                    d = it.duration
+                    db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
+                               (name, w.label, it.index, int(it.warmup), it.status, it.reason,
+                                d.get("user"), d.get("system"), d.get("elapsed"), it.path))
+                    db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
+                                   [(name, w.label, it.index, metric, seq, v)
+                                    for metric, vals in it.samples.items()
+                                    for seq, v in enumerate(_clean(vals))])
+
+    def iteration_values(self, runs: list[str]) -> list[tuple[str, str, str, int, float | None]]:
+        """(run, workload, metric, index, mean) of the measured, completed iterations of ``runs``."""
+        if not runs:
+            return []
+        with self.db() as db:
+            marks = ",".join("?" * len(runs))
+            return db.execute(
+                f"SELECT s.run, s.workload, s.metric, s.idx, avg(s.value) FROM samples s JOIN iterations i "
+                f"ON i.run=s.run AND i.workload=s.workload AND i.idx=s.idx WHERE s.run IN ({marks}) "
+                f"AND i.warmup=0 AND i.status='ok' GROUP BY s.run, s.workload, s.metric, s.idx "
+                f"ORDER BY s.run, s.workload, s.metric, s.idx", runs).fetchall()
+
+    def remove_run(self, name: str) -> None:
+        shutil.rmtree(self.run_path(name), ignore_errors=True)
+        with self.db() as db:
+            for table in ("runs", "workloads", "metrics", "iterations", "samples"):
+                db.execute(f"DELETE FROM {table} WHERE {'name' if table == 'runs' else 'run'}=?", (name,))

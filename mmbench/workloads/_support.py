@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbench.errors import EnvironmentUnsupported, WorkloadError
+from mmbench.guest import in_guest
 from mmbench.workloads.base import WorkloadContext
 
 UNIT = 2 << 20
@@ -59,6 +60,44 @@ def wait_free_below(ctx: WorkloadContext, threshold: int, timeout: float) -> flo
     return time.monotonic() - t0
 
 
+def drop_file_cache(path: Path) -> bool:
+    """Write ``path`` back and drop its page cache (POSIX_FADV_DONTNEED): one file, not the
+    machine's caches.  False if the kernel kept some (pages still dirty or mapped)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return True
+
+
+def dirty_bytes(ctx: WorkloadContext) -> int:
+    """Dirty + writeback page cache the workload can see: the machine's (/proc/vmstat) in
+    whole-machine mode, the memcg's (memory.stat: v1 dirty/writeback, v2 file_dirty/
+    file_writeback) in a memcg sandbox."""
+    if getattr(ctx.sandbox, "whole_machine", False):
+        v: dict[str, int] = {}
+        with open("/proc/vmstat") as fh:
+            for line in fh:
+                k, _, n = line.partition(" ")
+                if k in ("nr_dirty", "nr_writeback"):
+                    v[k] = int(n)
+        return (v.get("nr_dirty", 0) + v.get("nr_writeback", 0)) * os.sysconf("SC_PAGE_SIZE")
+    st = ctx.sandbox.stat()
+    return (st.get("dirty", st.get("file_dirty", 0)) + st.get("writeback", st.get("file_writeback", 0)))
+
+
+def wait_dirty_above(ctx: WorkloadContext, threshold: int, timeout: float) -> float:
+    """Wait until dirty + writeback pages reach ``threshold`` bytes; returns the seconds waited."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if dirty_bytes(ctx) >= threshold:
+            break
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
 def device_numbers(dev: str) -> str:
     st = os.stat(dev)
     return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
@@ -91,8 +130,17 @@ MKFS = {"vfat": ["mkfs.vfat"], "ext2": ["mkfs.ext2", "-F", "-q"], "ext4": ["mkfs
         "xfs": ["mkfs.xfs", "-f", "-q"], "btrfs": ["mkfs.btrfs", "-f", "-q"]}
 
 
+def _load_fs_module(fs: str) -> None:
+    """Inside an mmbench VM guest, load a filesystem built as a module (Debian's kernels have
+    CONFIG_VFAT_FS=m): the module dies with the guest.  On a host mmbench loads no modules."""
+    if fs not in kernel_filesystems() and in_guest() and shutil.which("modprobe"):
+        subprocess.run(["modprobe", "-q", fs], check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def pick_loop_fs(wanted: str) -> str:
     """``auto``: vfat (the USB-stick case) when the kernel has it, else ext2."""
+    for fs in ("vfat",) if wanted == "auto" else (wanted,):
+        _load_fs_module(fs)
     have = kernel_filesystems()
     if wanted == "auto":
         return "vfat" if "vfat" in have and shutil.which("mkfs.vfat") else "ext2"

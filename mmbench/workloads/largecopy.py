@@ -85,7 +85,9 @@ class Largecopy(Workload):
     def _serve(self, ctx: WorkloadContext, directory: Path) -> tuple[Any, int]:
         proc = ctx.spawn([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
                           "--directory", str(directory)], stdout="-", stderr="largecopy-httpd.log")
-        deadline = time.monotonic() + 30
+        # 120 s: a Python start takes 20 s and more in a TCG guest on a loaded host (measured:
+        # python-import launches of 19-21 s in a 512 MiB guest); 30 s failed an iteration there.
+        deadline = time.monotonic() + 120
         line = ""
         while time.monotonic() < deadline:
             ready, _, _ = select.select([proc.stdout], [], [], 0.5)

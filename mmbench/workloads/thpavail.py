@@ -3,11 +3,20 @@
 After seed 001 (Mel Gorman's THPAVAIL, 2011): a reader streams a large file (default 2x the
 budget) to nowhere and a writer streams zeros onto a filesystem -- by default a loop-mounted
 image (vfat when the kernel has it, else ext2) whose write bandwidth is throttled through the
-sandbox's blkio cgroup, standing in for the slow USB stick.  Once free memory in the sandbox falls
-below a threshold, ``faultin.c`` faults in an anonymous mapping (default 0.8x the budget, so it
-fits once the page cache is reclaimed) and reports System/User/Elapsed time of the touch loop,
-THP Active (the mapping's own smaps), Fault Alloc / Fault Fallback (thp_fault_* deltas) and
-per-2MiB fault latency split huge vs base.
+sandbox's blkio cgroup, standing in for the slow USB stick.
+
+The fill phase makes the seed's condition real before anything is measured: the reader's file is
+created first and its page cache dropped (``POSIX_FADV_DONTNEED`` after it is written back), so
+the reader really fills memory from the disk; the fault-in waits until dirty + writeback pages
+reach ``dirty_threshold`` (``nr_dirty`` + ``nr_writeback`` in /proc/vmstat in whole-machine
+mode, the memcg's dirty + writeback in a sandbox) and free memory is below ``free_threshold``
+(each wait bounded by ``fill_timeout``).  Then ``faultin.c`` faults in an anonymous mapping --
+``size``, or with ``size_free`` that fraction of the memory that was free before the fill (the
+seed's "mapping the size of free memory") -- and reports System/User/Elapsed time of the touch
+loop, THP Active (the mapping's own smaps), Fault Alloc / Fault Fallback (thp_fault_* deltas)
+and per-2MiB fault latency split huge vs base.  The mapping must take its memory back from a
+page cache that is partly dirty and under writeback: that is where direct reclaim and
+compaction stall.
 
 The throttle applies to IO the writer submits itself (its periodic fdatasync); on cgroup v1,
 writeback done by the flusher threads is not attributed to the sandbox and is not throttled.
@@ -16,6 +25,8 @@ writeback done by the flusher threads is not attributed to the sandbox and is no
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +44,9 @@ class ThpAvail(Workload):
     requires = ["losetup", "mount"]
     params = {
         "size": Param("size", "0.8x", "anonymous mapping faulted in (fits once page cache is reclaimed)"),
+        "size_free": Param("float", 0.0, "if > 0: fault in this fraction of the memory free before the fill "
+                           "phase instead of size (1.0 = the seed's mapping the size of free memory)",
+                           minimum=0.0, maximum=1.0),
         "madvise": Param("bool", True, "madvise(MADV_HUGEPAGE) the mapping"),
         "read_size": Param("size", "2x", "size of the file the reader streams (created in the workdir)"),
         "read_file": Param("str", "", "stream this existing file instead of creating one"),
@@ -44,6 +58,9 @@ class ThpAvail(Workload):
         "write_bps": Param("size", "8M", "write bandwidth limit (bytes/s) of the loop device; 0 = none"),
         "sync_every": Param("size", "4M", "writer calls fdatasync after this many bytes (0 = never)"),
         "free_threshold": Param("size", "0.15x", "start the fault-in once sandbox free memory is below this"),
+        "dirty_threshold": Param("size", "0", "also wait until dirty + writeback pages reach this (0: do not wait)"),
+        "drop_read_cache": Param("bool", True, "drop the pre-created read file's page cache before the reader "
+                                 "starts, so the reader fills memory from the disk"),
         "fill_timeout": Param("duration", "60s", "start anyway after waiting this long for memory to fill"),
     }
     metrics = [
@@ -57,12 +74,14 @@ class ThpAvail(Workload):
         MetricDef("Fault latency base", "us", "lower", "latency", description="first-touch time of a 2 MiB unit of base pages"),
         MetricDef("Percentage huge", "%", "higher", "percent", description="2 MiB units backed by a THP (pagemap+kpageflags)"),
         MetricDef("Fill time", "s", "lower", "time", description="time until the background load filled the sandbox"),
+        MetricDef("Dirty at fault-in", "MiB", "higher", "count",
+                  description="dirty + writeback page cache when the fault-in started (the fill phase's condition)"),
     ]
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["size"] < S.UNIT:
             raise UsageError(f"workload.thpavail.params.size: {params['size']} bytes is below one 2 MiB unit")
-        if params["size"] >= budget:
+        if params["size_free"] == 0 and params["size"] >= budget:
             raise UsageError(f"workload.thpavail.params.size: {params['size']} bytes does not fit in the "
                              f"{budget} byte budget (without swap the fault-in would be OOM-killed)")
         if params["writer"] == "loop" and params["loop_size"] < (64 << 20):
@@ -80,6 +99,17 @@ class ThpAvail(Workload):
             else:
                 rfile = ctx.workdir / "thpavail-read"
                 S.make_file(ctx, rfile, p["read_size"], raw="mkfile")
+            if p["drop_read_cache"]:
+                info["read_cache_dropped"] = S.drop_file_cache(rfile)
+            free_before = ctx.sandbox.free()
+            info["free_before_fill"] = free_before
+            size = p["size"]
+            if p["size_free"] > 0:
+                size = int(free_before * p["size_free"]) // S.UNIT * S.UNIT
+                if size < S.UNIT:
+                    raise WorkloadError(f"only {free_before >> 20} MiB free before the fill phase: "
+                                        f"no room for a mapping")
+            info["mapping_bytes"] = size
             if p["writer"] == "loop":
                 fs = S.pick_loop_fs(p["loop_fs"])
                 target, dev = S.mount_loop_fs(ctx, p["loop_size"], fs)
@@ -93,13 +123,22 @@ class ThpAvail(Workload):
             procs.append(S.start_bg(ctx, ["read", rfile], "reader"))
             if p["writer"] != "none":
                 procs.append(S.start_bg(ctx, ["write", target, wbytes, p["sync_every"]], "writer"))
-            fill = S.wait_free_below(ctx, p["free_threshold"], p["fill_timeout"])
+            t_fill = time.monotonic()
+            if p["dirty_threshold"] > 0:
+                info["dirty_wait_seconds"] = S.wait_dirty_above(ctx, p["dirty_threshold"], p["fill_timeout"])
+                info["dirty_reached"] = S.dirty_bytes(ctx) >= p["dirty_threshold"]
+            info["free_wait_seconds"] = S.wait_free_below(ctx, p["free_threshold"], p["fill_timeout"])
+            fill = time.monotonic() - t_fill
             info["fill_seconds"] = fill
             info["free_at_start"] = ctx.sandbox.free()
+            dirty = S.dirty_bytes(ctx)
+            info["dirty_at_start"] = dirty
+            ctx.log(f"thpavail: fill phase {fill:.1f} s: {info['free_at_start'] >> 20} MiB free, "
+                    f"{dirty >> 20} MiB dirty+writeback; faulting in {size >> 20} MiB")
             for proc in procs:
                 if proc.poll() is not None:
                     raise WorkloadError(f"background {proc.args[1]} exited early with status {proc.returncode}")
-            out = ctx.run([ctx.binary("faultin"), str(p["size"]), "1" if p["madvise"] else "0"],
+            out = ctx.run([ctx.binary("faultin"), str(size), "1" if p["madvise"] else "0"],
                           raw_name="thpavail.out")
         finally:
             S.stop_all(ctx, procs)
@@ -111,6 +150,7 @@ class ThpAvail(Workload):
             "Elapsed Time": [r["total_ns"] / 1e9],
             "THP Active": [max(r["anon_huge_kb"], 0) / 2048],
             "Fill time": [fill],
+            "Dirty at fault-in": [dirty / (1 << 20)],
         }
         if r["thp_fault_alloc"] >= 0:
             samples["Fault Alloc"] = [r["thp_fault_alloc"]]

@@ -1,0 +1,1 @@
+"""Many test machines: a PostgreSQL job queue (procrastinate) and the agents that take its jobs."""

@@ -1,0 +1,174 @@
+"""The fleet's subcommands: push, pull, submit, agent, jobs, history.
+
+Kept beside the queue so ``cli.py`` only registers them; heavy imports happen inside each command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from mmbench.errors import UsageError
+
+
+def _store(spec: str | None):
+    from mmbench.store import open_store
+    return open_store(spec)
+
+
+def _queue_url(args: argparse.Namespace) -> str:
+    url = args.queue or os.environ.get("MMBENCH_QUEUE") or args.results or os.environ.get("MMBENCH_RESULTS")
+    if not url or not url.startswith(("postgresql://", "postgres://")):
+        raise UsageError("--queue: give the lab's PostgreSQL URL (postgresql://...) or set MMBENCH_QUEUE")
+    return url
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from mmbench.store.transfer import copy_runs
+    src, dst = _store(args.results), _store(args.to)
+    for line in copy_runs(src, dst, args.runs, force=args.force):
+        print(f"pushed {line} to {dst}")
+    return 0
+
+
+def cmd_pull(args: argparse.Namespace) -> int:
+    from mmbench.store.transfer import copy_runs
+    src, dst = _store(getattr(args, "from")), _store(args.results)
+    for line in copy_runs(src, dst, args.runs, force=args.force):
+        print(f"pulled {line} into {dst}")
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from mmbench.fleet.queue import job_for_suite, submit
+    from mmbench.store.base import validate_run_name
+    url = _queue_url(args)
+    if args.interleave:
+        names = [validate_run_name(n) for n in args.names]
+        if len(names) != len(args.interleave):
+            raise UsageError(f"--interleave: {len(args.interleave)} configuration(s) but {len(names)} "
+                             f"run name(s); give one NAME per configuration")
+        configs = []
+        for spec, name in zip(args.interleave, names):
+            # CONFIG[,KEY=VALUE...]: each configuration is a suite plus its own --set values
+            config, *sets = spec.split(",")
+            configs.append(job_for_suite(config, [*args.set, *sets], args.kernel, name))
+        job: dict[str, Any] = {"kind": "interleave", "configs": configs, "rounds": args.rounds,
+                               "name": "+".join(names), "results": args.results}
+    else:
+        if not args.config or len(args.names) != 1:
+            raise UsageError("submit: give --config SUITE and one NAME (or --interleave A B ... with one "
+                             "NAME each)")
+        job = {"kind": "run", **job_for_suite(args.config, args.set, args.kernel,
+                                              validate_run_name(args.names[0]), args.iterations),
+               "results": args.results}
+    job_id = submit(url, args.machines, job)
+    print(f"queued job {job_id} ({job['name']}) for machines tagged {args.machines!r}")
+    return 0
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    from mmbench.fleet.queue import run_agent
+    tags = [t for t in args.tags.split(",") if t]
+    if not tags:
+        raise UsageError("--tags: give at least one machine tag")
+    if os.geteuid() != 0:
+        raise UsageError("mmbench agent needs root: the runs it takes change sysctls and create cgroups")
+    run_agent(_queue_url(args), tags, results=args.results)
+    return 0
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    from mmbench.fleet.queue import list_jobs
+    jobs = list_jobs(_queue_url(args))
+    if args.json:
+        import json
+        print(json.dumps(jobs, indent=1))
+        return 0
+    print(f"{'id':>5}  {'status':9} {'tag':12} {'name':28} {'machine':20} {'try':>3}  started")
+    for j in jobs:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(j["started"])) if j["started"] else "-"
+        print(f"{j['id']:>5}  {j['status']:9} {j['tag']:12} {j['name']:28} {j['machine'] or '-':20} "
+              f"{j['attempt']:>3}  {when}")
+    counts: dict[str, int] = {}
+    for j in jobs:
+        counts[j["status"]] = counts.get(j["status"], 0) + 1
+    print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no jobs")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from mmbench.analysis.history import build_history
+    from mmbench.report.history import render_html, render_text
+    metrics = [m.strip() for m in (args.metric or []) for m in m.split(",") if m.strip()]
+    series = build_history(_store(args.results), machine=args.machine, suite=args.suite, metrics=metrics)
+    if args.output:
+        out = Path(args.output)
+        if out.exists() and not out.is_file():
+            raise UsageError(f"-o {out}: not a regular file")
+        title = f"{args.suite or 'all suites'} on {args.machine or 'all machines'}"
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(render_html(series, title))
+        os.replace(tmp, out)
+        print(f"wrote {out}")
+    else:
+        sys.stdout.write(render_text(series))
+    return 0
+
+
+def add_fleet_commands(sub: Any, results_arg: Callable[[argparse.ArgumentParser], None]) -> None:
+    def queue_arg(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--queue", metavar="URL", help="the lab's PostgreSQL (default $MMBENCH_QUEUE, "
+                                                       "else --results when it is a PostgreSQL URL)")
+
+    ps = sub.add_parser("push", help="copy runs to another store (a results directory or PostgreSQL)")
+    results_arg(ps)
+    ps.add_argument("--to", required=True, metavar="STORE", help="target: DIR or postgresql://...")
+    ps.add_argument("--force", action="store_true", help="replace runs of the same name there")
+    ps.add_argument("runs", nargs="+", metavar="RUN")
+    ps.set_defaults(func=cmd_push)
+
+    pu = sub.add_parser("pull", help="copy runs from another store into this one")
+    results_arg(pu)
+    pu.add_argument("--from", required=True, metavar="STORE", help="source: DIR or postgresql://...")
+    pu.add_argument("--force", action="store_true")
+    pu.add_argument("runs", nargs="+", metavar="RUN")
+    pu.set_defaults(func=cmd_pull)
+
+    sm = sub.add_parser("submit", help="queue a run for a test machine (see mmbench agent)")
+    results_arg(sm)
+    queue_arg(sm)
+    sm.add_argument("--config", metavar="SUITE", help="suite file or shipped suite name")
+    sm.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    sm.add_argument("--kernel", metavar="KERNEL", help="run in a VM with this kernel (see mmbench run)")
+    sm.add_argument("--iterations", type=int, metavar="N")
+    sm.add_argument("--machines", required=True, metavar="TAG", help="run on an agent with this tag")
+    sm.add_argument("--interleave", nargs="+", metavar="CONFIG[,KEY=VALUE...]",
+                    help="configurations run alternately on one machine (A B A B ...), one NAME each")
+    sm.add_argument("--rounds", type=int, default=3, metavar="N", help="rounds of --interleave (default 3)")
+    sm.add_argument("names", nargs="+", metavar="NAME")
+    sm.set_defaults(func=cmd_submit)
+
+    ag = sub.add_parser("agent", help="take queued jobs for this machine's tags, one at a time")
+    results_arg(ag)
+    queue_arg(ag)
+    ag.add_argument("--tags", required=True, metavar="TAG,...")
+    ag.set_defaults(func=cmd_agent)
+
+    jb = sub.add_parser("jobs", help="queued, running, done and failed jobs with their machine")
+    results_arg(jb)
+    queue_arg(jb)
+    jb.add_argument("--json", action="store_true")
+    jb.set_defaults(func=cmd_jobs)
+
+    hi = sub.add_parser("history", help="a metric across runs of a suite on a machine, with change points")
+    results_arg(hi)
+    hi.add_argument("--machine", metavar="HOST", help="the fingerprint's host (default: all)")
+    hi.add_argument("--suite", metavar="SUITE", help="suite name (default: all)")
+    hi.add_argument("--metric", action="append", metavar="NAME", help="metric (or WORKLOAD.METRIC); repeatable")
+    hi.add_argument("-o", "--output", metavar="FILE.html", help="write an HTML page instead of text")
+    hi.set_defaults(func=cmd_history)

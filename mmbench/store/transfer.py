@@ -1,0 +1,84 @@
+"""Copy runs between stores (``mmbench push``/``pull``) and join interleaved parts into one run.
+
+A run travels as its files, exactly as a results folder holds them, so a comparison made from the
+copy reads the same bytes as one made from the original.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mmbench.errors import UsageError
+from mmbench.store.base import Store, validate_run_name
+
+
+def copy_runs(src: Store, dst: Store, names: list[str], *, force: bool = False) -> list[str]:
+    """Copy ``names`` from ``src`` to ``dst``; returns one line per run copied."""
+    out = []
+    for name in names:
+        validate_run_name(name)
+        if not src.exists(name):
+            raise UsageError(f"no run named {name!r} in {src}")
+        if dst.exists(name) and not force:
+            raise UsageError(f"run {name!r} already exists in {dst}; use --force to replace it")
+    for name in names:
+        if hasattr(src, "load_run"):
+            src.load_run(name)  # materialises a PostgreSQL run locally; validates a folder's run
+        files = list(src.run_files(name))
+        dst.put_run_files(name, files, force=force)
+        out.append(f"{name}: {len(files)} files, {sum(len(d) for _, d in files) >> 10} KiB")
+    return out
+
+
+def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, force: bool = False,
+                     status: str | None = None) -> None:
+    """Make run ``name`` in ``dst`` from runs ``parts`` of ``src`` (one round each, in the order they
+    ran): iterations are
+    renumbered in run order, the first part's suite and fingerprint are kept, and every part's
+    fingerprint is kept in ``fingerprint.json`` under ``rounds`` so drift stays visible."""
+    files: dict[str, bytes] = {}
+    next_index: dict[str, int] = {}
+    rounds: list[dict[str, Any]] = []
+    statuses = []
+    for n, part in enumerate(parts):
+        part_files = dict(src.run_files(part))
+        meta = json.loads(part_files["run.json"])
+        statuses.append(meta.get("status"))
+        rounds.append({"run": part, "created": meta.get("created"),
+                       "fingerprint": json.loads(part_files.get("fingerprint.json", b"{}"))})
+        renumber: dict[tuple[str, str], str] = {}
+        for rel in sorted(part_files, key=_iteration_order):
+            bits = rel.split("/")
+            if len(bits) >= 3 and bits[1].startswith("iter-"):
+                key = (bits[0], bits[1])
+                if key not in renumber:
+                    idx = next_index.get(bits[0], 0)
+                    next_index[bits[0]] = idx + 1
+                    renumber[key] = f"iter-{idx}"
+                new_rel = "/".join([bits[0], renumber[key], *bits[2:]])
+                data = part_files[rel]
+                if bits[2:] == ["result.json"]:
+                    d = json.loads(data)
+                    d["index"] = int(renumber[key][5:])
+                    d["path"] = f"{bits[0]}/{renumber[key]}"
+                    data = json.dumps(d, indent=1).encode()
+                files[new_rel] = data
+            elif n == 0 or rel not in files:
+                files[rel] = part_files[rel]
+    meta = json.loads(files["run.json"])
+    meta["name"] = name
+    meta["status"] = status or ("complete" if all(s == "complete" for s in statuses) else "incomplete")
+    meta["interleaved_from"] = parts
+    files["run.json"] = json.dumps(meta, indent=1).encode()
+    fp = json.loads(files.get("fingerprint.json", b"{}"))
+    fp["rounds"] = rounds
+    files["fingerprint.json"] = json.dumps(fp, indent=1).encode()
+    dst.put_run_files(name, sorted(files.items()), force=force)
+
+
+def _iteration_order(rel: str) -> tuple:
+    bits = rel.split("/")
+    if len(bits) >= 2 and bits[1].startswith("iter-") and bits[1][5:].isdigit():
+        return (bits[0], int(bits[1][5:]), rel)
+    return (bits[0], -1, rel)

@@ -1,0 +1,227 @@
+"""Booting the guest: QEMU with two virtiofsd shares, and the KVM-or-TCG probe.
+
+Why QEMU directly and not virtme-ng (tried, 1.42 from PyPI, 2026-11-22): virtme-ng mounts the
+host's root over 9p unless its own virtiofs path works, and Debian's 6.1 cloud kernels have no 9p
+at all (NET_9P is not set) while their virtiofs is a module that virtme's initramfs did not load
+with Debian's /usr/lib/qemu/virtiofsd: the guest stopped at "Failed to mount real root".  The few
+things we need (virtiofs root with an overlay, a scratch disk, a results share, module loading,
+exit status and panic detection from the console) fit in one small initramfs and this file.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from mmbench.errors import EnvironmentUnsupported
+from mmbench.vm.initramfs import PROBE_MARKER, READY_MARKER, build_initramfs
+from mmbench.vm.kernel import GuestKernel
+
+QEMU = "qemu-system-x86_64"
+VIRTIOFSD = ("/usr/lib/qemu/virtiofsd", "/usr/libexec/virtiofsd", "/usr/lib/virtiofsd")
+EXIT_MARKER = "MMBENCH-GUEST-EXIT"
+PANIC_MARKERS = ("Kernel panic - not syncing", "---[ end Kernel panic")
+PROBE_SECONDS = 20.0
+
+
+def virtiofsd_path() -> str:
+    for p in VIRTIOFSD:
+        if os.access(p, os.X_OK):
+            return p
+    found = shutil.which("virtiofsd")
+    if found:
+        return found
+    raise EnvironmentUnsupported("the VM needs virtiofsd (Debian's qemu-system-x86 ships "
+                                 "/usr/lib/qemu/virtiofsd): scripts/setup.sh installs it")
+
+
+def qemu_version() -> str:
+    if not shutil.which(QEMU):
+        raise EnvironmentUnsupported(f"the VM needs {QEMU} (Debian's qemu-system-x86): scripts/setup.sh installs it")
+    out = subprocess.run([QEMU, "--version"], capture_output=True, text=True).stdout
+    return out.splitlines()[0] if out else "unknown"
+
+
+def _accel_args(accel: str) -> list[str]:
+    # TCG's default CPU (qemu64) lacks AVX2, which numpy's wheels need: the guest would get SIGILL.
+    return ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg", "-cpu", "max"]
+
+
+def probe_accelerator(kernel: GuestKernel, cache: Path, log: Callable[[str], None]) -> str:
+    """"kvm" when a short boot of ``kernel`` under KVM reaches the initramfs, else "tcg".
+
+    /dev/kvm may exist and still not boot a standard kernel (on a PVM guest, for one: "failed to
+    set MSR 0x10a" at once, or no output with the CPU spinning), so the answer is a real boot,
+    cached per kernel image and QEMU version."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "tcg"
+    key = f"{kernel.image.stat().st_size}-{int(kernel.image.stat().st_mtime)}-{qemu_version()}"
+    memo = cache / "accel-probe.json"
+    known = json.loads(memo.read_text()) if memo.exists() else {}
+    if f"{kernel.image}|{key}" in known:
+        return known[f"{kernel.image}|{key}"]
+    initrd = build_initramfs(kernel, cache)
+    argv = [QEMU, *_accel_args("kvm"), "-m", "256M", "-smp", "1", "-nographic", "-no-reboot",
+            "-kernel", str(kernel.image), "-initrd", str(initrd),
+            "-append", "console=ttyS0 mmbench.probe=1 panic=-1 quiet"]
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_SECONDS, errors="replace")
+        ok = PROBE_MARKER in proc.stdout
+    except subprocess.TimeoutExpired:
+        ok = False
+    accel = "kvm" if ok else "tcg"
+    log(f"accelerator probe: KVM {'boots' if ok else 'cannot boot'} {kernel.release} "
+        f"({time.monotonic() - t0:.1f} s); using {accel.upper()}")
+    known[f"{kernel.image}|{key}"] = accel
+    memo.write_text(json.dumps(known))
+    return accel
+
+
+@dataclass
+class GuestSpec:
+    kernel: GuestKernel
+    memory_mb: int
+    cpus: int
+    numa: int
+    accel: str
+    share: Path          # host dir shared read-write at the same path in the guest
+    cmdfile: Path        # inside share: what the guest runs
+    disk: Path | None    # ext4 image for /var/tmp
+    append: str = ""
+
+
+@dataclass
+class GuestResult:
+    exit_code: int | None                  # the command's status, None if it never reported one
+    panicked: bool
+    timed_out: bool
+    booted: bool
+    wall: float
+    tail: list[str] = field(default_factory=list)
+
+    def reason(self) -> str:
+        what = ("the guest kernel panicked" if self.panicked else
+                "the guest timed out" if self.timed_out else
+                "the guest did not boot" if not self.booted else
+                f"the guest run exited {self.exit_code}" if self.exit_code is not None else
+                "the guest stopped without a result")
+        lines = [l for l in self.tail if l.strip()][-12:]
+        return what + ("; console: " + " | ".join(lines) if lines else "")
+
+
+def numa_args(memory_mb: int, cpus: int, nodes: int) -> list[str]:
+    """Memory backends shared with virtiofsd (vhost-user needs share=on), split into nodes."""
+    if nodes <= 1:
+        return ["-object", f"memory-backend-memfd,id=mem0,size={memory_mb}M,share=on",
+                "-numa", "node,memdev=mem0"]
+    args: list[str] = []
+    per = memory_mb // nodes
+    for n in range(nodes):
+        args += ["-object", f"memory-backend-memfd,id=mem{n},size={per}M,share=on"]
+        node_cpus = [c for c in range(cpus) if c % nodes == n]
+        cpu_arg = f",cpus={node_cpus[0]}-{node_cpus[-1]}" if len(node_cpus) > 1 and \
+            node_cpus == list(range(node_cpus[0], node_cpus[-1] + 1)) else \
+            "".join(f",cpus={c}" for c in node_cpus)
+        args += ["-numa", f"node,memdev=mem{n},nodeid={n}{cpu_arg}"]
+    return args
+
+
+class Guest:
+    """One boot: virtiofsd x2 + QEMU, the console read line by line."""
+
+    def __init__(self, spec: GuestSpec, workdir: Path, on_pid: Callable[[int], None]) -> None:
+        self.spec = spec
+        self.workdir = workdir
+        self.on_pid = on_pid          # journals every process started, before anything else happens
+        self.procs: list[subprocess.Popen] = []
+
+    def _spawn(self, argv: list[str], **kw) -> subprocess.Popen:
+        proc = subprocess.Popen(argv, start_new_session=True, **kw)
+        self.procs.append(proc)
+        self.on_pid(proc.pid)
+        return proc
+
+    def run(self, timeout: float, on_line: Callable[[str], None]) -> GuestResult:
+        spec = self.spec
+        initrd = build_initramfs(spec.kernel, self.workdir.parent)
+        vfsd = virtiofsd_path()
+        socks = {"hostroot": self.workdir / "root.sock", "mmbench": self.workdir / "share.sock"}
+        sources = {"hostroot": "/", "mmbench": str(spec.share)}
+        # The host's root is a read-only view that nothing changes during the run: let the guest
+        # cache it (cache=always); Python's start-up walks sys.path with thousands of lookups.
+        caching = {"hostroot": "always", "mmbench": "auto"}
+        for tag, sock in socks.items():
+            log = open(self.workdir / f"virtiofsd-{tag}.log", "wb")
+            self._spawn([vfsd, f"--socket-path={sock}", "-o", f"source={sources[tag]}", "-o", f"cache={caching[tag]}",
+                         "-o", "sandbox=chroot"], stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while not all(s.exists() for s in socks.values()):
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                raise EnvironmentUnsupported(f"virtiofsd did not start (see {self.workdir}/virtiofsd-*.log)")
+            time.sleep(0.05)
+        cmdline = (f"console=ttyS0 quiet loglevel=1 panic=-1 mmbench.share={spec.share} "
+                   f"mmbench.cmd={spec.cmdfile} {spec.append}").strip()
+        argv = [QEMU, *_accel_args(spec.accel), "-m", f"{spec.memory_mb}M", "-smp", str(spec.cpus),
+                *numa_args(spec.memory_mb, spec.cpus, spec.numa), "-nographic", "-no-reboot",
+                "-chardev", f"socket,id=c0,path={socks['hostroot']}",
+                "-device", "vhost-user-fs-pci,chardev=c0,tag=hostroot",
+                "-chardev", f"socket,id=c1,path={socks['mmbench']}",
+                "-device", "vhost-user-fs-pci,chardev=c1,tag=mmbench",
+                "-kernel", str(spec.kernel.image), "-initrd", str(initrd), "-append", cmdline]
+        if spec.disk is not None:
+            argv += ["-drive", f"file={spec.disk},if=virtio,format=raw"]
+        t0 = time.monotonic()
+        qemu = self._spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        tail: collections.deque[str] = collections.deque(maxlen=40)
+        state = {"exit": None, "panic": False, "booted": False}
+        console = open(self.workdir / "console.log", "w", errors="replace")
+
+        def reader() -> None:
+            assert qemu.stdout is not None
+            for raw in qemu.stdout:
+                line = raw.decode(errors="replace").rstrip("\r\n")
+                console.write(line + "\n")
+                tail.append(line)
+                if READY_MARKER in line:
+                    state["booted"] = True
+                elif line.startswith(EXIT_MARKER):
+                    try:
+                        state["exit"] = int(line.split()[1])
+                    except (IndexError, ValueError):
+                        state["exit"] = 125
+                elif any(m in line for m in PANIC_MARKERS):
+                    state["panic"] = True
+                on_line(line)
+        t = threading.Thread(target=reader, daemon=True)
+        t.start()
+        timed_out = False
+        try:
+            qemu.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            self.stop()
+            t.join(timeout=5)
+            console.close()
+        return GuestResult(state["exit"], state["panic"], timed_out, state["booted"],
+                           time.monotonic() - t0, list(tail))
+
+    def stop(self) -> None:
+        """QEMU first (it holds the shares), then the virtiofsd processes; by PID, ours only."""
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)

@@ -1,0 +1,248 @@
+"""``mmbench run --kernel``: run a suite inside a guest whose RAM is the machine under test.
+
+The host side: resolve the kernel, probe the accelerator, make the scratch disk, write the
+command file into mmbench's share, boot, relay the guest's progress (the guest runs
+``mmbench run --json-log``: its events arrive on the serial console), and finally copy the run
+from the share into the host's store with the VM's facts added to its fingerprint.  The host
+changes nothing of its own: the guest's sysctls, THP knobs, swap and cgroups die with the guest.
+QEMU and virtiofsd are journaled by PID (with their start times) before anything else, so a
+killed host-side run leaves nothing behind once ``mmbench restore`` (or the next run) replays it.
+A guest that panics, hangs, cannot boot or whose run dies fails the run (or the iteration in
+progress) with the console's last lines as the reason; completed iterations are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmbench.errors import UsageError
+from mmbench.guest import GUEST_ENV, in_guest
+from mmbench.vm.kernel import cache_root, resolve_kernel
+from mmbench.vm.qemu import Guest, GuestSpec, probe_accelerator, qemu_version
+
+BOOT_ALLOWANCE = 120.0            # seconds added to the run's timeout for boot and copying back
+
+
+@dataclass
+class VmOptions:
+    kernel: str
+    memory_mb: int = 1024
+    cpus: int = 2
+    numa: int = 1
+    disk_gb: int = 16
+    timeout: float = 7200.0
+    accel: str = "auto"
+    append: str = ""
+
+
+def _proc_start(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _guest_argv(run_argv: list[str], results: Path, suite_copy: Path) -> list[str]:
+    """The guest's `mmbench run`: the host's arguments with the suite file, results and progress
+    format replaced (and never a --kernel: the guest does not boot a guest)."""
+    return [sys.executable, "-m", "mmbench", "run", "--config", str(suite_copy), "--results", str(results),
+            "--json-log", "--force", *run_argv]
+
+
+def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None) -> Path:
+    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
+           GUEST_ENV: "1", "PYTHONDONTWRITEBYTECODE": "1", "MMBENCH_CACHE": str(share_run.parent / "guest-cache"),
+           "MMBENCH_LOCK_WAIT": "0", "LC_ALL": "C.UTF-8"}
+    for k in ("PYTHONPATH",):
+        if os.environ.get(k):
+            env[k] = os.environ[k]
+    lines = ["#!/bin/sh", "# written by mmbench run --kernel: what the guest runs after boot"]
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
+    lines += ["mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null",
+              "echo '+memory +io +cpu +pids' > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null"]
+    if kernel_modules is not None:
+        # modules a suite may need (zram swap, thpavail's vfat, loop mounts), from the kernel's tree
+        root = kernel_modules.parent.parent.parent
+        lines.append(f"modprobe -d {shlex.quote(str(root))} -a zram loop vfat nls_cp437 nls_iso8859-1 "
+                     f"nls_utf8 2>/dev/null")
+    lines += [f"cd {shlex.quote(os.getcwd())}", shlex.join(argv), "rc=$?",
+              "echo \"MMBENCH-GUEST-EXIT $rc\"", "sync", "echo o > /proc/sysrq-trigger", "sleep 10"]
+    path = share_run / "guest.sh"
+    path.write_text("\n".join(lines) + "\n")
+    path.chmod(0o755)
+    return path
+
+
+def _relay(progress: Any, suite_name: str) -> Any:
+    """Guest console line → host progress (the guest's JSON events; anything else only on error)."""
+    def on_line(line: str) -> None:
+        text = line.strip()
+        if not text.startswith("{"):
+            return
+        try:
+            ev = json.loads(text)
+        except json.JSONDecodeError:
+            return
+        kind = ev.get("event")
+        if kind == "iteration-start":
+            progress.start_iteration(suite_name, ev["workload"], ev["iteration"], ev["of"], ev.get("warmup", False))
+        elif kind == "iteration-end":
+            progress.end_iteration(ev["workload"], ev["iteration"], ev["status"], ev.get("reason"),
+                                   float(ev.get("elapsed_s") or 0.0))
+        elif kind in ("warning", "error"):
+            progress.warn(f"[guest] {ev.get('message', '')}")
+        elif kind == "info":
+            progress.info(f"[guest] {ev.get('message', '')}")
+    return on_line
+
+
+def host_thp() -> dict[str, str]:
+    out = {}
+    for knob in ("enabled", "defrag"):
+        try:
+            text = Path(f"/sys/kernel/mm/transparent_hugepage/{knob}").read_text()
+            out[knob] = text[text.index("[") + 1:text.index("]")]
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store: Any, *, force: bool,
+              progress: Any, extra_runs: list[str] = (), baseline: str | None = None) -> str:
+    """Boot ``opts.kernel``, run ``suite`` inside as run ``name``, store it on the host."""
+    from mmbench.run.journal import Journal
+    from mmbench.store import open_store
+    from mmbench.store.base import validate_run_name
+    validate_run_name(name)
+    if store.exists(name) and not force:
+        raise UsageError(f"run {name!r} already exists; use --force to replace it or pick another name")
+    kernel = resolve_kernel(opts.kernel)
+    qver = qemu_version()
+    cache = cache_root() / "vm"
+    cache.mkdir(parents=True, exist_ok=True)
+    journal = Journal()
+    for msg in journal.acquire():
+        progress.warn(msg)
+    stopping: list[str] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if not stopping:
+            stopping.append(signal.Signals(signum).name)
+            raise KeyboardInterrupt
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    workdir = cache / f"run-{name}-{os.getpid()}"
+    try:
+        journal.record("remove", path=str(workdir))
+        workdir.mkdir(parents=True)
+        accel = opts.accel if opts.accel != "auto" else probe_accelerator(kernel, cache, progress.info)
+        disk = workdir / "scratch.img"
+        with open(disk, "wb") as fh:
+            fh.truncate(opts.disk_gb << 30)
+        subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=1", str(disk)], check=True,
+                       capture_output=True)
+        results = workdir / "results"
+        if baseline:  # --until against a stored run: the guest needs it in its own store
+            from mmbench.store.transfer import copy_runs
+            copy_runs(store, open_store(results), [baseline])
+        suite_copy = workdir / f"{suite.path.stem}.toml"
+        suite_copy.write_text(suite.text)
+        cmd = _command_file(workdir, _guest_argv(run_argv, results, suite_copy), kernel.modules)
+        spec = GuestSpec(kernel, opts.memory_mb, opts.cpus, opts.numa, accel, cache, cmd, disk, opts.append)
+        progress.info(f"booting {kernel.release} ({accel.upper()}, {opts.memory_mb} MiB, {opts.cpus} CPUs, "
+                      f"{opts.numa} NUMA node(s)); the suite runs inside the guest")
+        if accel == "tcg":
+            progress.warn("TCG emulation: times are emulated (8-10x slower than hardware); counts and "
+                          "ratios between runs under the same emulator stay comparable")
+
+        def journal_pid(pid: int) -> None:
+            journal.record("process", pid=pid, start=_proc_start(pid), group=True)
+        guest = Guest(spec, workdir, journal_pid)
+        t0 = time.monotonic()
+        result = guest.run(opts.timeout + BOOT_ALLOWANCE, _relay(progress, suite.path.stem))
+        progress.info(f"guest finished in {result.wall:.1f} s ({'exit ' + str(result.exit_code) if result.exit_code is not None else result.reason().split(';')[0]})")
+        vm_facts = {"kernel_spec": opts.kernel, "kernel_release": kernel.release, "accelerator": accel,
+                    "qemu": qver, "memory_mb": opts.memory_mb, "cpus": opts.cpus, "numa_nodes": opts.numa,
+                    "kernel_config": kernel.config_values(), "host": socket.gethostname(),
+                    "host_kernel": os.uname().release, "host_thp": host_thp(), "wall_s": round(result.wall, 1),
+                    "boot_to_exit_s": round(time.monotonic() - t0, 1)}
+        vm_facts["console_log"] = str(workdir / "console.log")
+        for extra in extra_runs:  # --baseline-set: the baseline configuration ran in the guest too
+            _store_guest_run(open_store(results), store, extra, result, dict(vm_facts), suite, force)
+        return _store_guest_run(open_store(results), store, name, result, vm_facts, suite, force)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        problems = journal.restore()
+        journal.release()
+        for p in problems:
+            progress.warn(p)
+        progress.close()
+
+
+def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: dict[str, Any], suite: Any,
+                     force: bool) -> str:
+    """Copy the guest's run into the host's store; a run the guest could not finish is failed with the
+    console tail as its reason (the iteration in progress gets it too)."""
+    files: dict[str, bytes] = {}
+    if guest_store.exists(name):
+        guest_store.load_run(name)
+        files = dict(guest_store.run_files(name))
+    ok = result.exit_code == 0 and not result.panicked and not result.timed_out and files
+    if not files:  # nothing was stored inside: make an empty failed run that says why
+        files = {"suite.toml": suite.text.encode(),
+                 "suite-effective.json": json.dumps(suite.effective, default=str).encode(),
+                 "run.json": json.dumps({"name": name, "status": "failed", "created": time.time(),
+                                         "finished": time.time(), "suite_hash": suite.hash, "settings": {},
+                                         "description": suite.description,
+                                         "suite": suite.path.stem}).encode(),
+                 "fingerprint.json": json.dumps({"kernel": {"release": vm["kernel_release"]}}).encode()}
+    meta = json.loads(files["run.json"])
+    fp = json.loads(files.get("fingerprint.json", b"{}"))
+    fp["vm"] = vm
+    fp["guest_host"], fp["host"] = fp.get("host", ""), vm["host"]
+    files["fingerprint.json"] = json.dumps(fp, indent=1).encode()
+    if not ok:
+        reason = result.reason()
+        meta["status"] = "failed" if not any(k.endswith("/result.json") for k in files) else "incomplete"
+        meta["note"] = reason
+        meta.setdefault("finished", time.time())
+        _fail_iteration_in_progress(files, reason)
+        if result.exit_code not in (None, 0) and not result.panicked and not result.timed_out and \
+                any(k.endswith("/result.json") for k in files):
+            meta["status"] = "failed"
+    elif meta.get("status") == "running":
+        meta["status"] = "incomplete"
+    files["run.json"] = json.dumps(meta, indent=1).encode()
+    console = Path(vm.pop("console_log", "") or "/nonexistent")
+    if console.is_file():  # the guest's serial console, kept with the run
+        files["vm-console.log"] = console.read_bytes()
+    store.put_run_files(name, sorted(files.items()), force=True)
+    return meta["status"]
+
+
+def _fail_iteration_in_progress(files: dict[str, bytes], reason: str) -> None:
+    """The workload that was running when the guest died (the last one the run had started) gets
+    its next iteration stored as failed, with the reason."""
+    meta = json.loads(files["run.json"])
+    started = [k.split("/", 1)[0] for k in files if k.endswith("/workload.json") and k.count("/") == 1]
+    order = [label for label in meta.get("workload_order", []) if label in started] or sorted(started)
+    if not order:
+        return
+    label = order[-1]
+    done = [int(k.split("/")[1][5:]) for k in files
+            if k.startswith(f"{label}/iter-") and k.endswith("/result.json") and k.split("/")[1][5:].isdigit()]
+    index = max(done) + 1 if done else 0
+    files[f"{label}/iter-{index}/result.json"] = json.dumps(
+        {"workload": label, "index": index, "warmup": False, "status": "failed", "reason": reason,
+         "samples": {}, "duration": {}, "vmstat_delta": {}, "memcg": {}, "monitors": {},
+         "started": 0.0, "finished": 0.0, "path": f"{label}/iter-{index}"}).encode()

@@ -1,0 +1,97 @@
+"""Adaptive repetitions (`mmbench run --until`): the stopping rule's intervals, and real runs that
+stop early on a loose target, at --max-iterations on an unreachable one, and interleave A B A B."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from conftest import mmbench, needs_root
+from mmbench.campaign import own_halfwidth_pct, parse_until, ratio_halfwidth_pct, t_quantile
+from mmbench.errors import UsageError
+
+SMALL = ["--set", "budget=256M", "--set", "faultin.size=32M", "--set", "faultin.passes=2",
+         "--set", "warmup=0"]
+
+
+def test_until_grammar():
+    assert parse_until("ci<2%").pct == 2.0 and parse_until(" ci < 0.5 ").pct == 0.5
+    for bad in ("ci>2%", "2%", "ci<", "ci<5000%", "ci<0%", "rse<2%"):
+        with pytest.raises(UsageError):
+            parse_until(bad)
+
+
+def test_intervals_match_scipy():
+    from scipy import stats
+    assert math.isclose(t_quantile(0.05, 4), stats.t.ppf(0.975, 4), rel_tol=1e-9)
+    x = [100.0, 103.0, 98.0, 101.0]
+    m, sd = sum(x) / 4, stats.tstd(x)
+    assert math.isclose(own_halfwidth_pct(x), stats.t.ppf(0.975, 3) * sd / 2 / m * 100, rel_tol=1e-9)
+    base, new = [100.0, 104.0, 98.0], [110.0, 108.0, 113.0, 111.0]
+    la, lb = [math.log(v) for v in base], [math.log(v) for v in new]
+    va, vb = stats.tvar(la) / 3, stats.tvar(lb) / 4
+    df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 3)
+    want = (math.exp(stats.t.ppf(0.975, df) * math.sqrt(va + vb)) - 1) * 100
+    assert math.isclose(ratio_halfwidth_pct(base, new), want, rel_tol=1e-9)
+    assert own_halfwidth_pct([5.0]) == math.inf and ratio_halfwidth_pct([1.0, 1.0], [2.0, 2.0]) == 0.0
+
+
+def test_until_flags_are_checked(results, suite_file):
+    out = mmbench("run", "--config", "smoke", "--results", str(results), "--until", "ci<x", "n")
+    assert out.returncode == 2 and "--until" in out.stderr
+    out = mmbench("run", "--config", "smoke", "--results", str(results), "--baseline", "b", "n")
+    assert out.returncode == 2 and "--baseline goes with --until" in out.stderr
+    out = mmbench("run", "--config", "smoke", "--results", str(results), "--until", "ci<5%",
+                  "--max-iterations", "2", "n")
+    assert out.returncode == 2 and "--max-iterations" in out.stderr
+    bad = suite_file('[suite]\nheadline = ["Fault throughputt"]\n[[workload]]\nname = "faultin"\n')
+    out = mmbench("run", "--config", str(bad), "--results", str(results), "n")
+    assert out.returncode == 2 and "suite.headline" in out.stderr and "Fault throughput" in out.stderr
+
+
+def _measured(results, name):
+    data = json.loads(mmbench("compare", "--results", str(results), "--format", "json", name, check=True).stdout)
+    return data
+
+
+@needs_root
+def test_stops_early_on_a_quiet_headline(results, suite_file):
+    """THP Active under thp=always is the same every iteration: the interval is 0 after the minimum
+    of 3 iterations, so the run stops there."""
+    from mmbench.config.load import find_suite
+    text = find_suite("smoke").read_text().replace("[suite]\n", "[suite]\nheadline = [\"THP Active\"]\n", 1)
+    suite = suite_file(text, "smoke-quiet.toml")
+    out = mmbench("run", "--config", str(suite), "--results", str(results), *SMALL, "--until", "ci<1%",
+                  "--max-iterations", "10", "loose")
+    assert out.returncode == 0, out.stderr
+    assert "stopped after 3 iterations" in out.stderr and "THP Active ±0.00%" in out.stderr
+    its = sorted((results / "loose" / "faultin").glob("iter-*"))
+    assert [p.name for p in its] == ["iter-0", "iter-1", "iter-2"]
+
+
+@needs_root
+def test_stops_at_max_iterations_on_an_unreachable_target(results):
+    out = mmbench("run", "--config", "smoke", "--results", str(results), *SMALL, "--until", "ci<0.0001%",
+                  "--max-iterations", "4", "tight")
+    assert out.returncode == 0, out.stderr
+    assert "stopped at --max-iterations 4" in out.stderr and "not reached" in out.stderr
+    assert len(list((results / "tight" / "faultin").glob("iter-*"))) == 4
+    assert "complete" in mmbench("list", "--results", str(results), check=True).stdout
+
+
+@needs_root
+def test_baseline_configuration_interleaved(results):
+    out = mmbench("run", "--config", "smoke", "--results", str(results), *SMALL, "--set", "thp.enabled=always",
+                  "--until", "ci<1000%", "--max-iterations", "3", "--baseline", "nothp",
+                  "--baseline-set", "thp.enabled=never", "thp")
+    assert out.returncode == 0, out.stderr
+    starts = []
+    for name in ("nothp", "thp"):
+        for res in (results / name / "faultin").glob("iter-*/result.json"):
+            starts.append((json.loads(res.read_text())["started"], name))
+        assert json.loads((results / name / "run.json").read_text())["status"] == "complete"
+    assert [n for _, n in sorted(starts)] == ["nothp", "thp"] * 3
+    settings = json.loads((results / "nothp" / "run.json").read_text())["settings"]
+    assert settings.get("thp.enabled") == "never"

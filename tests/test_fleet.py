@@ -1,0 +1,230 @@
+"""The fleet: a PostgreSQL store behind the Store interface, push/pull, the job queue with two
+agents (one SIGKILLed mid-job), interleaving, and history with change points.
+
+Everything runs against a real PostgreSQL server started for the session (tests/pgserver.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, mmbench, needs_root, wait_for
+from mmbench.analysis.history import build_history, change_points
+from mmbench.store import open_store
+from mmbench.store.model import IterationResult, MetricDef, WorkloadRun
+
+CSV = """workload,metric,unit,better,iteration,value,kind
+faultin,tput,faults/s,higher,0,100,rate
+faultin,tput,faults/s,higher,1,110,rate
+faultin,tput,faults/s,higher,2,104,rate
+faultin,lat,us,lower,0,5,latency
+faultin,lat,us,lower,0,7,latency
+faultin,lat,us,lower,1,6,latency
+faultin,lat,us,lower,2,6.5,latency
+"""
+
+
+def _csv(tmp_path: Path, scale: float, name: str) -> Path:
+    lines = CSV.strip().splitlines()
+    out = [lines[0]] + [",".join(l.split(",")[:5] + [str(float(l.split(",")[5]) * scale)] + l.split(",")[6:])
+                        for l in lines[1:]]
+    f = tmp_path / f"{name}.csv"
+    f.write_text("\n".join(out) + "\n")
+    return f
+
+
+def test_pg_store_matches_file_store(tmp_path, pg_url):
+    """import, list, show, compare, report against PostgreSQL; push/pull change no number."""
+    a, b = _csv(tmp_path, 1.0, "a"), _csv(tmp_path, 1.2, "b")
+    for f, name in ((a, "base"), (b, "new")):
+        mmbench("import", "--results", pg_url, str(f), name, check=True)
+    listed = mmbench("list", "--results", pg_url, check=True).stdout
+    assert "base" in listed and "new" in listed
+    assert "imported" in mmbench("show", "--results", pg_url, "new", check=True).stdout
+    from_pg = mmbench("compare", "--results", pg_url, "--format", "json", "--pvalues", "base", "new",
+                      check=True).stdout
+    folder = tmp_path / "results"
+    out = mmbench("pull", "--results", str(folder), "--from", pg_url, "base", "new", check=True).stdout
+    assert out.count("pulled") == 2
+    from_dir = mmbench("compare", "--results", str(folder), "--format", "json", "--pvalues", "base", "new",
+                       check=True).stdout
+    assert json.loads(from_pg) == json.loads(from_dir)
+    # and back: a run of the same name is refused without --force, replaced with it
+    dup = mmbench("push", "--results", str(folder), "--to", pg_url, "base")
+    assert dup.returncode == 2 and "already exists" in dup.stderr
+    mmbench("push", "--results", str(folder), "--to", pg_url, "--force", "base", check=True)
+    again = mmbench("compare", "--results", pg_url, "--format", "json", "--pvalues", "base", "new",
+                    check=True).stdout
+    assert json.loads(again) == json.loads(from_pg)
+    html = tmp_path / "r.html"
+    mmbench("report", "--results", pg_url, "-o", str(html), "base", "new", check=True)
+    assert "tput" in html.read_text()
+
+
+def test_pg_schema_is_versioned(pg_url):
+    import psycopg
+    store = open_store(pg_url)
+    assert store.list_runs() == []
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT max(version) FROM mmbench_schema").fetchone()[0] == 1
+        conn.execute("INSERT INTO mmbench_schema VALUES (99)")
+    out = mmbench("list", "--results", pg_url)
+    assert out.returncode == 2 and "schema version 99" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_bad_pg_url_is_one_line(tmp_path):
+    out = mmbench("list", "--results", f"postgresql://nobody@/nodb?host={tmp_path}")
+    assert out.returncode == 2 and "cannot connect" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+@needs_root
+def test_real_run_with_monitors_into_pg(tmp_path, pg_url):
+    """A run written straight into PostgreSQL keeps its monitor series; compare from PostgreSQL and
+    from a pulled folder agree."""
+    out = mmbench("monitor", "--duration", "2s", "--results", pg_url, "--set", "monitors.proc-vmstat.interval=0.2",
+                  "idle-box", timeout=120)
+    assert out.returncode == 0, out.stderr
+    store = open_store(pg_url)
+    files = [p for p, _ in store.run_files("idle-box")]
+    assert any("monitors" in p or "proc-vmstat" in p for p in files), files
+    folder = tmp_path / "results"
+    mmbench("pull", "--results", str(folder), "--from", pg_url, "idle-box", check=True)
+    one = mmbench("compare", "--results", pg_url, "--format", "json", "idle-box", check=True).stdout
+    two = mmbench("compare", "--results", str(folder), "--format", "json", "idle-box", check=True).stdout
+    assert json.loads(one) == json.loads(two)
+    assert "complete" in mmbench("list", "--results", pg_url, check=True).stdout
+
+
+def _series_runs(store, values: list[float], host: str = "lab1", suite: str = "pft") -> None:
+    for i, v in enumerate(values):
+        w = store.create_run(f"r{i:03d}", force=True, suite_text="", suite_hash="", suite_effective={},
+                             fingerprint={"host": host, "kernel": {"release": f"6.1.{i}"}}, settings={})
+        w.meta["suite"] = suite
+        w.add_workload(WorkloadRun("pft", "pft", {}, [MetricDef("faults/sec", "faults/s", "higher", "rate")]))
+        for k in range(2):
+            w.iteration_dir("pft", k).mkdir(parents=True, exist_ok=True)
+            w.add_iteration(IterationResult("pft", k, False, "ok", samples={"faults/sec": [v + 0.3 * k]}))
+        w.finish("complete")
+
+
+def test_change_points_on_known_steps_and_on_noise():
+    import numpy as np
+    rng = np.random.default_rng(7)
+    step = list(100 + rng.normal(0, 1, 15)) + list(110 + rng.normal(0, 1, 15)) + list(95 + rng.normal(0, 1, 15))
+    assert change_points(step) == [15, 30]
+    noise_hits = sum(bool(change_points(list(100 + rng.normal(0, 2, 30)))) for _ in range(20))
+    assert noise_hits == 0
+
+
+@pytest.mark.parametrize("kind", ["folder", "postgresql"])
+def test_history_marks_the_step(tmp_path, kind, request):
+    url = request.getfixturevalue("pg_url") if kind == "postgresql" else str(tmp_path / "results")
+    store = open_store(url)
+    values = [100.0, 101.0, 99.5, 100.4, 100.9, 99.8, 120.2, 119.7, 121.0, 120.4, 119.9, 120.6]
+    _series_runs(store, values)
+    series = build_history(store, machine="lab1", suite="pft", metrics=None)
+    assert len(series) == 1
+    s = series[0]
+    assert [c.index for c in s.change_points] == [6]
+    cp = s.change_points[0]
+    assert (cp.before_run, cp.after_run) == ("r005", "r006")
+    assert 19 < cp.step_pct < 21
+    text = mmbench("history", "--results", url, "--machine", "lab1", "--suite", "pft", check=True).stdout
+    assert "change point" in text and "r005 and r006" in text
+    page = tmp_path / "h.html"
+    mmbench("history", "--results", url, "--machine", "lab1", "--suite", "pft", "-o", str(page), check=True)
+    html = page.read_text()
+    assert html.count("<svg") == 1 and "stroke-dasharray" in html
+    bad = mmbench("history", "--results", url, "--machine", "nosuch", "--suite", "pft")
+    assert bad.returncode == 2 and "no complete runs" in bad.stderr
+
+
+def _agent(pg_url: str, results: str, tag: str, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "MMBENCH_AGENT_HEARTBEAT": "1", "MMBENCH_CACHE": str(log.parent / "cache")}
+    with open(log, "a") as fh:
+        return subprocess.Popen([sys.executable, "-m", "mmbench", "agent", "--queue", pg_url, "--results",
+                                 results, "--tags", tag], cwd=str(REPO), env=env, stdout=fh, stderr=fh,
+                                start_new_session=True)
+
+
+def _jobs(pg_url: str) -> list[dict]:
+    return json.loads(mmbench("jobs", "--queue", pg_url, "--json", check=True).stdout)
+
+
+@needs_root
+def test_two_agents_ten_jobs_one_killed(tmp_path, pg_url):
+    results = pg_url
+    for i in range(10):
+        mmbench("submit", "--queue", pg_url, "--config", "monitor", "--set", "idle.duration=1.5",
+                "--set", "monitors.slabinfo=false", "--machines", "lab", f"job{i}", check=True)
+    assert [j["status"] for j in _jobs(pg_url)] == ["queued"] * 10
+    a, b = _agent(pg_url, results, "lab", tmp_path / "a.log"), _agent(pg_url, results, "lab", tmp_path / "b.log")
+    try:
+        # kill agent a while it runs a job (its own, by its pid)
+        def a_running():
+            return [j["id"] for j in _jobs(pg_url) if j["status"] == "running" and j["agent_pid"] == a.pid]
+        assert wait_for(lambda: bool(a_running()), timeout=90, interval=0.2)
+        killed_job = a_running()[0]
+        os.kill(a.pid, signal.SIGKILL)
+        a.wait(timeout=10)
+        assert wait_for(lambda: all(j["status"] in ("done", "failed") for j in _jobs(pg_url)),
+                        timeout=240, interval=1.0), _jobs(pg_url)
+    finally:
+        for p in (a, b):
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in (a, b):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    jobs = _jobs(pg_url)
+    assert len(jobs) == 10
+    assert all(j["status"] == "done" for j in jobs), jobs
+    runs = {r["name"]: r for r in open_store(pg_url).list_runs()}
+    assert sorted(runs) == sorted(f"job{i}" for i in range(10))
+    assert all(r["status"] == "complete" for r in runs.values())
+    import psycopg
+    with psycopg.connect(pg_url) as conn:
+        attempts = conn.execute("SELECT job_id, attempt, outcome FROM mmbench_job_attempts ORDER BY 1, 2").fetchall()
+    # the killed agent's job was re-queued once and completed by the other agent; none ran twice
+    assert [(r[0], r[1]) for r in attempts if r[2] == "lost"] == [(killed_job, 1)]
+    done = [r[0] for r in attempts if r[2] == "complete"]
+    assert sorted(done) == sorted(set(done)) and len(done) == 10
+    assert not [r for r in attempts if r[2] not in ("lost", "complete")]
+    listing = mmbench("jobs", "--queue", pg_url, check=True).stdout
+    assert "10 done" in listing
+
+
+@needs_root
+def test_interleave_runs_alternately(tmp_path, pg_url):
+    folder = tmp_path / "results"
+    mmbench("submit", "--queue", pg_url, "--results", str(folder), "--machines", "solo", "--rounds", "2",
+            "--interleave", "monitor,idle.duration=0.5,monitors.slabinfo=false",
+            "monitor,idle.duration=1,monitors.slabinfo=false", "--", "short", "long", check=True)
+    agent = _agent(pg_url, str(folder), "solo", tmp_path / "agent.log")
+    try:
+        assert wait_for(lambda: all(j["status"] in ("done", "failed") for j in _jobs(pg_url)),
+                        timeout=180, interval=1.0)
+    finally:
+        agent.send_signal(signal.SIGINT)
+        agent.wait(timeout=30)
+    assert _jobs(pg_url)[0]["status"] == "done", (tmp_path / "agent.log").read_text()[-3000:]
+    store = open_store(folder)
+    short, long_ = store.load_run("short"), store.load_run("long")
+    s_its, l_its = short.workloads[0].iterations, long_.workloads[0].iterations
+    assert [it.index for it in s_its if not it.warmup] and len([i for i in l_its if not i.warmup]) == 2
+    # A B A B: each round of "short" started before the same round of "long", and after the previous one
+    starts = sorted([(it.started, "short") for it in s_its if not it.warmup] +
+                    [(it.started, "long") for it in l_its if not it.warmup])
+    assert [k for _, k in starts] == ["short", "long", "short", "long"]
+    assert len(json.loads((folder / "short" / "fingerprint.json").read_text())["rounds"]) == 2
