@@ -162,6 +162,12 @@ class PgRunWriter(RunWriter):
     def iteration_dir(self, label: str, index: int) -> Path:
         return self.local.iteration_dir(label, index)
 
+    def staging_dir(self, label: str, index: int) -> Path:
+        return self.local.staging_dir(label, index)
+
+    def discard_staging(self) -> None:
+        self.local.discard_staging()
+
     def add_iteration(self, result: IterationResult) -> None:
         self.local.add_iteration(result)
         rows = [("INSERT INTO mmbench_values VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT "
