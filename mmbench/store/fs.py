@@ -308,8 +308,9 @@ class FileStore(Store):
         """Every file of a run as (path relative to the run folder, content)."""
         path = self.run_path(name)
         for f in sorted(path.rglob("*")):
-            if f.is_file() and not f.name.startswith(".") and not f.is_symlink():
-                yield f.relative_to(path).as_posix(), f.read_bytes()
+            rel = f.relative_to(path)
+            if f.is_file() and not f.is_symlink() and not any(part.startswith(".") for part in rel.parts):
+                yield rel.as_posix(), f.read_bytes()
 
     def put_run_files(self, name: str, files: list[tuple[str, bytes]], *, force: bool) -> None:
         """Store a whole run from its files: written beside, then renamed into place, then indexed."""

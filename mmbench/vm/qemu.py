@@ -30,6 +30,9 @@ VIRTIOFSD = ("/usr/lib/qemu/virtiofsd", "/usr/libexec/virtiofsd", "/usr/lib/virt
 EXIT_MARKER = "MMBENCH-GUEST-EXIT"
 PANIC_MARKERS = ("Kernel panic - not syncing", "---[ end Kernel panic")
 PROBE_SECONDS = 20.0
+# Console lines that say what went wrong (a panic's register dump does not).
+TELLING = ("Kernel panic", "BUG:", "Oops", "sysrq:", "Out of memory", "oom-kill", "mmbench-init:",
+           "mmbench: error", "Traceback", "Error", "not syncing", "hung_task", "watchdog:")
 
 
 def virtiofsd_path() -> str:
@@ -114,8 +117,10 @@ class GuestResult:
                 "the guest did not boot" if not self.booted else
                 f"the guest run exited {self.exit_code}" if self.exit_code is not None else
                 "the guest stopped without a result")
-        lines = [l for l in self.tail if l.strip()][-12:]
-        return what + ("; console: " + " | ".join(lines) if lines else "")
+        lines = [l.strip() for l in self.tail if l.strip() and not l.lstrip().startswith("{")]
+        telling = [l for l in lines if any(w in l for w in TELLING)]
+        shown = (telling or lines)[-8:]
+        return what + ("; console: " + " | ".join(shown) if shown else "")
 
 
 def numa_args(memory_mb: int, cpus: int, nodes: int) -> list[str]:
@@ -181,7 +186,7 @@ class Guest:
             argv += ["-drive", f"file={spec.disk},if=virtio,format=raw"]
         t0 = time.monotonic()
         qemu = self._spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        tail: collections.deque[str] = collections.deque(maxlen=40)
+        tail: collections.deque[str] = collections.deque(maxlen=200)
         state = {"exit": None, "panic": False, "booted": False}
         console = open(self.workdir / "console.log", "w", errors="replace")
 

@@ -71,10 +71,12 @@ def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None)
     lines += ["mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null",
               "echo '+memory +io +cpu +pids' > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null"]
     if kernel_modules is not None:
-        # modules a suite may need (zram swap, thpavail's vfat, loop mounts), from the kernel's tree
-        root = kernel_modules.parent.parent.parent
-        lines.append(f"modprobe -d {shlex.quote(str(root))} -a zram loop vfat nls_cp437 nls_iso8859-1 "
-                     f"nls_utf8 2>/dev/null")
+        # The kernel's modules where modprobe and the kernel's own request_module look for them
+        # (zram's compressor, vfat, loop are modules in Debian's kernels); the overlay makes /lib
+        # writable, so the host's /lib/modules is not touched.
+        lines += [f"mkdir -p /lib/modules/$(uname -r) && mount --bind {shlex.quote(str(kernel_modules))} "
+                  f"/lib/modules/$(uname -r)",
+                  "modprobe -a zram loop vfat nls_cp437 nls_iso8859-1 nls_utf8 2>/dev/null"]
     lines += [f"cd {shlex.quote(os.getcwd())}", shlex.join(argv), "rc=$?",
               "echo \"MMBENCH-GUEST-EXIT $rc\"", "sync", "echo o > /proc/sysrq-trigger", "sleep 10"]
     path = share_run / "guest.sh"
@@ -83,8 +85,9 @@ def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None)
     return path
 
 
-def _relay(progress: Any, suite_name: str) -> Any:
-    """Guest console line → host progress (the guest's JSON events; anything else only on error)."""
+def _relay(progress: Any, suite_name: str, current: dict[str, Any]) -> Any:
+    """Guest console line → host progress (the guest's JSON events; anything else only on error).
+    ``current`` keeps the iteration in progress, the one a guest that dies takes with it."""
     def on_line(line: str) -> None:
         text = line.strip()
         if not text.startswith("{"):
@@ -95,8 +98,10 @@ def _relay(progress: Any, suite_name: str) -> Any:
             return
         kind = ev.get("event")
         if kind == "iteration-start":
+            current.update(workload=ev["workload"], index=ev["iteration"], warmup=ev.get("warmup", False))
             progress.start_iteration(suite_name, ev["workload"], ev["iteration"], ev["of"], ev.get("warmup", False))
         elif kind == "iteration-end":
+            current.clear()
             progress.end_iteration(ev["workload"], ev["iteration"], ev["status"], ev.get("reason"),
                                    float(ev.get("elapsed_s") or 0.0))
         elif kind in ("warning", "error"):
@@ -168,7 +173,8 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
             journal.record("process", pid=pid, start=_proc_start(pid), group=True)
         guest = Guest(spec, workdir, journal_pid)
         t0 = time.monotonic()
-        result = guest.run(opts.timeout + BOOT_ALLOWANCE, _relay(progress, suite.path.stem))
+        current: dict[str, Any] = {}
+        result = guest.run(opts.timeout + BOOT_ALLOWANCE, _relay(progress, suite.path.stem, current))
         progress.info(f"guest finished in {result.wall:.1f} s ({'exit ' + str(result.exit_code) if result.exit_code is not None else result.reason().split(';')[0]})")
         vm_facts = {"kernel_spec": opts.kernel, "kernel_release": kernel.release, "accelerator": accel,
                     "qemu": qver, "memory_mb": opts.memory_mb, "cpus": opts.cpus, "numa_nodes": opts.numa,
@@ -177,8 +183,8 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
                     "boot_to_exit_s": round(time.monotonic() - t0, 1)}
         vm_facts["console_log"] = str(workdir / "console.log")
         for extra in extra_runs:  # --baseline-set: the baseline configuration ran in the guest too
-            _store_guest_run(open_store(results), store, extra, result, dict(vm_facts), suite, force)
-        return _store_guest_run(open_store(results), store, name, result, vm_facts, suite, force)
+            _store_guest_run(open_store(results), store, extra, result, dict(vm_facts), suite, force, {})
+        return _store_guest_run(open_store(results), store, name, result, vm_facts, suite, force, current)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -190,7 +196,7 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
 
 
 def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: dict[str, Any], suite: Any,
-                     force: bool) -> str:
+                     force: bool, current: dict[str, Any]) -> str:
     """Copy the guest's run into the host's store; a run the guest could not finish is failed with the
     console tail as its reason (the iteration in progress gets it too)."""
     files: dict[str, bytes] = {}
@@ -207,6 +213,8 @@ def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: d
                                          "suite": suite.path.stem}).encode(),
                  "fingerprint.json": json.dumps({"kernel": {"release": vm["kernel_release"]}}).encode()}
     meta = json.loads(files["run.json"])
+    meta.setdefault("workload_order", [w.label for w in suite.workloads])  # written at the end inside
+    meta.setdefault("suite", suite.path.stem)
     fp = json.loads(files.get("fingerprint.json", b"{}"))
     fp["vm"] = vm
     fp["guest_host"], fp["host"] = fp.get("host", ""), vm["host"]
@@ -216,7 +224,8 @@ def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: d
         meta["status"] = "failed" if not any(k.endswith("/result.json") for k in files) else "incomplete"
         meta["note"] = reason
         meta.setdefault("finished", time.time())
-        _fail_iteration_in_progress(files, reason)
+        if current:
+            _fail_iteration(files, current, reason)
         if result.exit_code not in (None, 0) and not result.panicked and not result.timed_out and \
                 any(k.endswith("/result.json") for k in files):
             meta["status"] = "failed"
@@ -230,19 +239,10 @@ def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: d
     return meta["status"]
 
 
-def _fail_iteration_in_progress(files: dict[str, bytes], reason: str) -> None:
-    """The workload that was running when the guest died (the last one the run had started) gets
-    its next iteration stored as failed, with the reason."""
-    meta = json.loads(files["run.json"])
-    started = [k.split("/", 1)[0] for k in files if k.endswith("/workload.json") and k.count("/") == 1]
-    order = [label for label in meta.get("workload_order", []) if label in started] or sorted(started)
-    if not order:
-        return
-    label = order[-1]
-    done = [int(k.split("/")[1][5:]) for k in files
-            if k.startswith(f"{label}/iter-") and k.endswith("/result.json") and k.split("/")[1][5:].isdigit()]
-    index = max(done) + 1 if done else 0
+def _fail_iteration(files: dict[str, bytes], current: dict[str, Any], reason: str) -> None:
+    """The iteration that was running when the guest died is stored, failed, with the reason."""
+    label, index = current["workload"], int(current["index"])
     files[f"{label}/iter-{index}/result.json"] = json.dumps(
-        {"workload": label, "index": index, "warmup": False, "status": "failed", "reason": reason,
-         "samples": {}, "duration": {}, "vmstat_delta": {}, "memcg": {}, "monitors": {},
+        {"workload": label, "index": index, "warmup": bool(current.get("warmup")), "status": "failed",
+         "reason": reason, "samples": {}, "duration": {}, "vmstat_delta": {}, "memcg": {}, "monitors": {},
          "started": 0.0, "finished": 0.0, "path": f"{label}/iter-{index}"}).encode()
