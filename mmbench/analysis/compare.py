@@ -223,6 +223,8 @@ class _Builder:
                                     mem.get("budget"), mem.get("MemTotal"))
             if warning:
                 self.note(f"{n}: {warning}")
+        for text in vm_notes(self.runs, self.names):
+            self.note(text)
         labels: dict[str, None] = {}
         for r in self.runs:
             labels.update(dict.fromkeys(w.label for w in r.workloads))
@@ -549,6 +551,28 @@ def _unique_names(runs: list[RunRecord]) -> list[str]:
 
 def _fmt(v: float) -> str:
     return f"{v:.4g}" if math.isfinite(v) else "nan"
+
+
+def vm_notes(runs: list[RunRecord], names: list[str]) -> list[str]:
+    """What a reader must know about runs made in VMs (``mmbench run --kernel``): emulated times,
+    and runs that differ in accelerator or in the host they ran on."""
+    vms = {n: (r.fingerprint or {}).get("vm") for r, n in zip(runs, names)}
+    out = []
+    tcg = [n for n, v in vms.items() if v and v.get("accelerator") == "tcg"]
+    if tcg:
+        out.append(f"{', '.join(tcg)}: ran in a QEMU guest under TCG emulation: times are emulated (8-10x "
+                   f"slower than hardware, unevenly); counts and ratios between runs under the same "
+                   f"emulator stay meaningful")
+    in_vm = {n: v for n, v in vms.items() if v}
+    if in_vm and len(in_vm) < len(vms):
+        out.append(f"only {', '.join(in_vm)} ran in a VM; {', '.join(n for n in vms if n not in in_vm)} "
+                   f"ran on a host: their times and capacities are not comparable")
+    for key, what in (("accelerator", "accelerator"), ("host", "host machine"), ("memory_mb", "guest memory"),
+                      ("numa_nodes", "guest NUMA nodes"), ("qemu", "QEMU version")):
+        seen = {str(v.get(key)) for v in in_vm.values()}
+        if len(seen) > 1:
+            out.append(f"the VM runs differ in {what}: " + ", ".join(f"{n}={v.get(key)}" for n, v in in_vm.items()))
+    return out
 
 
 def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: bool = False,
