@@ -91,8 +91,8 @@ def test_sigkill_of_the_host_side_then_restore(tmp_path, suite_file):
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     assert _ours("/vm/run-killed-"), "QEMU and virtiofsd outlive a SIGKILLed mmbench until restore"
-    out = mmbench("restore", check=True)
-    assert "restored" in out.stdout
+    # (on a shared machine another mmbench may take the lock first and restore it: same end state)
+    mmbench("restore", check=True)
     assert wait_for(lambda: _ours("/vm/run-killed-") == [], timeout=20)
     cache = Path(os.environ.get("MMBENCH_CACHE") or Path.home() / ".cache" / "mmbench")
     assert not list((cache / "vm").glob("run-killed-*"))
