@@ -39,8 +39,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mmbench.config.load import load_suite
     from mmbench.errors import Interrupted
     from mmbench.run.progress import make_progress
+    from mmbench.run import signals
     from mmbench.run.runner import last_restore, require_root, run_suite
     require_root()
+    signals.ignore_after_exit()
     suite = load_suite(args.config, args.set, args.iterations)
     progress = make_progress(quiet=args.quiet, json_log=args.json_log)
     try:
@@ -202,8 +204,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     from mmbench.errors import Interrupted
+    from mmbench.run import signals
     from mmbench.run.runner import require_root, restore_machine
     require_root()
+    signals.ignore_after_exit()
     try:
         messages, ok = restore_machine()
     except (KeyboardInterrupt, Interrupted) as e:
