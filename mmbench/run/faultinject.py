@@ -111,6 +111,16 @@ duration = "0.4s"
 }
 
 
+# The machine state each suite changes (what a trial compares).
+SUITE_STATE: dict[str, set[str]] = {
+    "sysctl-thp": {"sysctl vm/swappiness", "sysctl vm/dirty_ratio", "thp enabled", "thp defrag"},
+    "zram": {"sysctl vm/swappiness", "swaps", "zram0 disksize"},
+    "loop-mount": {"mounts", "loop devices"},
+    "hugetlb": {"sysctl vm/nr_hugepages"},
+    "tracing": {"trace instances", "tracefs mounted", "trace set_event"},
+}
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text().strip()
@@ -294,7 +304,16 @@ def run_trial(suite: str, sig: str, seed: int, workdir: Path, log: Any = None,
             trial.tracebacks.append(out.stderr)
     after = _locked_snapshot()
     foreign = before.pop("_foreign trace", False) | after.pop("_foreign trace", False)
-    for k in sorted(set(before) | set(after)):
+    # On a shared machine other sessions' in-process tests change knobs with private journals
+    # (not under the machine lock): only what this suite touches is compared, and only the
+    # cgroups and scratch folders of this run.
+    for st in (before, after):
+        st["cgroups"] = [c for c in st["cgroups"] if f"/mmbench-{name}-" in c]
+        st["scratch"] = st["scratch"] and [d for d in st["scratch"] if d.startswith(f"{name}-")]
+    keys = {"cgroups", "scratch"} | SUITE_STATE[suite]
+    if not before.get("journal"):   # (a leftover journal of someone else's killed run is restored too)
+        keys.add("journal")
+    for k in sorted(keys):
         if foreign and k in ("tracefs mounted", "trace set_event"):
             continue   # another session's in-process trace test mounted or uses tracefs now
         if before.get(k) != after.get(k):
