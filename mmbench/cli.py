@@ -39,8 +39,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mmbench.config.load import load_suite
     from mmbench.errors import Interrupted
     from mmbench.run.progress import make_progress
+    from mmbench.run import signals
     from mmbench.run.runner import last_restore, require_root, run_suite
     require_root()
+    signals.ignore_after_exit()
     if getattr(args, "until", None) is None:
         for flag in ("baseline", "baseline_set", "max_iterations", "max_time"):
             if getattr(args, flag, None) not in (None, []):
@@ -279,8 +281,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     from mmbench.errors import Interrupted
+    from mmbench.run import signals
     from mmbench.run.runner import require_root, restore_machine
     require_root()
+    signals.ignore_after_exit()
     try:
         messages, ok = restore_machine()
     except (KeyboardInterrupt, Interrupted) as e:

@@ -31,6 +31,15 @@ class _State:
 
 
 _state = _State()
+_ignore_after = False   # set by the CLI: once a run or restore is over, the process only exits
+
+
+def ignore_after_exit() -> None:
+    """After ``catch_signals`` ends, ignore SIGINT/SIGTERM/SIGHUP instead of restoring Python's
+    handlers: a signal in the last moments before exit (the work done, the machine put back)
+    must neither kill the process with a misleading status nor print a traceback."""
+    global _ignore_after
+    _ignore_after = True
 
 
 def _exception(signum: int) -> BaseException:
@@ -61,7 +70,7 @@ def catch_signals() -> Iterator[None]:
         yield
     finally:
         for s, h in old.items():
-            signal.signal(s, h)
+            signal.signal(s, signal.SIG_IGN if _ignore_after else h)
         _state.__init__()
 
 
