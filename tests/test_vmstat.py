@@ -22,9 +22,9 @@ def test_real_counts(real):
     rows = vm.derive(real, elapsed=4.0)
     assert rows["Minor Faults"] == (1192274 - 1099926) - (822 - 816)
     assert rows["Major Faults"] == 822 - 816
-    assert rows["Memcg pages scanned file"] == 137260
-    assert rows["Memcg pages reclaimed file"] == 115223
-    assert rows["Memcg pages scanned anon"] == 0
+    assert rows["Pages scanned file"] == 137260
+    assert rows["Pages reclaimed file"] == 115223
+    assert rows["Pages scanned anon"] == 0
     # limit reclaim = all − kswapd − direct − khugepaged − proactive (all 0 here)
     assert rows["Memcg limit pages scanned"] == 137260
     assert rows["Memcg efficiency %"] == pytest.approx(100 * 115223 / 137260)
