@@ -212,11 +212,18 @@ def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: d
                                          "description": suite.description,
                                          "suite": suite.path.stem}).encode(),
                  "fingerprint.json": json.dumps({"kernel": {"release": vm["kernel_release"]}}).encode()}
+    vm = dict(vm)
+    console = Path(vm.pop("console_log", "") or "/nonexistent")
+    timing = {k: vm.pop(k) for k in ("wall_s", "boot_to_exit_s") if k in vm}  # per run: not environment
     meta = json.loads(files["run.json"])
+    meta["vm_timing"] = timing
     meta.setdefault("workload_order", [w.label for w in suite.workloads])  # written at the end inside
     meta.setdefault("suite", suite.path.stem)
     fp = json.loads(files.get("fingerprint.json", b"{}"))
     fp["vm"] = vm
+    kern = fp.get("kernel") or {}
+    if "cmdline" in kern:  # mmbench's own boot arguments name per-run paths: not part of the environment
+        kern["cmdline"] = " ".join(t for t in kern["cmdline"].split() if not t.startswith("mmbench."))
     fp["guest_host"], fp["host"] = fp.get("host", ""), vm["host"]
     files["fingerprint.json"] = json.dumps(fp, indent=1).encode()
     if not ok:
@@ -232,7 +239,6 @@ def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: d
     elif meta.get("status") == "running":
         meta["status"] = "incomplete"
     files["run.json"] = json.dumps(meta, indent=1).encode()
-    console = Path(vm.pop("console_log", "") or "/nonexistent")
     if console.is_file():  # the guest's serial console, kept with the run
         files["vm-console.log"] = console.read_bytes()
     store.put_run_files(name, sorted(files.items()), force=True)
