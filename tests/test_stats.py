@@ -130,16 +130,31 @@ def test_outliers_named_and_robust():
 
 def test_welch_states():
     assert sig.welch([1.0], [2.0, 3.0]).state == "too-few-samples"
-    assert sig.welch([1.0, 1.0], [2.0, 2.0]).state == "zero-variance"
+    d = sig.welch([1.0, 1.0], [2.0, 2.0])      # deterministic rule: constants differ -> p 0
+    assert d.state == "deterministic" and d.p == 0.0 and d.ok
+    e = sig.welch([7.0] * 10, [7.0] * 10)       # equal constants -> no change
+    assert e.state == "deterministic" and e.p == 1.0
     r = sig.welch([1.0, 2.0, 3.0], [4.0, 5.0, 6.5])
     assert r.ok
     from scipy import stats
     assert r.p == pytest.approx(stats.ttest_ind([1, 2, 3], [4, 5, 6.5], equal_var=False).pvalue)
 
 
+def test_welch_extreme_finite_values_no_overflow():
+    # issue 13 item 8: OverflowError at 1e100, ZeroDivisionError near 1e-90
+    r = sig.welch([1e100, 2e100], [1e100, 3e100])
+    assert r.ok and 0.0 < r.p <= 1.0
+    from scipy import stats
+    assert r.p == pytest.approx(stats.ttest_ind([1, 2], [1, 3], equal_var=False).pvalue)
+    r2 = sig.welch([1e-90, 2e-90], [1e-90, 3e-90])
+    assert r2.ok and r2.p == pytest.approx(r.p)
+
+
 def test_mann_whitney_states():
     assert sig.mann_whitney([1, 2], [3, 4, 5]).state == "too-few-samples"
-    assert sig.mann_whitney([1, 1, 1], [1, 1, 1]).state == "zero-variance"
+    mw = sig.mann_whitney([1, 1, 1], [1, 1, 1])   # equal constants: no change
+    assert mw.state == "deterministic" and mw.p == 1.0
+    assert sig.mann_whitney([1, 1, 1], [2, 2, 2]).p == 0.0
     r = sig.mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
     assert r.ok and r.p == pytest.approx(2 / 252)    # exact: 2 / C(10,5)
 

@@ -336,6 +336,11 @@ class _Builder:
         for n in self.names[1:]:
             new = per_iter[n]
             n_it = st.iteration_values(new, kind)
+            if mean_row.values.get(self.base) is None or mean_row.values.get(n) is None:
+                # An undefined mean (e.g. Hmean over an iteration with a 0) is not tested: the
+                # test would silently drop the undefined iteration (issue 13 item 8).
+                states.setdefault("mean undefined", []).append(n)
+                continue
             res = sig.welch(b_it, n_it)
             if res.ok:
                 self.tests.append(_Test([mean_row], n, res.p))  # type: ignore[arg-type]
@@ -368,6 +373,28 @@ class _Builder:
         for text, who in states.items():
             mean_row.add_note(f"no test: {text} for {', '.join(who)}")
 
+    def _test_iteration_row(self, key: str, row: Row, vals: dict[str, np.ndarray]) -> None:
+        """Welch-test a row whose per-iteration values are ``vals`` (duration rows: User, System,
+        Elapsed), against the baseline, so --fail-on-regression sees them (issue 13 item 5)."""
+        base = vals.get(self.base)
+        if base is None or row.values.get(self.base) is None:
+            return
+        states: dict[str, list[str]] = {}
+        for n in self.names[1:]:
+            new = vals.get(n)
+            if new is None or row.values.get(n) is None:
+                continue
+            res = sig.welch(base, new)
+            if res.ok:
+                self.tests.append(_Test([row], n, res.p))  # type: ignore[arg-type]
+                if base.size >= 2 and new.size >= 2:
+                    row.ci[n] = sig.bootstrap_ratio_ci(base, new, "amean", seed=self.seed,
+                                                       key=f"{key}/{n}")
+            else:
+                states.setdefault(f"Welch {res.state} ({res.n_base} vs {res.n_new} iterations)", []).append(n)
+        for text, who in states.items():
+            row.add_note(f"no test: {text} for {', '.join(who)}")
+
     # ---- duration, vmstat, monitors ------------------------------------------------------------
 
     def _duration_section(self, label: str, measured: dict[str, list[IterationResult]]) -> Section:
@@ -377,10 +404,12 @@ class _Builder:
                     for n, its in measured.items()}
             if not any(v.size for v in vals.values()):
                 continue
-            sec.rows.append(Row(name, "Amean", "s", "lower",
-                                {n: _clean(st.amean(v)) if v.size else None for n, v in vals.items()}))
+            amean_row = Row(name, "Amean", "s", "lower",
+                            {n: _clean(st.amean(v)) if v.size else None for n, v in vals.items()})
+            sec.rows.append(amean_row)
             sec.rows.append(Row(name, "Stddev", "s", "lower",
                                 {n: _clean(st.stddev(v)) for n, v in vals.items()}))
+            self._test_iteration_row(f"{label}/duration/{name}", amean_row, vals)
         return sec
 
     def _vmstat_section(self, label: str, measured: dict[str, list[IterationResult]]) -> Section:

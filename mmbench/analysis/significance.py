@@ -30,7 +30,7 @@ BOOTSTRAP_MIN_RESAMPLES = 200
 WELCH_MIN_ITERATIONS = 2
 MWU_MIN_SAMPLES = 3
 
-TestState = Literal["ok", "too-few-samples", "zero-variance", "undefined"]
+TestState = Literal["ok", "deterministic", "too-few-samples", "zero-variance", "undefined"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,8 @@ class TestResult:
 
     @property
     def ok(self) -> bool:
-        return self.state == "ok" and self.p is not None
+        """True when ``p`` may enter the significance table (a real test or the constant rule)."""
+        return self.state in ("ok", "deterministic") and self.p is not None
 
 
 def _finite(x: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -55,18 +56,26 @@ def welch(base_iter_means: Sequence[float] | np.ndarray,
           new_iter_means: Sequence[float] | np.ndarray) -> TestResult:
     """Welch's t-test (as scipy ``ttest_ind(equal_var=False)``, two-sided) on iteration means.
 
-    State ``too-few-samples`` when a side has fewer than 2 iterations; ``zero-variance`` when
-    both sides have no spread at all (the t statistic is undefined; no p is invented)."""
+    State ``too-few-samples`` when a side has fewer than 2 iterations.  Two constant series
+    (no spread on either side) follow the documented deterministic rule: state
+    ``deterministic`` with p = 0 when the constants differ (a definite change) and p = 1 when
+    they are equal (no change); never "no test".  The data are scaled by their largest magnitude
+    first so extreme finite values (1e100, 1e-90) cannot overflow the degrees of freedom."""
     b, n = _finite(base_iter_means), _finite(new_iter_means)
     if b.size < WELCH_MIN_ITERATIONS or n.size < WELCH_MIN_ITERATIONS:
         return TestResult("welch", "too-few-samples", None, b.size, n.size)
     if np.ptp(b) == 0 and np.ptp(n) == 0:
-        return TestResult("welch", "zero-variance", None, b.size, n.size)
-    with np.errstate(all="ignore"):   # what ttest_ind(equal_var=False) computes (tested equal)
-        vb, vn = float(b.var(ddof=1)) / b.size, float(n.var(ddof=1)) / n.size
-        t = (n.mean() - b.mean()) / math.sqrt(vb + vn)
-        df = (vb + vn) ** 2 / (vb ** 2 / (b.size - 1) + vn ** 2 / (n.size - 1))
-        p = t_two_sided_p(float(t), float(df))
+        return TestResult("welch", "deterministic", 0.0 if b[0] != n[0] else 1.0, b.size, n.size)
+    scale = float(max(np.abs(b).max(), np.abs(n).max()))
+    try:
+        with np.errstate(all="ignore"):   # what ttest_ind(equal_var=False) computes (tested equal)
+            bs, ns = b / scale, n / scale
+            vb, vn = float(bs.var(ddof=1)) / b.size, float(ns.var(ddof=1)) / n.size
+            t = (float(ns.mean()) - float(bs.mean())) / math.sqrt(vb + vn)
+            df = (vb + vn) ** 2 / (vb ** 2 / (b.size - 1) + vn ** 2 / (n.size - 1))
+            p = t_two_sided_p(float(t), float(df))
+    except (OverflowError, ZeroDivisionError, ValueError):
+        return TestResult("welch", "undefined", None, b.size, n.size)
     if math.isnan(p):
         return TestResult("welch", "undefined", None, b.size, n.size)
     return TestResult("welch", "ok", p, b.size, n.size)
@@ -81,8 +90,9 @@ def mann_whitney(base_samples: Sequence[float] | np.ndarray,
     b, n = _finite(base_samples), _finite(new_samples)
     if b.size < MWU_MIN_SAMPLES or n.size < MWU_MIN_SAMPLES:
         return TestResult("mann-whitney", "too-few-samples", None, b.size, n.size)
-    if b.min() == b.max() == n.min() == n.max():
-        return TestResult("mann-whitney", "zero-variance", None, b.size, n.size)
+    if b.min() == b.max() and n.min() == n.max():   # same deterministic rule as welch()
+        return TestResult("mann-whitney", "deterministic", 0.0 if b[0] != n[0] else 1.0,
+                          b.size, n.size)
     p = _mwu_pvalue(b, n)
     if math.isnan(p):
         return TestResult("mann-whitney", "undefined", None, b.size, n.size)
