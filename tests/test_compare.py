@@ -220,6 +220,17 @@ def test_ratio_gmean_orients_lower_is_better():
     b = make_run("b", {TPUT.name: [[200], [200]], TIME.name: [[20], [20]]}, metrics=(TPUT, TIME))
     r = rows_of(build_comparison([a, b], ratio=True), "ratio")
     assert r[("All metrics", "Gmean")].values["b"] == pytest.approx(1.0)   # sqrt(2 · 1/2)
+    assert r[(TIME.name, "Ratio Amean")].values["b"] == pytest.approx(0.5)  # same direction as Gmean
+
+
+def test_ratio_gmean_excludes_zero_and_counts():
+    # issue 13 item 7: THP Active 128 vs 0 made the smoke Gmean 0.00 (-100%)
+    a = make_run("a", {TPUT.name: [[128], [128]], TIME.name: [[10], [10]]}, metrics=(TPUT, TIME))
+    b = make_run("b", {TPUT.name: [[0], [0]], TIME.name: [[5], [5]]}, metrics=(TPUT, TIME))
+    r = rows_of(build_comparison([a, b], ratio=True), "ratio")
+    g = r[("All metrics", "Gmean")]
+    assert r[(TPUT.name, "Ratio Hmean")].values["b"] is None
+    assert g.values["b"] == pytest.approx(2.0) and "1 of 2 for b" in g.note
 
 
 def test_regressions():

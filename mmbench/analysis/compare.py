@@ -496,29 +496,38 @@ class _Builder:
                        means: dict[str, tuple[MetricDef, str, dict[str, float | None]]]) -> Section:
         sec = Section(f"ratio: {label}", "ratio")
         oriented: dict[str, list[float]] = {n: [] for n in self.names}
+        excluded: dict[str, int] = {n: 0 for n in self.names}
         for mname, (md, stat, vals) in means.items():
             b = vals.get(self.base)
             ratios: dict[str, float | None] = {}
             for n in self.names:
                 v = vals.get(n)
-                if b is None or v is None or b <= 0 or v < 0:
+                # One direction for every row: > 1 is better (new/base when higher is better,
+                # base/new when lower is better); rows and the Gmean use the same ratio.
+                why = None
+                if b is None or v is None or b < 0 or v < 0:
+                    why = "a mean is missing or negative"
+                elif b == 0 or v == 0:
+                    why = ("both means are 0" if b == v else
+                           "baseline is 0" if b == 0 else "value is 0")
+                if why is not None:
                     ratios[n] = None
-                    if n != self.base or b is None:
-                        why = "baseline is 0" if b == 0 else "a mean is missing or negative"
+                    excluded[n] += 1
+                    if n != self.base:
                         self.note(f"ratio {label}: {mname} of {n} excluded from the Gmean ({why})")
                     continue
-                r = v / b
-                ratios[n] = r
-                o = r if md.better == "higher" else (1.0 / r if r > 0 else None)
-                if o is None:
-                    self.note(f"ratio {label}: {mname} of {n} excluded from the Gmean (value is 0 "
-                              f"for a lower-is-better metric: infinitely better)")
-                else:
-                    oriented[n].append(o)
-            sec.rows.append(Row(mname, f"Ratio {stat}", "ratio", md.better, ratios))
+                o = v / b if md.better == "higher" else b / v
+                ratios[n] = o
+                oriented[n].append(o)
+            sec.rows.append(Row(mname, f"Ratio {stat}", "ratio", "higher", ratios))
+        gm_note = "geometric mean of ratios oriented so > 1 is better (new/base; base/new for lower-is-better)"
+        skipped = {n: k for n, k in excluded.items() if k and n != self.base}
+        if skipped:
+            gm_note += "; rows that cannot be ratioed excluded: " + ", ".join(
+                f"{k} of {len(means)} for {n}" for n, k in skipped.items())
         sec.rows.append(Row("All metrics", "Gmean", "ratio", "higher",
                             {n: _clean(st.gmean(o)) if o else None for n, o in oriented.items()},
-                            note="geometric mean of better-oriented ratios (base/new for lower-is-better)"))
+                            note=gm_note))
         return sec
 
     # ---- significance adjust and percentages -----------------------------------------------------
