@@ -346,12 +346,12 @@ class _Builder:
                 self.tests.append(_Test([mean_row], n, res.p))  # type: ignore[arg-type]
             else:
                 states.setdefault(f"Welch {res.state} ({res.n_base} vs {res.n_new} iterations)", []).append(n)
-            if b_it.size >= 2 and n_it.size >= 2:
-                bu, nu = b_it, n_it
-            else:
-                bu, nu = b_all, st.pooled(new)
-            mean_row.ci[n] = sig.bootstrap_ratio_ci(bu, nu, kind, seed=self.seed,
-                                                    key=f"{label}/{md.name}/{n}")
+            # Welch t-interval on the log ratio of iteration means (chosen by
+            # bench/stats-calibration: the percentile bootstrap covered 80-82 % at 3 iterations).
+            # One iteration a side: no interval (pooled samples would claim a precision the
+            # runs do not have).
+            mean_row.ci[n] = (sig.ratio_ci(b_it, n_it, kind)
+                              if b_it.size >= 2 and n_it.size >= 2 else None)
             if pct_rows and b_it.size >= 2 and n_it.size >= 2:
                 # Several iterations: the iteration is the unit of replication, so each percentile
                 # is tested across the per-iteration percentiles (Welch).  Pooling thousands of
@@ -388,8 +388,7 @@ class _Builder:
             if res.ok:
                 self.tests.append(_Test([row], n, res.p))  # type: ignore[arg-type]
                 if base.size >= 2 and new.size >= 2:
-                    row.ci[n] = sig.bootstrap_ratio_ci(base, new, "amean", seed=self.seed,
-                                                       key=f"{key}/{n}")
+                    row.ci[n] = sig.ratio_ci(base, new, "amean")
             else:
                 states.setdefault(f"Welch {res.state} ({res.n_base} vs {res.n_new} iterations)", []).append(n)
         for text, who in states.items():

@@ -254,6 +254,80 @@ def bootstrap_ratio_ci(base: Sequence[float] | np.ndarray, new: Sequence[float] 
     return float(lo), float(hi)
 
 
+def t_quantile(prob: float, df: float) -> float:
+    """The ``prob`` quantile (prob > 0.5) of Student's t with ``df`` degrees of freedom, by
+    bisection on :func:`t_two_sided_p` (no scipy on the compare path)."""
+    target = 2.0 * (1.0 - prob)
+    lo, hi = 0.0, 1.0
+    while t_two_sided_p(hi, df) > target:
+        hi *= 2.0
+        if hi > 1e12:
+            return math.inf
+    for _ in range(100):
+        mid = (lo + hi) / 2.0
+        if t_two_sided_p(mid, df) > target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-10 * hi:
+            break
+    return (lo + hi) / 2.0
+
+
+def _mean_and_var_of_log_mean(x: list[float], kind: MeanKind) -> tuple[float, float] | None:
+    """log of the ``kind`` mean of ``x`` and its delta-method variance (None if undefined)."""
+    k = len(x)
+    if kind == "gmean":
+        if min(x) <= 0:
+            return None
+        v = [math.log(a) for a in x]
+        m = sum(v) / k
+        return m, sum((a - m) ** 2 for a in v) / (k - 1) / k
+    if kind == "hmean":
+        if min(x) <= 0:
+            return None
+        v = [1.0 / a for a in x]
+        m = sum(v) / k
+        return -math.log(m), sum((a - m) ** 2 for a in v) / (k - 1) / k / (m * m)
+    if min(x) < 0:
+        return None
+    m = sum(x) / k
+    if m <= 0:
+        return None
+    return math.log(m), sum((a - m) ** 2 for a in x) / (k - 1) / k / (m * m)
+
+
+def ratio_ci(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray,
+             kind: MeanKind = "amean", level: float = 0.95) -> tuple[float, float] | None:
+    """CI of mean(new)/mean(base): a Welch t-interval on the log ratio (delta method on each
+    side's log mean, Welch–Satterthwaite df), exponentiated.  Chosen over the percentile
+    bootstrap by bench/stats-calibration: the bootstrap covers 81 % at 3 iterations.
+    None when a side has fewer than 2 units or a mean is undefined; a zero-width interval for
+    two constant series."""
+    b = [float(v) for v in _finite(base)]
+    n = [float(v) for v in _finite(new)]
+    if len(b) < 2 or len(n) < 2:
+        return None
+    scale = max(max(abs(v) for v in b), max(abs(v) for v in n))
+    if scale == 0:
+        return None
+    b = [v / scale for v in b]
+    n = [v / scale for v in n]
+    mb, mn = _mean_and_var_of_log_mean(b, kind), _mean_and_var_of_log_mean(n, kind)
+    if mb is None or mn is None:
+        return None
+    d = mn[0] - mb[0]
+    vb, vn = mb[1], mn[1]
+    if vb + vn == 0:
+        return math.exp(d), math.exp(d)
+    df = (vb + vn) ** 2 / (vb ** 2 / (len(b) - 1) + vn ** 2 / (len(n) - 1))
+    h = t_quantile(0.5 + level / 2.0, df) * math.sqrt(vb + vn)
+    try:
+        return math.exp(d - h), math.exp(d + h)
+    except OverflowError:
+        return None
+
+
 def bh_adjust(pvalues: Sequence[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (q-values), same order as the input."""
     p = np.asarray(pvalues, dtype=float)
