@@ -176,6 +176,9 @@ def test_system_time_regression_is_flagged():
     c = build_comparison([a, b])
     sysrow = rows_of(c, "duration")[("System", "Amean")]
     assert sysrow.significant["b"] and sysrow.ci["b"] is not None
+    assert sysrow.mde["b"] is not None and 0 < sysrow.mde["b"] < 10   # item 3, also in JSON:
+    dur = [s for s in c.to_dict()["sections"] if s["title"].startswith("duration")][0]
+    assert [r for r in dur["rows"] if r["metric"] == "System"][0]["mde_pct"]["b"] == sysrow.mde["b"]
     regs = regressions(c, 5.0)
     assert [(r.run, r.metric) for r in regs] == [("b", "System")]
 

@@ -251,3 +251,13 @@ def test_ratio_ci_calibration_small():
         assert 0.92 <= r["cov_t"] <= 0.99, (dist, n, r)
         assert r["fp"] <= 0.09, (dist, n, r)
     assert res[("normal", 10)]["power5"] > 0.9     # a 5 % change at 2 % noise is found at n=10
+
+
+def test_min_detectable_effect():
+    # 2 % noise, n = 10: 5 % is detectable, so the MDE is below 5 %; at n = 3 it is not
+    rng = np.random.default_rng(3)
+    a10, b10 = 100 * (1 + 0.02 * rng.standard_normal(10)), 100 * (1 + 0.02 * rng.standard_normal(10))
+    a3, b3 = a10[:3], b10[:3]
+    assert 0 < sig.min_detectable_effect(a10, b10) < 5.0
+    assert sig.min_detectable_effect(a3, b3) > sig.min_detectable_effect(a10, b10)
+    assert sig.min_detectable_effect([1.0], [1.0, 2.0]) is None

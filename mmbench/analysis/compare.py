@@ -44,6 +44,8 @@ class Row:
     p: dict[str, float | None] = field(default_factory=dict)
     ci: dict[str, tuple[float, float] | None] = field(default_factory=dict)
     note: str = ""
+    # minimum detectable effect (%, 80 % power, Welch at 0.05) per tested run (issue 13 item 3)
+    mde: dict[str, float | None] = field(default_factory=dict)
 
     def add_note(self, text: str) -> None:
         self.note = f"{self.note}; {text}" if self.note else text
@@ -83,6 +85,7 @@ class Comparison:
                      "significant": {n: bool(r.significant.get(n, False)) for n in self.runs},
                      "p": {n: _num(r.p.get(n)) for n in self.runs},
                      "ci": {n: _ci(r.ci.get(n)) for n in self.runs},
+                     "mde_pct": {n: _clean(r.mde.get(n)) for n in self.runs},
                  } for r in s.rows]}
                 for s in self.sections],
             "notes": list(self.notes),
@@ -352,6 +355,8 @@ class _Builder:
             # runs do not have).
             mean_row.ci[n] = (sig.ratio_ci(b_it, n_it, kind)
                               if b_it.size >= 2 and n_it.size >= 2 else None)
+            if res.ok:
+                mean_row.mde[n] = sig.min_detectable_effect(b_it, n_it, kind)
             if pct_rows and b_it.size >= 2 and n_it.size >= 2:
                 # Several iterations: the iteration is the unit of replication, so each percentile
                 # is tested across the per-iteration percentiles (Welch).  Pooling thousands of
@@ -389,6 +394,7 @@ class _Builder:
                 self.tests.append(_Test([row], n, res.p))  # type: ignore[arg-type]
                 if base.size >= 2 and new.size >= 2:
                     row.ci[n] = sig.ratio_ci(base, new, "amean")
+                    row.mde[n] = sig.min_detectable_effect(base, new, "amean")
             else:
                 states.setdefault(f"Welch {res.state} ({res.n_base} vs {res.n_new} iterations)", []).append(n)
         for text, who in states.items():

@@ -328,6 +328,35 @@ def ratio_ci(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarr
         return None
 
 
+def min_detectable_effect(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray,
+                          kind: MeanKind = "amean", power: float = 0.8,
+                          alpha: float = ALPHA) -> float | None:
+    """Smallest true change (percent of the baseline mean) a two-sided Welch test at ``alpha``
+    finds with probability ``power`` at these data's variation and iteration counts:
+    100·(exp((t(1-alpha/2, df) + t(power, df))·SE(log ratio)) − 1).  Not corrected for the
+    report's multiple tests.  None when undefined (fewer than 2 iterations a side)."""
+    b = [float(v) for v in _finite(base)]
+    n = [float(v) for v in _finite(new)]
+    if len(b) < 2 or len(n) < 2:
+        return None
+    scale = max(max(abs(v) for v in b), max(abs(v) for v in n))
+    if scale == 0:
+        return None
+    mb = _mean_and_var_of_log_mean([v / scale for v in b], kind)
+    mn = _mean_and_var_of_log_mean([v / scale for v in n], kind)
+    if mb is None or mn is None:
+        return None
+    vb, vn = mb[1], mn[1]
+    if vb + vn == 0:
+        return 0.0
+    df = (vb + vn) ** 2 / (vb ** 2 / (len(b) - 1) + vn ** 2 / (len(n) - 1))
+    k = (t_quantile(1.0 - alpha / 2.0, df) + t_quantile(power, df)) * math.sqrt(vb + vn)
+    try:
+        return 100.0 * math.expm1(k)
+    except OverflowError:
+        return None
+
+
 def bh_adjust(pvalues: Sequence[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (q-values), same order as the input."""
     p = np.asarray(pvalues, dtype=float)

@@ -95,6 +95,9 @@ def _cell(row: Row, run: str, multi: bool, base: str) -> dict[str, str]:
     ci = row.ci.get(run)
     if ci is not None:
         tips.append(f"95% CI of {run}/{base}: [{ci[0]:.4g}, {ci[1]:.4g}]")
+    mde = row.mde.get(run)
+    if mde is not None:
+        tips.append(f"minimum detectable effect (80% power): {mde:.1f}%")
     return {"value": fmt_value(row.values.get(run)), "pct": fmt_pct(pct) if multi and run != base else "",
             "cls": cls, "title": "; ".join(tips)}
 
