@@ -74,3 +74,29 @@ def test_compare_stats_filter(tmp_path):
     assert stats == {"Amean", "Stddev"}
     bad = mmbench("compare", "--results", res, "--stats", "p9", "a", "b")
     assert bad.returncode == 2 and "--stats" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def _run_with_system_time(res: str, name: str, system: list[float]) -> None:
+    """A stored run whose workload metric is flat and whose System time is ``system``."""
+    from mmbench.store.model import IterationResult, MetricDef, WorkloadRun
+    store = FileStore(res)
+    w = store.create_run(name, force=False, suite_text="# test\n", suite_hash="x",
+                         suite_effective={}, fingerprint={}, settings={})
+    w.add_workload(WorkloadRun("tool", "import", {}, [MetricDef("Elapsed", "s", "lower", "time")], []))
+    for i, s in enumerate(system):
+        w.add_iteration(IterationResult("tool", i, False, "ok", samples={"Elapsed": [10.0]},
+                                        duration={"user": 1.0, "system": s, "elapsed": 10.0}))
+    w.finish("complete")
+
+
+def test_fail_on_regression_sees_system_time(tmp_path):
+    # issue 13 item 5: the workload metric is unchanged, only System time regresses (+20 %)
+    res = str(tmp_path / "res")
+    _run_with_system_time(res, "a", [5.0, 5.05, 4.95, 5.02, 4.98])
+    _run_with_system_time(res, "b", [6.0, 6.05, 5.95, 6.02, 5.98])
+    bad = mmbench("compare", "--results", res, "--format", "json", "--fail-on-regression", "a", "b")
+    assert bad.returncode == 1 and "1 significant regression" in bad.stderr, bad.stderr
+    rows = [r for s in json.loads(bad.stdout)["sections"] if s["title"].startswith("duration")
+            for r in s["rows"] if r["metric"] == "System" and r["stat"] == "Amean"]
+    assert rows[0]["significant"]["b"] and rows[0]["pct"]["b"] < -15
+    assert mmbench("compare", "--results", res, "--fail-on-regression", "b", "a").returncode == 0

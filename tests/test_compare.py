@@ -82,8 +82,9 @@ def test_rows_values_and_pct():
     h = rows[(TPUT.name, "Hmean")]
     assert h.values == {"a": 100.0, "b": 110.0}
     assert h.pct["a"] == 0.0 and h.pct["b"] == pytest.approx(10.0)
-    assert h.significant == {"a": False, "b": False}
-    assert "zero-variance" in h.note          # explicit state, no invented p
+    # two constant series that differ: a definite change under the documented rule (item 4)
+    assert h.significant == {"a": False, "b": True}
+    assert "zero-variance" not in h.note
     sd = rows[(TPUT.name, "Stddev")]
     assert sd.better == "lower" and sd.pct["b"] == 0.0 and not sd.note   # 0 against 0: no change
 
@@ -165,6 +166,23 @@ def test_duration_and_vmstat_sections():
     assert ("Direct pages scanned", "Amean") not in v                 # counter absent
 
 
+def test_system_time_regression_is_flagged():
+    # issue 13 item 5: seed 004's figure of merit (System time) must reach --fail-on-regression
+    rng = np.random.default_rng(4)
+    def dur(system):
+        return [{"user": 1.0, "system": float(s), "elapsed": 10.0} for s in system]
+    a = make_run("a", {TIME.name: [[1]] * 6}, metrics=(TIME,), duration=dur(rng.normal(5.0, 0.05, 6)))
+    b = make_run("b", {TIME.name: [[1]] * 6}, metrics=(TIME,), duration=dur(rng.normal(6.0, 0.05, 6)))
+    c = build_comparison([a, b])
+    sysrow = rows_of(c, "duration")[("System", "Amean")]
+    assert sysrow.significant["b"] and sysrow.ci["b"] is not None
+    assert sysrow.mde["b"] is not None and 0 < sysrow.mde["b"] < 10   # item 3, also in JSON:
+    dur = [s for s in c.to_dict()["sections"] if s["title"].startswith("duration")][0]
+    assert [r for r in dur["rows"] if r["metric"] == "System"][0]["mde_pct"]["b"] == sysrow.mde["b"]
+    regs = regressions(c, 5.0)
+    assert [(r.run, r.metric) for r in regs] == [("b", "System")]
+
+
 def test_monitor_sections(monkeypatch, tmp_path):
     class Good:
         @classmethod
@@ -205,6 +223,17 @@ def test_ratio_gmean_orients_lower_is_better():
     b = make_run("b", {TPUT.name: [[200], [200]], TIME.name: [[20], [20]]}, metrics=(TPUT, TIME))
     r = rows_of(build_comparison([a, b], ratio=True), "ratio")
     assert r[("All metrics", "Gmean")].values["b"] == pytest.approx(1.0)   # sqrt(2 · 1/2)
+    assert r[(TIME.name, "Ratio Amean")].values["b"] == pytest.approx(0.5)  # same direction as Gmean
+
+
+def test_ratio_gmean_excludes_zero_and_counts():
+    # issue 13 item 7: THP Active 128 vs 0 made the smoke Gmean 0.00 (-100%)
+    a = make_run("a", {TPUT.name: [[128], [128]], TIME.name: [[10], [10]]}, metrics=(TPUT, TIME))
+    b = make_run("b", {TPUT.name: [[0], [0]], TIME.name: [[5], [5]]}, metrics=(TPUT, TIME))
+    r = rows_of(build_comparison([a, b], ratio=True), "ratio")
+    g = r[("All metrics", "Gmean")]
+    assert r[(TPUT.name, "Ratio Hmean")].values["b"] is None
+    assert g.values["b"] == pytest.approx(2.0) and "1 of 2 for b" in g.note
 
 
 def test_regressions():
@@ -216,6 +245,26 @@ def test_regressions():
     assert len(regs) == 1 and regs[0].run == "b" and regs[0].stat == "Hmean" and regs[0].pct < -15
     assert regressions(c, 50.0) == []
     assert regressions(build_comparison([b, a]), 5.0) == []   # an improvement is not a regression
+
+
+def test_constant_series_7_vs_8_is_a_regression():
+    # issue 13 item 8: 7 vs 8 over 10 iterations (-14.29%) was "zero-variance" and passed
+    a = make_run("a", {TIME.name: [[7.0]] * 10}, metrics=(TIME,))
+    b = make_run("b", {TIME.name: [[8.0]] * 10}, metrics=(TIME,))
+    regs = regressions(build_comparison([a, b]), 5.0)
+    assert len(regs) == 1 and regs[0].run == "b"
+    same = make_run("c", {TIME.name: [[7.0]] * 10}, metrics=(TIME,))
+    assert regressions(build_comparison([a, same]), 0.0) == []
+
+
+def test_undefined_mean_is_not_tested():
+    # issue 13 item 8: Hmean over an iteration holding a 0 is undefined; no '*', p or CI
+    a = make_run("a", {TPUT.name: [[0, 100], [100], [101], [99]]})
+    b = make_run("b", {TPUT.name: [[120], [121], [119], [120]]})
+    h = rows_of(build_comparison([a, b]))[(TPUT.name, "Hmean")]
+    assert h.values["a"] is None
+    assert not h.significant["b"] and h.ci["b"] is None and h.p["b"] is None
+    assert "mean undefined" in h.note
 
 
 def test_ci_is_seeded_and_reproducible():

@@ -49,6 +49,8 @@ def test_compare_json_shape(two_runs):
     assert active["better"] == "higher" and active["unit"]
     assert active["values"]["thp"] > 0 and active["values"]["nothp"] == 0
     assert active["pct"]["thp"] == 0
+    # issue 13 item 4: 128 vs 0 (zero variance on both sides) is a definite change, marked
+    assert active["significant"]["nothp"] is True and active["p"]["nothp"] is not None
     for r in rows.values():
         assert set(r) >= {"metric", "stat", "unit", "better", "values", "pct", "significant", "p", "ci"}
         assert set(r["values"]) == {"thp", "nothp"}

@@ -106,7 +106,8 @@ def _check_shape(d):
     for s in d["sections"]:
         assert set(s) == {"title", "rows"} and isinstance(s["title"], str)
         for r in s["rows"]:
-            assert set(r) == {"metric", "stat", "unit", "better", "values", "pct", "significant", "p", "ci"}
+            assert set(r) == {"metric", "stat", "unit", "better", "values", "pct", "significant", "p", "ci",
+                              "mde_pct"}
             assert r["better"] in ("higher", "lower")
             for key in ("values", "pct", "significant", "p", "ci"):
                 assert set(r[key]) == set(d["runs"])

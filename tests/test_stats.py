@@ -130,16 +130,31 @@ def test_outliers_named_and_robust():
 
 def test_welch_states():
     assert sig.welch([1.0], [2.0, 3.0]).state == "too-few-samples"
-    assert sig.welch([1.0, 1.0], [2.0, 2.0]).state == "zero-variance"
+    d = sig.welch([1.0, 1.0], [2.0, 2.0])      # deterministic rule: constants differ -> p 0
+    assert d.state == "deterministic" and d.p == 0.0 and d.ok
+    e = sig.welch([7.0] * 10, [7.0] * 10)       # equal constants -> no change
+    assert e.state == "deterministic" and e.p == 1.0
     r = sig.welch([1.0, 2.0, 3.0], [4.0, 5.0, 6.5])
     assert r.ok
     from scipy import stats
     assert r.p == pytest.approx(stats.ttest_ind([1, 2, 3], [4, 5, 6.5], equal_var=False).pvalue)
 
 
+def test_welch_extreme_finite_values_no_overflow():
+    # issue 13 item 8: OverflowError at 1e100, ZeroDivisionError near 1e-90
+    r = sig.welch([1e100, 2e100], [1e100, 3e100])
+    assert r.ok and 0.0 < r.p <= 1.0
+    from scipy import stats
+    assert r.p == pytest.approx(stats.ttest_ind([1, 2], [1, 3], equal_var=False).pvalue)
+    r2 = sig.welch([1e-90, 2e-90], [1e-90, 3e-90])
+    assert r2.ok and r2.p == pytest.approx(r.p)
+
+
 def test_mann_whitney_states():
     assert sig.mann_whitney([1, 2], [3, 4, 5]).state == "too-few-samples"
-    assert sig.mann_whitney([1, 1, 1], [1, 1, 1]).state == "zero-variance"
+    mw = sig.mann_whitney([1, 1, 1], [1, 1, 1])   # equal constants: no change
+    assert mw.state == "deterministic" and mw.p == 1.0
+    assert sig.mann_whitney([1, 1, 1], [2, 2, 2]).p == 0.0
     r = sig.mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])
     assert r.ok and r.p == pytest.approx(2 / 252)    # exact: 2 / C(10,5)
 
@@ -215,3 +230,34 @@ def test_t_distribution_without_scipy_matches_scipy():
     for df in (1.0, 1.7, 2.0, 3.3, 7.9, 30.0, 250.0, 1e4):
         for t in (0.0, 0.01, 0.5, 1.0, 1.96, 3.0, 8.0, 40.0, -2.5):
             assert t_two_sided_p(t, df) == pytest.approx(2 * st.t.sf(abs(t), df), rel=1e-9, abs=1e-15)
+
+
+def test_t_quantile_matches_scipy():
+    from scipy import stats
+    for df in (1.0, 2.0, 3.7, 9.0, 120.0):
+        assert sig.t_quantile(0.975, df) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-8)
+
+
+def test_ratio_ci_calibration_small():
+    """The calibration script's small version (issue 13 item 2): seeded A/A trials; the
+    interval's coverage stays near 95 % and Welch's false-positive rate near 5 % at 3, 5 and 10
+    iterations for normal, lognormal and heavy-tailed noise."""
+    import importlib.machinery
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parent.parent / "bench" / "stats-calibration"
+    cal = importlib.machinery.SourceFileLoader("stats_calibration", str(path)).load_module()
+    res = cal.calibrate(trials=300, seed=7, bootstrap=False)
+    for (dist, n), r in res.items():
+        assert 0.92 <= r["cov_t"] <= 0.99, (dist, n, r)
+        assert r["fp"] <= 0.09, (dist, n, r)
+    assert res[("normal", 10)]["power5"] > 0.9     # a 5 % change at 2 % noise is found at n=10
+
+
+def test_min_detectable_effect():
+    # 2 % noise, n = 10: 5 % is detectable, so the MDE is below 5 %; at n = 3 it is not
+    rng = np.random.default_rng(3)
+    a10, b10 = 100 * (1 + 0.02 * rng.standard_normal(10)), 100 * (1 + 0.02 * rng.standard_normal(10))
+    a3, b3 = a10[:3], b10[:3]
+    assert 0 < sig.min_detectable_effect(a10, b10) < 5.0
+    assert sig.min_detectable_effect(a3, b3) > sig.min_detectable_effect(a10, b10)
+    assert sig.min_detectable_effect([1.0], [1.0, 2.0]) is None

@@ -94,7 +94,10 @@ def _cell(row: Row, run: str, multi: bool, base: str) -> dict[str, str]:
         tips.append(f"p={p:.3g} (Benjamini-Hochberg adjusted)" + (", significant" if row.significant.get(run) else ""))
     ci = row.ci.get(run)
     if ci is not None:
-        tips.append(f"95% bootstrap CI of {run}/{base}: [{ci[0]:.4g}, {ci[1]:.4g}]")
+        tips.append(f"95% CI of {run}/{base}: [{ci[0]:.4g}, {ci[1]:.4g}]")
+    mde = row.mde.get(run)
+    if mde is not None:
+        tips.append(f"minimum detectable effect (80% power): {mde:.1f}%")
     return {"value": fmt_value(row.values.get(run)), "pct": fmt_pct(pct) if multi and run != base else "",
             "cls": cls, "title": "; ".join(tips)}
 

@@ -21,7 +21,11 @@ def _cell(r: Row, run: str, multi: bool, pvalues: bool) -> tuple[str, str, str]:
     pct = r.pct.get(run)
     ptxt = f"({pct:7.2f}%)" if pct is not None else "(    n/a)"
     ptxt += "*" if r.significant.get(run) else " "
-    return v, ptxt, (fmt_p(r.p.get(run)) if pvalues else "")
+    ptext = fmt_p(r.p.get(run)) if pvalues else ""
+    mde = r.mde.get(run) if pvalues else None
+    if mde is not None:
+        ptext += f" mde {mde:.1f}%"   # minimum detectable effect at 80 % power
+    return v, ptxt, ptext
 
 
 class TextExporter(Exporter):
