@@ -55,17 +55,10 @@ def parse_until(text: str) -> Until:
     return Until(pct)
 
 
-def t_quantile(p: float, df: float) -> float:
-    """The two-sided critical value: P(|T| >= t) = p, by bisection on the t distribution."""
-    from mmbench.analysis.significance import t_two_sided_p
-    lo, hi = 0.0, 1e3
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if t_two_sided_p(mid, df) > p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+def t975(df: float) -> float:
+    """The two-sided 95% critical value of Student's t (the statistics stage's quantile)."""
+    from mmbench.analysis.significance import t_quantile
+    return t_quantile(0.975, df)
 
 
 def own_halfwidth_pct(values: list[float]) -> float:
@@ -77,7 +70,7 @@ def own_halfwidth_pct(values: list[float]) -> float:
     sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
     if m == 0:
         return math.inf
-    return t_quantile(0.05, n - 1) * sd / math.sqrt(n) / abs(m) * 100
+    return t975(n - 1) * sd / math.sqrt(n) / abs(m) * 100
 
 
 def ratio_halfwidth_pct(base: list[float], new: list[float]) -> float:
@@ -95,7 +88,7 @@ def ratio_halfwidth_pct(base: list[float], new: list[float]) -> float:
     if se == 0:
         return 0.0
     df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if va else 0) + (vb ** 2 / (len(b) - 1) if vb else 0))
-    half = t_quantile(0.05, df) * se
+    half = t975(df) * se
     if positive:
         return (math.exp(half) - 1) * 100
     return half / abs(ma) * 100 if ma else math.inf
