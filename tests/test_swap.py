@@ -17,8 +17,8 @@ ZSWAP = Path("/sys/module/zswap/parameters/enabled")
 
 
 @pytest.fixture
-def journal():
-    j = Journal(Path(tempfile.mkdtemp(prefix="mmbench-test-swap-")))
+def journal(tmp_path):
+    j = Journal(tmp_path / "journal")
     j.acquire()
     yield j
     j.restore()

@@ -46,8 +46,8 @@ def test_usemem_past_budget_without_swap_is_refused():
     assert r.status == "failed" and "no swap" in r.reason
 
 
-def test_usemem_swaps_to_zram():
-    j = Journal(Path(tempfile.mkdtemp(prefix="mmbench-test-swap-")))
+def test_usemem_swaps_to_zram(tmp_path):
+    j = Journal(tmp_path / "journal")
     j.acquire()
     try:
         setup_swap({"type": "zram", "size": "1x"}, 128 << 20, j)

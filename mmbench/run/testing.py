@@ -6,6 +6,7 @@ iteration with a private journal (restored before it returns) and gives the Iter
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,10 @@ def run_workload(name: str, params: dict[str, Any] | None = None, *, budget: str
     wl = cls()
     resolved = resolve_params(cls.params, params or {}, budget_b, f"workload.{name}.params")
     wl.check(resolved, budget_b)
+    own_out = outdir is None   # a folder made here is removed here (callers reading raw files pass one)
     out = Path(outdir or tempfile.mkdtemp(prefix=f"mmbench-{name}-"))
-    journal = Journal(Path(tempfile.mkdtemp(prefix="mmbench-journal-")))
+    journal_dir = Path(tempfile.mkdtemp(prefix="mmbench-journal-"))
+    journal = Journal(journal_dir)
     journal.acquire()
     try:
         for path, value in (settings or {}).items():
@@ -43,3 +46,6 @@ def run_workload(name: str, params: dict[str, Any] | None = None, *, budget: str
     finally:
         journal.restore()
         journal.release()
+        shutil.rmtree(journal_dir, ignore_errors=True)
+        if own_out:
+            shutil.rmtree(out, ignore_errors=True)
