@@ -45,13 +45,6 @@ class VmOptions:
     append: str = ""
 
 
-def _proc_start(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 def _guest_argv(run_argv: list[str], results: Path, suite_copy: Path) -> list[str]:
     """The guest's `mmbench run`: the host's arguments with the suite file, results and progress
     format replaced (and never a --kernel: the guest does not boot a guest)."""
@@ -125,7 +118,7 @@ def host_thp() -> dict[str, str]:
 def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store: Any, *, force: bool,
               progress: Any, extra_runs: list[str] = (), baseline: str | None = None) -> str:
     """Boot ``opts.kernel``, run ``suite`` inside as run ``name``, store it on the host."""
-    from mmbench.run.journal import Journal
+    from mmbench.run.journal import Journal, _proc_start_time
     from mmbench.store import open_store
     from mmbench.store.base import validate_run_name
     validate_run_name(name)
@@ -170,7 +163,7 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
                           "ratios between runs under the same emulator stay comparable")
 
         def journal_pid(pid: int) -> None:
-            journal.record("process", pid=pid, start=_proc_start(pid), group=True)
+            journal.record("process", pid=pid, start=_proc_start_time(pid), group=True)
         guest = Guest(spec, workdir, journal_pid)
         t0 = time.monotonic()
         current: dict[str, Any] = {}
