@@ -116,8 +116,9 @@ def _run_in_vm(args: argparse.Namespace, suite: Any, progress: Any) -> str:
             guest_args += ["--baseline-set", item]
         if args.baseline and args.baseline_set:
             extra_runs.append(args.baseline)
+    from mmbench.store import open_store
     return run_in_vm(opts, suite, [*guest_args, args.name], args.name, _store(args), force=args.force,
-                     progress=progress, extra_runs=extra_runs,
+                     progress=progress, open_store=open_store, extra_runs=extra_runs,
                      baseline=args.baseline if getattr(args, "until", None) and not args.baseline_set else None)
 
 
@@ -125,7 +126,7 @@ def _run_adaptive(args: argparse.Namespace, progress: Any, run_suite: Any) -> st
     """``run --until``: rounds of one iteration until the headline intervals are narrow enough."""
     from mmbench.campaign import DEFAULT_MAX_ITERATIONS, parse_until, run_adaptive
     from mmbench.config.load import load_suite
-    from mmbench.config.sizes import parse_duration
+    from mmbench.model.sizes import parse_duration
     until = parse_until(args.until)
     max_time = None
     if args.max_time is not None:
@@ -145,7 +146,7 @@ def _run_adaptive(args: argparse.Namespace, progress: Any, run_suite: Any) -> st
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
-    from mmbench.config.sizes import parse_duration
+    from mmbench.model.sizes import parse_duration
     try:
         seconds = parse_duration(args.duration)
     except ValueError as e:
@@ -240,7 +241,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _interval_param(cls: Any) -> Any:
-    from mmbench.config.params import Param
+    from mmbench.model.params import Param
     return Param("duration", cls.default_interval, "sampling interval")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mmbench.run.build import CFLAGS, LIBS, binary_for
+from mmbench.run.build import CFLAGS, binary_for
 
 ROOT = Path(__file__).resolve().parent.parent / "mmbench"
 SOURCES = sorted([*ROOT.glob("workloads/*.c"), *ROOT.glob("monitors/*.c")])

@@ -78,7 +78,7 @@ def test_compare_stats_filter(tmp_path):
 
 def _run_with_system_time(res: str, name: str, system: list[float]) -> None:
     """A stored run whose workload metric is flat and whose System time is ``system``."""
-    from mmbench.store.model import IterationResult, MetricDef, WorkloadRun
+    from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
     store = FileStore(res)
     w = store.create_run(name, force=False, suite_text="# test\n", suite_hash="x",
                          suite_effective={}, fingerprint={}, settings={})

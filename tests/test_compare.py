@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as hs
 from mmbench.analysis import compare as cmpmod
 from mmbench.analysis.compare import build_comparison, pct_diff, regressions
 from mmbench.monitors.base import MonitorSummary
-from mmbench.store.model import IterationResult, MetricDef, RunRecord, WorkloadRun
+from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 TPUT = MetricDef("Fault throughput", "faults/s", "higher", "rate")
 TIME = MetricDef("Time", "s", "lower", "time")

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import mmbench
 from mmbench.config.load import load_suite
-from mmbench.config.sizes import parse_duration, parse_size
+from mmbench.model.sizes import parse_duration, parse_size
 from mmbench.errors import UsageError
 
 GOOD = """
@@ -117,7 +117,7 @@ def test_sizes_and_durations():
 @pytest.mark.skipif(__import__("os").geteuid() != 0, reason="needs root")
 def test_kernel_rejected_value_is_one_line_and_nothing_stays_changed(suite_file, results):
     from pathlib import Path
-    from mmbench.run.journal import read_knob
+    from mmbench.model.kernel import read_knob
     before = read_knob(Path("/proc/sys/vm/swappiness"))
     text = GOOD.replace('thp.enabled = "madvise"', 'vm.swappiness = 7\nvm.min_free_kbytes = -5')
     proc = mmbench("run", "--config", str(suite_file(text)), "--results", str(results), "x")

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import THP, mmbench, mmbench_cgroups, needs_root
-from mmbench.run.journal import read_knob
+from mmbench.model.kernel import read_knob
 
 pytestmark = needs_root
 

@@ -5,7 +5,6 @@ matches its snapshot and the store is consistent.  bench/fault-campaign is the l
 
 from __future__ import annotations
 
-import pytest
 
 from conftest import needs_root
 from mmbench.run.faultinject import plan, run_trial, summarise

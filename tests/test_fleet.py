@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ import pytest
 from conftest import REPO, mmbench, needs_root, wait_for
 from mmbench.analysis.history import build_history, change_points
 from mmbench.store import open_store
-from mmbench.store.model import IterationResult, MetricDef, WorkloadRun
+from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
 
 CSV = """workload,metric,unit,better,iteration,value,kind
 faultin,tput,faults/s,higher,0,100,rate

@@ -7,7 +7,7 @@ import pytest
 from mmbench.analysis.compare import build_comparison
 from mmbench.analysis.importer import read_samples_file
 from mmbench.errors import UsageError
-from mmbench.store.model import RunRecord
+from mmbench.model.results import RunRecord
 
 CSV = """workload,metric,unit,better,iteration,value,kind
 faultin,tput,faults/s,higher,0,100,rate

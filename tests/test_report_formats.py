@@ -10,7 +10,7 @@ import pytest
 
 from mmbench.analysis.compare import build_comparison
 from mmbench.report.base import Exporter, exporters
-from mmbench.store.model import IterationResult, MetricDef, RunRecord, WorkloadRun
+from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 TPUT = MetricDef("Fault throughput", "faults/s", "higher", "rate")
 LAT = MetricDef("Fault latency", "us", "lower", "latency")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import THP, mmbench, mmbench_cgroups, needs_root, start_mmbench, wait_for
-from mmbench.run.journal import read_knob
+from mmbench.model.kernel import read_knob
 
 pytestmark = needs_root
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_root
-from mmbench.config.params import resolve_params
-from mmbench.config.sizes import parse_size
+from mmbench.model.params import resolve_params
+from mmbench.model.sizes import parse_size
 from mmbench.run.iteration import CompanionSpec, IterationPlan, run_iteration
 from mmbench.run.journal import Journal
 from mmbench.run.testing import run_workload

@@ -20,7 +20,7 @@ from mmbench.analysis import stats as st
 from mmbench.analysis import vmstat as vm
 from mmbench.config.aims import memcg_warning
 from mmbench.monitors.base import load_summary
-from mmbench.store.model import IterationResult, MetricDef, RunRecord, WorkloadRun
+from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 SCHEMA = "mmbench-compare/1"
 Better = Literal["higher", "lower"]

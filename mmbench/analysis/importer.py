@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from mmbench.errors import UsageError
-from mmbench.store.model import IterationResult, MetricDef, MetricKind, WorkloadRun
+from mmbench.model.results import IterationResult, MetricDef, MetricKind, WorkloadRun
 
 REQUIRED = ("workload", "metric", "unit", "better", "iteration", "value")
 KINDS = set(get_args(MetricKind))

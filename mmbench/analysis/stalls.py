@@ -21,7 +21,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from mmbench.store.model import MetricDef
+from mmbench.model.quirks import KTHREADS
+from mmbench.model.results import MetricDef
 
 # kind → (begin event, end event, label)
 PAIRS: dict[str, tuple[str, str, str]] = {
@@ -40,7 +41,7 @@ RECLAIM_KINDS = ("direct", "memcg", "memcg_softlimit", "node")
 # Latency bins (us): upper edges
 BINS_US = [10, 100, 1_000, 10_000, 100_000]
 BIN_LABELS = ["<10us", "10-100us", "100us-1ms", "1-10ms", "10-100ms", ">=100ms"]
-WHO = ("kswapd", "kcompactd", "khugepaged", "kdamond", "workload", "other")
+WHO = (*KTHREADS, "workload", "other")
 
 
 @dataclass
@@ -56,7 +57,7 @@ class Stall:
 
 
 def classify(pid: int, comm: str, workload_pids: set[int]) -> str:
-    for w in ("kswapd", "kcompactd", "khugepaged", "kdamond"):
+    for w in KTHREADS:
         if comm.startswith(w):
             return w
     if pid in workload_pids:

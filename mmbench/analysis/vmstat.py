@@ -1,7 +1,8 @@
 """The "vmstat" section: rows derived from /proc/vmstat counter deltas (formulas in
 docs/statistics.md, "vmstat rows").
 
-Counter names change between kernels; the names each row reads are DATA (:data:`COUNTERS`),
+Counter names change between kernels; the names each row reads are DATA
+(:data:`mmbench.model.quirks.COUNTERS`),
 with the kernel version of every rename.  A row whose counters are all missing on the running
 kernel is omitted (not shown as 0).  A ratio row whose denominator is 0 is undefined and
 omitted (not a fake 100 %).
@@ -13,84 +14,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Literal, Mapping
 
+from mmbench.model.quirks import COUNTERS, PGSTEAL_OLD
+
 Better = Literal["higher", "lower"]
-
-ZONES = ("dma", "dma32", "normal", "movable", "high", "device")
-
-# Row → raw counter names summed to build it (all present names are summed).  Old and new names
-# are listed together: a kernel has one or the other.
-COUNTERS: dict[str, list[str]] = {
-    "pgfault": ["pgfault"],
-    "pgmajfault": ["pgmajfault"],
-    "pswpin": ["pswpin"],
-    "pswpout": ["pswpout"],
-    # One global "allocstall" until 4.8; split per zone (allocstall_<zone>) in 4.8 (node-based
-    # reclaim series).  Every zone is summed: MMTests overwrote, keeping only the last zone.
-    "allocstall": ["allocstall"] + [f"allocstall_{z}" for z in ZONES],
-    # pgscan_direct_<zone> per zone until 4.8, then node-based pgscan_direct.
-    # pgscan_direct_throttle (3.x+) counts throttling events, not pages: never summed here.
-    "pgscan_direct": ["pgscan_direct"] + [f"pgscan_direct_{z}" for z in ZONES],
-    "pgscan_kswapd": ["pgscan_kswapd"] + [f"pgscan_kswapd_{z}" for z in ZONES],
-    # kswapd_steal (≤ 3.3) → pgsteal_kswapd_<zone> (3.4) → pgsteal_kswapd (4.8, node-based).
-    "pgsteal_kswapd": ["kswapd_steal", "pgsteal_kswapd"] + [f"pgsteal_kswapd_{z}" for z in ZONES],
-    # pgsteal_direct_<zone> from 3.4, pgsteal_direct from 4.8.  (≤ 3.3 only had pgsteal_<zone>
-    # counting kswapd + direct together: see PGSTEAL_OLD.)
-    "pgsteal_direct": ["pgsteal_direct"] + [f"pgsteal_direct_{z}" for z in ZONES],
-    # kswapd_try_to_sleep(): after balancing, kswapd naps HZ/10 before sleeping for good.  Woken
-    # during the nap → low_wmark_hit_quickly (it went to sleep prematurely, seed 002's subject);
-    # memory below the high watermark again at the end of the nap → high_wmark_hit_quickly.
-    "kswapd_low_wmark_hit_quickly": ["kswapd_low_wmark_hit_quickly"],
-    "kswapd_high_wmark_hit_quickly": ["kswapd_high_wmark_hit_quickly"],
-    "nr_vmscan_write": ["nr_vmscan_write"],
-    "nr_vmscan_immediate_reclaim": ["nr_vmscan_immediate_reclaim"],
-    "slabs_scanned": ["slabs_scanned"],
-    "pgpgin": ["pgpgin"],
-    "pgpgout": ["pgpgout"],
-    "thp_fault_alloc": ["thp_fault_alloc"],
-    "thp_fault_fallback": ["thp_fault_fallback"],
-    "thp_collapse_alloc": ["thp_collapse_alloc"],
-    "thp_collapse_alloc_failed": ["thp_collapse_alloc_failed"],
-    # thp_split (≤ 4.4) → thp_split_page (4.5, THP refcounting rework; thp_split_pmd added).
-    "thp_split": ["thp_split", "thp_split_page"],
-    "compact_stall": ["compact_stall"],
-    "compact_success": ["compact_success"],
-    "compact_fail": ["compact_fail"],
-    # compact_pages_moved / compact_pagemigrate_failed (≤ 3.7) → pgmigrate_success /
-    # pgmigrate_fail (3.8, counted for every migration, not only compaction's).
-    "pgmigrate_success": ["pgmigrate_success", "compact_pages_moved"],
-    "pgmigrate_fail": ["pgmigrate_fail", "compact_pagemigrate_failed"],
-    "compact_isolated": ["compact_isolated"],                 # 3.8
-    "compact_migrate_scanned": ["compact_migrate_scanned"],   # 3.8
-    "compact_free_scanned": ["compact_free_scanned"],         # 3.8
-    "compact_daemon_wake": ["compact_daemon_wake"],           # 4.6 (kcompactd)
-    # pgscan_{anon,file} / pgsteal_{anon,file}: 5.8.  They count every reclaim (kswapd, direct,
-    # memcg limit, khugepaged, proactive); memcg limit reclaim moves only these.
-    "pgscan_anon": ["pgscan_anon"],
-    "pgscan_file": ["pgscan_file"],
-    "pgsteal_anon": ["pgsteal_anon"],
-    "pgsteal_file": ["pgsteal_file"],
-    "pgscan_khugepaged": ["pgscan_khugepaged"],               # 5.19
-    "pgsteal_khugepaged": ["pgsteal_khugepaged"],             # 5.19
-    "pgscan_proactive": ["pgscan_proactive"],                 # 6.15 (memory.reclaim et al.)
-    "pgsteal_proactive": ["pgsteal_proactive"],               # 6.15
-    # workingset_refault (4.x, file pages only) split into _anon and _file in 5.9.
-    "workingset_refault_anon": ["workingset_refault_anon"],
-    "workingset_refault_file": ["workingset_refault_file", "workingset_refault"],
-    "zswpin": ["zswpin"],                                     # 5.19 (zswap counters)
-    "zswpout": ["zswpout"],
-    "numa_hit": ["numa_hit"],
-    "numa_miss": ["numa_miss"],
-    "numa_interleave": ["numa_interleave"],
-    "numa_local": ["numa_local"],
-    "numa_pte_updates": ["numa_pte_updates"],                 # 3.8 (automatic NUMA balancing)
-    "numa_huge_pte_updates": ["numa_huge_pte_updates"],       # 3.13
-    "numa_hint_faults": ["numa_hint_faults"],
-    "numa_hint_faults_local": ["numa_hint_faults_local"],
-    "numa_pages_migrated": ["numa_pages_migrated"],
-}
-
-# ≤ 3.3 kernels: pgsteal_<zone> counted kswapd and direct reclaim together; direct = Σ − kswapd.
-PGSTEAL_OLD = [f"pgsteal_{z}" for z in ZONES]
 
 
 def counter(delta: Mapping[str, float], name: str) -> float | None:
@@ -254,24 +180,6 @@ def derive(delta: Mapping[str, float], elapsed: float | None = None) -> dict[str
             continue
         out[r.name] = float(v)
     return out
-
-
-def parse(text: str) -> dict[str, int]:
-    """/proc/vmstat text → counter name → value."""
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2:
-            try:
-                out[parts[0]] = int(parts[1])
-            except ValueError:
-                continue
-    return out
-
-
-def delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
-    """after − before for every counter present in both."""
-    return {k: after[k] - before[k] for k in after if k in before}
 
 
 def mean_deltas(deltas: Iterable[Mapping[str, float]]) -> dict[str, float]:

@@ -45,7 +45,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from mmbench.fleet.queue import job_for_suite, submit
-    from mmbench.store.base import validate_run_name
+    from mmbench.model.store import validate_run_name
     url = _queue_url(args)
     if args.interleave:
         names = [validate_run_name(n) for n in args.names]

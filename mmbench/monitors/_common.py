@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 
 
 def read_text(path: str | os.PathLike, bufsize: int = 1 << 16) -> str:

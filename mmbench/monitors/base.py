@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from mmbench.config.params import Param
-from mmbench.store.model import MetricDef
+from mmbench.model.params import Param
+from mmbench.model.results import MetricDef
 
 
 @dataclass

@@ -19,8 +19,8 @@ from typing import Any
 from mmbench.analysis.irqsoff import analyze, parse
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
 from mmbench.monitors.trace import ftrace
-from mmbench.run.journal import write_knob
-from mmbench.store.model import MetricDef
+from mmbench.model.kernel import write_knob
+from mmbench.model.results import MetricDef
 
 UNAVAILABLE = ("this kernel has no irqsoff tracer (CONFIG_IRQSOFF_TRACER); IRQs-off offenders are "
                "not recorded")

@@ -15,9 +15,9 @@ import numpy as np
 
 from mmbench.monitors._common import clean
 from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor
-from mmbench.store.model import MetricDef
+from mmbench.model.quirks import KTHREADS
+from mmbench.model.results import MetricDef
 
-PREFIXES = ("kswapd", "kcompactd", "khugepaged", "kdamond")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -31,7 +31,7 @@ def find_kthreads() -> dict[str, int]:
                 comm = fh.read().strip()
         except OSError:
             continue
-        if comm.startswith(PREFIXES):
+        if comm.startswith(KTHREADS):
             name = comm if comm not in found else f"{comm}-{d}"
             found[name] = int(d)
     return dict(sorted(found.items()))

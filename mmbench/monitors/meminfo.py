@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from mmbench.model.kernel import parse_meminfo
 from mmbench.monitors._common import clean, gauge_metric, read_text
 from mmbench.monitors.base import MonitorSummary, SamplingMonitor
 
@@ -17,15 +18,6 @@ SUMMARY_FIELDS = ["MemFree", "MemAvailable", "Cached", "Buffers", "Active(file)"
                   "Active(anon)", "Inactive(anon)", "AnonPages", "AnonHugePages", "Shmem", "Mapped",
                   "Dirty", "Writeback", "Slab", "SReclaimable", "SUnreclaim", "PageTables",
                   "SwapCached", "Zswap", "HugePages_Free"]
-
-
-def parse_meminfo(text: str) -> dict[str, int]:
-    out = {}
-    for line in text.splitlines():
-        k, _, rest = line.partition(":")
-        if rest:
-            out[k] = int(rest.split()[0])
-    return out
 
 
 class Meminfo(SamplingMonitor):

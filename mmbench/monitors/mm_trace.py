@@ -37,17 +37,18 @@ from pathlib import Path
 from typing import Any
 
 from mmbench.analysis import stalls as stall_analysis
-from mmbench.config.params import Param
+from mmbench.model.kernel import pageblock_order
+from mmbench.model.params import Param
+from mmbench.model.quirks import KTHREADS, PER_PAGE_TRACEPOINTS
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
 from mmbench.monitors.trace import ftrace
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 
 DEFAULT_EVENTS = ["vmscan", "compaction", "kmem:mm_page_alloc_extfrag", "huge_memory", "oom"]
 # Per-page events left out by default: mm_vmscan_write_folio fires once per page written by
 # reclaim (230k of 420k events in a 4 s usemem-swap iteration) and the same count is in
 # /proc/vmstat (nr_vmscan_write, "Page writes by reclaim").  Name it in `events` to get it back.
-DEFAULT_EXCLUDE = ["vmscan:mm_vmscan_write_folio"]
-KTHREAD_PREFIXES = ("kswapd", "kcompactd", "khugepaged", "kdamond")
+DEFAULT_EXCLUDE = list(PER_PAGE_TRACEPOINTS)
 
 
 def _comm(pid: int) -> str | None:
@@ -63,18 +64,9 @@ def _kthreads() -> dict[int, str]:
     for d in os.listdir("/proc"):
         if d.isdigit():
             c = _comm(int(d))
-            if c and c.startswith(KTHREAD_PREFIXES):
+            if c and c.startswith(KTHREADS):
                 out[int(d)] = c
     return out
-
-
-def _pageblock_order() -> int:
-    try:
-        with open("/proc/pagetypeinfo") as fh:
-            first = fh.readline()
-        return int(first.split(":")[1])
-    except (OSError, ValueError, IndexError):
-        return 9
 
 
 class MmTrace(Monitor):
@@ -161,7 +153,7 @@ class MmTrace(Monitor):
                 self._comms[pid] = c
         self._comms.update({pid: c for pid, c in cmdlines.items() if pid in seen and pid not in self._comms})
         stalls = stall_analysis.find_stalls(dec.events, dec.columns, self._comms, self._wl)
-        extfrag = stall_analysis.extfrag_counts(dec.events, dec.columns, _pageblock_order())
+        extfrag = stall_analysis.extfrag_counts(dec.events, dec.columns, pageblock_order())
         decode_s = time.monotonic() - t0
         stall_analysis.write_stalls(outdir / "stalls.tsv", stalls)
         (outdir / "stalls.txt").write_text(stall_analysis.report(stalls) + "\n")

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.monitors._common import clean
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
 from mmbench.monitors.trace import ftrace
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 
 SOFTWARE = ["task-clock", "page-faults", "major-faults", "context-switches", "cpu-migrations"]
 TRACEPOINTS = ["vmscan:mm_vmscan_direct_reclaim_begin", "vmscan:mm_vmscan_memcg_reclaim_begin",

@@ -18,7 +18,7 @@ import numpy as np
 
 from mmbench.monitors._common import clean, gauge_metric, rate_metric, rates, read_text
 from mmbench.monitors.base import MonitorSummary, SamplingMonitor
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 
 # nr_* entries that are event counters, not gauges
 NR_COUNTERS = {"nr_vmscan_write", "nr_vmscan_immediate_reclaim", "nr_dirtied", "nr_written",

@@ -17,7 +17,7 @@ import numpy as np
 
 from mmbench.monitors._common import clean, read_text
 from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 
 
 def parse_pressure(text: str, prefix: str, out: dict[str, float]) -> None:

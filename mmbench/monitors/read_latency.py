@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.monitors._common import clean, load_tsv
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 
 SOURCE = Path(__file__).with_name("read_latency.c")
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mmbench.analysis import stats as st
-from mmbench.store.model import IterationResult, RunRecord
+from mmbench.model.results import IterationResult, RunRecord
 
 FigureKind = Literal["box", "line", "cdf"]
 MAX_LINE_POINTS = 600     # per line; longer series are thinned (every k-th point)

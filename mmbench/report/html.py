@@ -27,7 +27,7 @@ from mmbench import __version__
 from mmbench.analysis.compare import Comparison, Row, build_comparison
 from mmbench.report import figures as figs
 from mmbench.report.base import fmt_pct, fmt_value
-from mmbench.store.model import RunRecord
+from mmbench.model.results import RunRecord
 
 TEMPLATES = Path(__file__).parent / "templates"
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mmbench.report import figures as figs
-from mmbench.store.model import RunRecord
+from mmbench.model.results import RunRecord
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbench import __version__
-from mmbench.run.journal import read_knob
+from mmbench.model.kernel import meminfo, read_knob
 from mmbench.run.sandbox import cgroup_version
 
 # Write-only or side-effecting files that must not be read as settings.
@@ -74,12 +74,8 @@ def _kdamonds() -> dict[str, Any]:
 
 
 def _meminfo() -> dict[str, int]:
-    out = {}
-    for line in _read("/proc/meminfo").splitlines():
-        k, _, v = line.partition(":")
-        if k in ("MemTotal", "SwapTotal", "Hugepagesize"):
-            out[k] = int(v.split()[0]) * 1024
-    return out
+    m = meminfo()
+    return {k: m[k] * 1024 for k in ("MemTotal", "SwapTotal", "Hugepagesize") if k in m}
 
 
 def _swaps() -> list[str]:

@@ -21,8 +21,8 @@ from mmbench.monitors.base import Monitor, MonitorContext, load_summary
 from mmbench.run.context import IterationContext
 from mmbench.run.journal import Journal
 from mmbench.run.sandbox import MemorySandbox
-from mmbench.run.vmstat import parse_vmstat, read_vmstat, vmstat_delta
-from mmbench.store.model import IterationResult, MetricDef
+from mmbench.model.kernel import parse_vmstat, read_vmstat, vmstat_delta
+from mmbench.model.results import IterationResult, MetricDef
 from mmbench.workloads.base import Workload
 
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mmbench.model.kernel import read_knob, write_knob
 from mmbench.errors import UsageError
 from mmbench.run import signals
 
@@ -34,25 +35,6 @@ def state_dir() -> Path:
 # tracefs buffer_size_kb reads "7 (expanded: 1408)" until the ring buffer is first used
 # (kernel/trace/trace.c, tracing_entries_read, since 2.6.3x): the size to write back is 1408.
 _EXPANDED = re.compile(r"^\d+ \(expanded: (\d+)\)$")
-
-
-def read_knob(path: Path) -> str:
-    """Current value of a sysfs/procfs file; for ``a [b] c`` choice files, the selected one."""
-    text = path.read_text().strip()
-    e = _EXPANDED.match(text)
-    if e:
-        return e.group(1)
-    m = _BRACKET.search(text)
-    return m.group(1) if m and " " in text else text
-
-
-def write_knob(path: Path, value: str) -> None:
-    """Write a value the way ``echo value > path`` does; the kernel's errno becomes the message."""
-    try:
-        with open(path, "w") as fh:
-            fh.write(str(value))
-    except OSError as e:
-        raise OSError(e.errno, f"{path}: the kernel rejected {value!r} ({os.strerror(e.errno or 0)})") from None
 
 
 def _proc_start_time(pid: int) -> str | None:

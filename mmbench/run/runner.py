@@ -21,8 +21,8 @@ from mmbench.run.iteration import CompanionSpec, IterationPlan, MonitorSpec, run
 from mmbench.run.journal import Journal
 from mmbench.run.progress import PlainProgress, Progress
 from mmbench.run.settings import apply_settings, validate_settings
-from mmbench.store.base import Store, validate_run_name
-from mmbench.store.model import WorkloadRun
+from mmbench.model.store import Store, validate_run_name
+from mmbench.model.results import WorkloadRun
 
 
 # SIGTERM/SIGHUP: a BaseException (mmbench.errors), kept importable from here.
@@ -65,7 +65,10 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
     status = "failed"
     try:
         signals.checkpoint()
-        validated = validate_settings(suite.settings)
+        try:  # before any setting is applied, against the kernel that runs the suite
+            validated = validate_settings(suite.settings)
+        except UsageError as e:
+            raise UsageError(f"{suite.path}: {e}") from None
         apply_settings(validated, journal)
         if not suite.scratch.exists():  # workloads' scratch space: removed with the run
             journal.record("remove", path=str(suite.scratch))

@@ -26,7 +26,7 @@ import signal
 import time
 from pathlib import Path
 
-from mmbench.guest import in_guest
+from mmbench.model.kernel import meminfo_bytes, vmstat
 from mmbench.run.journal import Journal
 
 CGROUP_ROOT = Path(os.environ.get("MMBENCH_CGROUP_ROOT", "/sys/fs/cgroup"))
@@ -34,28 +34,8 @@ PREFIX = "mmbench-"  # leaves sit directly under each hierarchy's root: no share
 SANDBOX_MODES = ("auto", "memcg", "none")
 
 
-def resolve_mode(requested: str) -> str:
-    """``auto`` → ``none`` inside an mmbench VM guest, ``memcg`` on a host."""
-    if requested == "auto":
-        return "none" if in_guest() else "memcg"
-    return requested
-
-
-def meminfo_bytes(key: str) -> int:
-    with open("/proc/meminfo") as fh:
-        for line in fh:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {key} in /proc/meminfo")
-
-
 def vmstat_value(key: str) -> int:
-    with open("/proc/vmstat") as fh:
-        for line in fh:
-            k, _, v = line.partition(" ")
-            if k == key:
-                return int(v)
-    return 0
+    return vmstat().get(key, 0)
 
 
 def cgroup_version() -> int:

@@ -13,24 +13,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mmbench.config.params import close_match
+from mmbench.model.params import close_match
 from mmbench.errors import UsageError
-from mmbench.run.journal import Journal, read_knob
+from mmbench.model.kernel import read_knob
+from mmbench.run.journal import Journal
 
-# namespace → directory; a dotted name below it maps to sub-directories ("khugepaged.defrag").
-NAMESPACES: dict[str, list[str]] = {
-    "vm": ["/proc/sys/vm"],
-    # RHEL 6 (2.6.32-based) exposed THP as redhat_transparent_hugepage; mainline since 2.6.38 as below.
-    "thp": ["/sys/kernel/mm/transparent_hugepage", "/sys/kernel/mm/redhat_transparent_hugepage"],
-    "zswap": ["/sys/module/zswap/parameters"],
-    "kernel": ["/proc/sys/kernel"],
-}
+from mmbench.model.quirks import SETTING_ACTIONS as ACTIONS
+from mmbench.model.quirks import SETTING_NAMESPACES as NAMESPACES
+from mmbench.model.quirks import SETTING_RESERVED as RESERVED
 
-# Write-only triggers: per-iteration actions, never settings (nothing to restore).
-ACTIONS = {"vm.drop_caches": "actions.drop_caches", "vm.compact_memory": "actions.compact_memory"}
-
-# Knobs mmbench itself owns during a run: setting them from a suite would fight the runner.
-RESERVED = {"thp.khugepaged.pages_collapsed", "thp.khugepaged.full_scans"}
 
 
 def knob_path(name: str) -> Path:

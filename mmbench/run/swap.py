@@ -23,10 +23,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from mmbench.config.params import Param, resolve_params
+from mmbench.model.params import Param, resolve_params
 from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.guest import in_guest
-from mmbench.run.journal import Journal, read_knob
+from mmbench.model.kernel import read_knob
+from mmbench.run.journal import Journal
 
 ZRAM = "zram0"
 ZSWAP = Path("/sys/module/zswap/parameters")

@@ -11,11 +11,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mmbench.config.params import resolve_params
-from mmbench.config.sizes import parse_size
+from mmbench.model.params import resolve_params
+from mmbench.model.sizes import parse_size
 from mmbench.run.iteration import IterationPlan, run_iteration
 from mmbench.run.journal import Journal
-from mmbench.store.model import IterationResult
+from mmbench.model.results import IterationResult
 from mmbench.workloads import registry
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mmbench.store.base import Store
+from mmbench.model.store import Store
 
 
 def open_store(spec: str | Path | None) -> Store:

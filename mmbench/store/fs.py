@@ -25,8 +25,8 @@ from typing import Any, Iterator
 
 from mmbench import __version__
 from mmbench.errors import UsageError
-from mmbench.store.base import RunWriter, Store, validate_run_name
-from mmbench.store.model import IterationResult, MetricDef, RunRecord, WorkloadRun
+from mmbench.model.store import RunWriter, Store, validate_run_name
+from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (name TEXT PRIMARY KEY, status TEXT, created REAL, finished REAL,
@@ -250,7 +250,7 @@ class FileStore(Store):
         path = self.run_path(name)
         if not (path / "run.json").exists():
             known = [r["name"] for r in self.list_runs()]
-            from mmbench.config.params import close_match
+            from mmbench.model.params import close_match
             raise UsageError(f"no run named {name!r} in {self.root}{close_match(name, known)}"
                              + (f"; runs: {', '.join(known)}" if known else " (it holds no runs)"))
         meta = json.loads((path / "run.json").read_text())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmbench.store.base import Store
-from mmbench.store.model import WorkloadRun
+from mmbench.model.store import Store
+from mmbench.model.results import WorkloadRun
 
 
 def import_run(store: Store, name: str, workloads: list[WorkloadRun], *, source: str,

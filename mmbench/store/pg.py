@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mmbench.errors import EnvironmentUnsupported, UsageError
-from mmbench.store.base import RunWriter, Store, validate_run_name
+from mmbench.model.store import RunWriter, Store, validate_run_name
 from mmbench.store.fs import FileRunWriter, FileStore, pid_alive
-from mmbench.store.model import IterationResult, RunRecord, WorkloadRun
+from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
 
 SCHEMA_VERSION = 1
 
@@ -284,7 +284,7 @@ class PgStore(Store):
             cur.execute("SELECT generation, status, owner, updated FROM mmbench_runs WHERE name=%s", (name,))
             row = cur.fetchone()
         if row is None:
-            from mmbench.config.params import close_match
+            from mmbench.model.params import close_match
             known = [r["name"] for r in self.list_runs()]
             raise UsageError(f"no run named {name!r} in {self}{close_match(name, known)}"
                              + (f"; runs: {', '.join(known[:20])}" if known else " (it holds no runs)"))

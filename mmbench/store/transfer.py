@@ -9,26 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mmbench.errors import UsageError
-from mmbench.store.base import Store, validate_run_name
-
-
-def copy_runs(src: Store, dst: Store, names: list[str], *, force: bool = False) -> list[str]:
-    """Copy ``names`` from ``src`` to ``dst``; returns one line per run copied."""
-    out = []
-    for name in names:
-        validate_run_name(name)
-        if not src.exists(name):
-            raise UsageError(f"no run named {name!r} in {src}")
-        if dst.exists(name) and not force:
-            raise UsageError(f"run {name!r} already exists in {dst}; use --force to replace it")
-    for name in names:
-        if hasattr(src, "load_run"):
-            src.load_run(name)  # materialises a PostgreSQL run locally; validates a folder's run
-        files = list(src.run_files(name))
-        dst.put_run_files(name, files, force=force)
-        out.append(f"{name}: {len(files)} files, {sum(len(d) for _, d in files) >> 10} KiB")
-    return out
+from mmbench.model.store import Store, copy_runs, validate_run_name  # noqa: F401 (copy_runs re-exported for push/pull)
 
 
 def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, force: bool = False,

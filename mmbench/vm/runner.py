@@ -23,10 +23,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mmbench.errors import UsageError
-from mmbench.guest import GUEST_ENV, in_guest
+from mmbench.guest import GUEST_ENV
+from mmbench.model.store import Store, copy_runs, validate_run_name
 from mmbench.vm.kernel import cache_root, resolve_kernel
 from mmbench.vm.qemu import Guest, GuestSpec, probe_accelerator, qemu_version
 
@@ -115,12 +116,14 @@ def host_thp() -> dict[str, str]:
     return out
 
 
-def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store: Any, *, force: bool,
-              progress: Any, extra_runs: list[str] = (), baseline: str | None = None) -> str:
-    """Boot ``opts.kernel``, run ``suite`` inside as run ``name``, store it on the host."""
+def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store: Store, *, force: bool,
+              progress: Any, open_store: Callable[[Path], Store], extra_runs: list[str] = (),
+              baseline: str | None = None) -> str:
+    """Boot ``opts.kernel``, run ``suite`` inside as run ``name``, store it on the host.
+
+    ``open_store`` opens the guest's results folder as a store (the caller's, so the runner stage
+    does not import the store stage)."""
     from mmbench.run.journal import Journal, _proc_start_time
-    from mmbench.store import open_store
-    from mmbench.store.base import validate_run_name
     validate_run_name(name)
     if store.exists(name) and not force:
         raise UsageError(f"run {name!r} already exists; use --force to replace it or pick another name")
@@ -150,7 +153,6 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
                        capture_output=True)
         results = workdir / "results"
         if baseline:  # --until against a stored run: the guest needs it in its own store
-            from mmbench.store.transfer import copy_runs
             copy_runs(store, open_store(results), [baseline])
         suite_copy = workdir / f"{suite.path.stem}.toml"
         suite_copy.write_text(suite.text)

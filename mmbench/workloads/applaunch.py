@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.errors import UsageError
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
 APPS = ("terminal-find", "python-import", "browser-table")

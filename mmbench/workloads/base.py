@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, Sequence
 
-from mmbench.config.params import Param
-from mmbench.store.model import MetricDef
+from mmbench.model.params import Param
+from mmbench.model.results import MetricDef
 
 Samples = dict[str, list[float]]
 

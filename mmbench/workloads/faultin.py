@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 from mmbench.workloads._support import parse_kv_line
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 

@@ -4,7 +4,7 @@ survives a kernel under test that panics.  Refused anywhere but inside an mmbenc
 from __future__ import annotations
 
 from pathlib import Path
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.errors import WorkloadError
 from mmbench.guest import in_guest
 from mmbench.workloads.base import Samples, Workload, WorkloadContext

@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
-from mmbench.store.model import MetricDef
+from mmbench.model.kernel import meminfo_bytes, thp_size
+from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
@@ -27,10 +28,7 @@ NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
 
 
 def hugepage_size() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("Hugepagesize:"):
-            return int(line.split()[1]) * 1024
-    return 2 << 20
+    return meminfo_bytes("Hugepagesize", thp_size())
 
 
 def parse_hugetlb(text: str) -> tuple[list[float], dict[str, int]]:

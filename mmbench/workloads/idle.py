@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
 

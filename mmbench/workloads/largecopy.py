@@ -30,10 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.run.build import cache_dir
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 from mmbench.workloads._largecopy_gen import GENERATOR_VERSION
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 

@@ -21,9 +21,9 @@ import re
 import time
 from typing import Any
 
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
 _PATTERNS = {

@@ -25,14 +25,13 @@ writeback done by the flusher threads is not attributed to the sandbox and is no
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 from mmbench.workloads.faultin import parse_faultin

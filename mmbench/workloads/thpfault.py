@@ -21,9 +21,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
-from mmbench.store.model import MetricDef
+from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 

@@ -13,20 +13,17 @@ workdir, which is written back and reclaimed instead of swapped.
 
 from __future__ import annotations
 
-from pathlib import Path
 
-from mmbench.config.params import Param
+from mmbench.model.params import Param
 from mmbench.errors import WorkloadError
-from mmbench.store.model import MetricDef
+from mmbench.model.kernel import meminfo_bytes
+from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
 
 def swap_free_bytes() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("SwapFree:"):
-            return int(line.split()[1]) * 1024
-    return 0
+    return meminfo_bytes("SwapFree", 0)
 
 
 def parse_usemem(text: str) -> tuple[list[dict[str, int]], dict[str, int]]:

@@ -11,7 +11,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mmbench.config.sizes import parse_duration, parse_size
+from mmbench.model.sizes import parse_duration, parse_size
 from mmbench.errors import UsageError
 
 ParamKind = Literal["int", "float", "bool", "str", "size", "duration", "int_list", "str_list"]

@@ -1,0 +1,141 @@
+"""Kernel quirks as data, in one place: counter renames across kernel versions (``COUNTERS``),
+the settings namespaces and their files (``SETTING_NAMESPACES``), cgroup v1/v2 file names
+(``CGROUP_FILES``), the mm kernel threads (``KTHREADS``) and tracepoint renames.  Each entry
+names the kernel version (or commit) behind it.  Code looks things up here instead of branching
+on versions; C programs keep their ABI constants (MADV_COLLAPSE, KPF_THP) in
+``workloads/mmbench_util.h`` with the same kind of comment."""
+
+from __future__ import annotations
+
+# -- /proc/vmstat counters -------------------------------------------------------------------
+
+ZONES = ("dma", "dma32", "normal", "movable", "high", "device")
+
+# Row → raw counter names summed to build it (all present names are summed).  Old and new names
+# are listed together: a kernel has one or the other.
+COUNTERS: dict[str, list[str]] = {
+    "pgfault": ["pgfault"],
+    "pgmajfault": ["pgmajfault"],
+    "pswpin": ["pswpin"],
+    "pswpout": ["pswpout"],
+    # One global "allocstall" until 4.8; split per zone (allocstall_<zone>) in 4.8 (node-based
+    # reclaim series).  Every zone is summed: MMTests overwrote, keeping only the last zone.
+    "allocstall": ["allocstall"] + [f"allocstall_{z}" for z in ZONES],
+    # pgscan_direct_<zone> per zone until 4.8, then node-based pgscan_direct.
+    # pgscan_direct_throttle (3.x+) counts throttling events, not pages: never summed here.
+    "pgscan_direct": ["pgscan_direct"] + [f"pgscan_direct_{z}" for z in ZONES],
+    "pgscan_kswapd": ["pgscan_kswapd"] + [f"pgscan_kswapd_{z}" for z in ZONES],
+    # kswapd_steal (≤ 3.3) → pgsteal_kswapd_<zone> (3.4) → pgsteal_kswapd (4.8, node-based).
+    "pgsteal_kswapd": ["kswapd_steal", "pgsteal_kswapd"] + [f"pgsteal_kswapd_{z}" for z in ZONES],
+    # pgsteal_direct_<zone> from 3.4, pgsteal_direct from 4.8.  (≤ 3.3 only had pgsteal_<zone>
+    # counting kswapd + direct together: see PGSTEAL_OLD.)
+    "pgsteal_direct": ["pgsteal_direct"] + [f"pgsteal_direct_{z}" for z in ZONES],
+    # kswapd_try_to_sleep(): after balancing, kswapd naps HZ/10 before sleeping for good.  Woken
+    # during the nap → low_wmark_hit_quickly (it went to sleep prematurely, seed 002's subject);
+    # memory below the high watermark again at the end of the nap → high_wmark_hit_quickly.
+    "kswapd_low_wmark_hit_quickly": ["kswapd_low_wmark_hit_quickly"],
+    "kswapd_high_wmark_hit_quickly": ["kswapd_high_wmark_hit_quickly"],
+    "nr_vmscan_write": ["nr_vmscan_write"],
+    "nr_vmscan_immediate_reclaim": ["nr_vmscan_immediate_reclaim"],
+    "slabs_scanned": ["slabs_scanned"],
+    "pgpgin": ["pgpgin"],
+    "pgpgout": ["pgpgout"],
+    "thp_fault_alloc": ["thp_fault_alloc"],
+    "thp_fault_fallback": ["thp_fault_fallback"],
+    "thp_collapse_alloc": ["thp_collapse_alloc"],
+    "thp_collapse_alloc_failed": ["thp_collapse_alloc_failed"],
+    # thp_split (≤ 4.4) → thp_split_page (4.5, THP refcounting rework; thp_split_pmd added).
+    "thp_split": ["thp_split", "thp_split_page"],
+    "compact_stall": ["compact_stall"],
+    "compact_success": ["compact_success"],
+    "compact_fail": ["compact_fail"],
+    # compact_pages_moved / compact_pagemigrate_failed (≤ 3.7) → pgmigrate_success /
+    # pgmigrate_fail (3.8, counted for every migration, not only compaction's).
+    "pgmigrate_success": ["pgmigrate_success", "compact_pages_moved"],
+    "pgmigrate_fail": ["pgmigrate_fail", "compact_pagemigrate_failed"],
+    "compact_isolated": ["compact_isolated"],                 # 3.8
+    "compact_migrate_scanned": ["compact_migrate_scanned"],   # 3.8
+    "compact_free_scanned": ["compact_free_scanned"],         # 3.8
+    "compact_daemon_wake": ["compact_daemon_wake"],           # 4.6 (kcompactd)
+    # pgscan_{anon,file} / pgsteal_{anon,file}: 5.8.  They count every reclaim (kswapd, direct,
+    # memcg limit, khugepaged, proactive); memcg limit reclaim moves only these.
+    "pgscan_anon": ["pgscan_anon"],
+    "pgscan_file": ["pgscan_file"],
+    "pgsteal_anon": ["pgsteal_anon"],
+    "pgsteal_file": ["pgsteal_file"],
+    "pgscan_khugepaged": ["pgscan_khugepaged"],               # 5.19
+    "pgsteal_khugepaged": ["pgsteal_khugepaged"],             # 5.19
+    "pgscan_proactive": ["pgscan_proactive"],                 # 6.15 (memory.reclaim et al.)
+    "pgsteal_proactive": ["pgsteal_proactive"],               # 6.15
+    # workingset_refault (4.x, file pages only) split into _anon and _file in 5.9.
+    "workingset_refault_anon": ["workingset_refault_anon"],
+    "workingset_refault_file": ["workingset_refault_file", "workingset_refault"],
+    "zswpin": ["zswpin"],                                     # 5.19 (zswap counters)
+    "zswpout": ["zswpout"],
+    "numa_hit": ["numa_hit"],
+    "numa_miss": ["numa_miss"],
+    "numa_interleave": ["numa_interleave"],
+    "numa_local": ["numa_local"],
+    "numa_pte_updates": ["numa_pte_updates"],                 # 3.8 (automatic NUMA balancing)
+    "numa_huge_pte_updates": ["numa_huge_pte_updates"],       # 3.13
+    "numa_hint_faults": ["numa_hint_faults"],
+    "numa_hint_faults_local": ["numa_hint_faults_local"],
+    "numa_pages_migrated": ["numa_pages_migrated"],
+}
+
+# ≤ 3.3 kernels: pgsteal_<zone> counted kswapd and direct reclaim together; direct = Σ − kswapd.
+PGSTEAL_OLD = [f"pgsteal_{z}" for z in ZONES]
+
+
+# -- settings -----------------------------------------------------------------------------------
+
+# namespace → directory; a dotted name below it maps to sub-directories ("khugepaged.defrag").
+SETTING_NAMESPACES: dict[str, list[str]] = {
+    "vm": ["/proc/sys/vm"],
+    # RHEL 6 (2.6.32-based) exposed THP as redhat_transparent_hugepage; mainline since 2.6.38 as below.
+    "thp": ["/sys/kernel/mm/transparent_hugepage", "/sys/kernel/mm/redhat_transparent_hugepage"],
+    "zswap": ["/sys/module/zswap/parameters"],
+    "kernel": ["/proc/sys/kernel"],
+}
+
+# Write-only triggers: per-iteration actions, never settings (nothing to restore).
+SETTING_ACTIONS = {"vm.drop_caches": "actions.drop_caches", "vm.compact_memory": "actions.compact_memory"}
+
+# Knobs mmbench itself owns during a run: setting them from a suite would fight the runner.
+SETTING_RESERVED = {"thp.khugepaged.pages_collapsed", "thp.khugepaged.full_scans"}
+
+
+# -- memory cgroup files, v1 and v2 -------------------------------------------------------------
+
+# What → file name per cgroup version.  memory.peak arrived in v2 with 5.19; memory.events'
+# "max" counts limit hits (v1's failcnt); io.max replaced blkio.throttle.*_bps_device in v2.
+CGROUP_FILES: dict[str, dict[int, str]] = {
+    "limit": {1: "memory.limit_in_bytes", 2: "memory.max"},
+    "usage": {1: "memory.usage_in_bytes", 2: "memory.current"},
+    "peak": {1: "memory.max_usage_in_bytes", 2: "memory.peak"},
+    "swap_usage": {1: "memory.memsw.usage_in_bytes", 2: "memory.swap.current"},
+    "events": {1: "memory.oom_control", 2: "memory.events"},
+    "limit_hits": {1: "memory.failcnt", 2: "memory.events"},
+    "stat": {1: "memory.stat", 2: "memory.stat"},
+    "write_bps": {1: "blkio.throttle.write_bps_device", 2: "io.max"},
+}
+# memory.stat keys for dirty and writeback page cache: v1 "dirty"/"writeback", v2 (4.5+)
+# "file_dirty"/"file_writeback".
+MEMCG_DIRTY_KEYS = ("dirty", "file_dirty")
+MEMCG_WRITEBACK_KEYS = ("writeback", "file_writeback")
+
+
+def cgroup_file(what: str, version: int) -> str:
+    return CGROUP_FILES[what][version]
+
+
+# -- kernel threads and tracepoints ------------------------------------------------------------
+
+# The mm kernel threads, by comm prefix: kswapd (per node), kcompactd (4.6), khugepaged (2.6.38),
+# kdamond (DAMON, 5.15).  Stalls and CPU time are attributed to them by this list.
+KTHREADS = ("kswapd", "kcompactd", "khugepaged", "kdamond")
+
+# Per-page reclaim writeback tracepoint: mm_vmscan_writepage became mm_vmscan_write_folio when
+# vmscan's pageout() was converted to folios (Matthew Wilcox's 2022 series).  Both are left out of mm-trace by default: one event per
+# page written, the same count as /proc/vmstat nr_vmscan_write.
+PER_PAGE_TRACEPOINTS = ("vmscan:mm_vmscan_write_folio", "vmscan:mm_vmscan_writepage")
