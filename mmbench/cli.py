@@ -329,7 +329,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     if args.kind == "irqsoff":
-        from mmbench.analysis.irqsoff import analyze
+        from mmbench.monitors.trace.irqsoff_trace import analyze
         missing = [f for f in args.files if not Path(f).is_file()]
         if missing:
             raise UsageError(f"analyze irqsoff: no such file: {missing[0]}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 from conftest import needs_root
-from mmbench.run.faultinject import plan, run_trial, summarise
+from faultinject import plan, run_trial, summarise
 
 pytestmark = needs_root
 

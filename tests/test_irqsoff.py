@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mmbench.analysis.irqsoff import analyze, parse
+from mmbench.monitors.trace.irqsoff_trace import analyze, parse
 from mmbench.monitors.base import MonitorContext
 from mmbench.monitors.irqsoff import UNAVAILABLE, Irqsoff
 from mmbench.run.journal import Journal

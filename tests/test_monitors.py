@@ -10,7 +10,8 @@ import pytest
 
 from mmbench.monitors import registry
 from mmbench.monitors._common import load_tsv
-from mmbench.monitors._testing import TestMemcg
+from memcg_helper import TestMemcg
+from mmbench.run.build import binary_for
 from mmbench.monitors.base import MonitorContext
 from mmbench.run.journal import Journal
 
@@ -31,15 +32,15 @@ def journal(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def memcg():
-    with TestMemcg("mon", 64 << 20, unified=True) as cg:
+def memcg(journal):
+    with TestMemcg("mon", 64 << 20, journal) as cg:
         yield cg
 
 
 def _ctx(tmp_path: Path, name: str, journal, cg, interval=0.5, params=None) -> MonitorContext:
     return MonitorContext(outdir=tmp_path / "monitors" / name, interval=interval, params=params or {},
                           sandbox_paths=cg.sandbox_paths(), sandbox_pids=cg.pids, journal=journal,
-                          log=lambda m: None)
+                          log=lambda m: None, binary=binary_for)
 
 
 def test_registry_has_all():
@@ -140,7 +141,7 @@ def test_perf_stat_counts_the_sandbox(tmp_path, journal, memcg):
     time.sleep(0.7)
     meta = mon.stop()
     assert meta["errors"] == [], meta
-    assert meta["cgroup"] == memcg.unified.name
+    assert meta["cgroup"] == memcg.sandbox_paths()["unified"].name
     s = cls.summarise(ctx.outdir, meta)
     totals = {d.name: v[0] for d, v in s.metrics if d.name.endswith(" total")}
     assert totals["page-faults total"] > 8 * 4096 * 0.9

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import mmbench, mmbench_cgroups, needs_root
-from mmbench.run.testing import run_workload
+from workload_harness import run_workload
 from mmbench.store.fs import FileStore
 
 pytestmark = needs_root

@@ -1,6 +1,6 @@
 """Signals at the boundaries never leave the machine changed and never lie (issue 11, item 1).
 
-Each trial runs a tiny suite (mmbench/run/faultinject.py), sends the signal at a fixed moment —
+Each trial runs a tiny suite (tests/faultinject.py), sends the signal at a fixed moment —
 during the first iteration, between iterations, 0-20 ms after the last one (the run's final
 restore), during `mmbench restore` — and checks the machine (sysctls, THP, swap/zram, cgroups,
 mounts, trace instances, scratch folder, journal) and the store (every reported iteration stored,
@@ -19,7 +19,7 @@ import pytest
 from conftest import mmbench, needs_root
 from mmbench.errors import Interrupted
 from mmbench.run import signals
-from mmbench.run.faultinject import run_trial
+from faultinject import run_trial
 from mmbench.run.journal import Journal
 
 

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from mmbench.analysis import stalls as sa
+from mmbench.monitors.trace import stalls as sa
 from mmbench.monitors import registry
-from mmbench.monitors._testing import TestMemcg, thrash_command
+from memcg_helper import TestMemcg, thrash_command
 from mmbench.monitors.base import MonitorContext
 from mmbench.monitors.trace import ftrace
 from mmbench.run.journal import Journal
@@ -53,7 +53,7 @@ def test_mm_trace_end_to_end(tmp_path, journal):
     cls = registry()["mm-trace"]
     mon = cls()
     assert mon.unavailable_reason() is None
-    with TestMemcg("trace", 64 << 20) as cg:
+    with TestMemcg("trace", 64 << 20, journal) as cg:
         ctx = MonitorContext(outdir=tmp_path / "mm-trace", interval=0.1, params={}, sandbox_paths=cg.sandbox_paths(),
                              sandbox_pids=cg.pids, journal=journal, log=lambda m: None)
         mark = journal.mark()

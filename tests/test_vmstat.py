@@ -7,15 +7,16 @@ from pathlib import Path
 import pytest
 
 from mmbench.analysis import vmstat as vm
+from mmbench.model.kernel import parse_vmstat, vmstat_delta
 
 DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="module")
 def real():
-    before = vm.parse((DATA / "vmstat-before.txt").read_text())
-    after = vm.parse((DATA / "vmstat-after.txt").read_text())
-    return vm.delta(before, after)
+    before = parse_vmstat((DATA / "vmstat-before.txt").read_text())
+    after = parse_vmstat((DATA / "vmstat-after.txt").read_text())
+    return vmstat_delta(before, after)
 
 
 def test_real_counts(real):

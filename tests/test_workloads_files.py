@@ -13,7 +13,7 @@ from mmbench.model.params import resolve_params
 from mmbench.model.sizes import parse_size
 from mmbench.run.iteration import CompanionSpec, IterationPlan, run_iteration
 from mmbench.run.journal import Journal
-from mmbench.run.testing import run_workload
+from workload_harness import run_workload
 from mmbench.workloads import applaunch as applaunch_mod
 from mmbench.workloads import registry
 from mmbench.workloads._largecopy_gen import generate

@@ -9,7 +9,7 @@ import pytest
 from mmbench.errors import UsageError
 from mmbench.run.journal import Journal
 from mmbench.run.swap import setup_swap
-from mmbench.run.testing import run_workload
+from workload_harness import run_workload
 from tests.conftest import needs_root
 
 pytestmark = needs_root

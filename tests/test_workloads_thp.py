@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mmbench.errors import UsageError
-from mmbench.run.testing import run_workload
+from workload_harness import run_workload
 from mmbench.workloads import registry
 from tests.conftest import needs_root
 

@@ -28,6 +28,8 @@ class MonitorContext:
     journal: Any                         # run.journal.Journal: record every tracefs/sysfs change
     log: Callable[[str], None] = print
     extra: dict[str, Any] = field(default_factory=dict)
+    # Compiles a C source beside the monitor's module (built once, cached) → program path.
+    binary: Callable[[Path], str] | None = None
 
 
 @dataclass

@@ -4,7 +4,7 @@ Where the kernel has the irqsoff tracer (``available_tracers`` lists it), it mou
 needed, sets ``current_tracer=irqsoff`` and ``tracing_max_latency=0`` (journaled), and every
 interval appends ``time: <s>`` and the ``trace`` file (the worst section since the last reset) to
 ``irqsoff.txt``, then resets ``tracing_max_latency`` to 0.  Stop puts the tracer and the max
-latency back.  Report: ``mmbench.analysis.irqsoff.analyze`` (offenders with counts and stacks).
+latency back.  Report: ``mmbench.monitors.trace.irqsoff_trace.analyze`` (offenders with counts and stacks).
 Summary: the sampled worst IRQs-off latency per interval (us).  The tracer itself costs on every
 IRQ enable/disable, so use it for diagnosis runs, not for timing runs.
 """
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mmbench.analysis.irqsoff import analyze, parse
+from mmbench.monitors.trace.irqsoff_trace import analyze, parse
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
 from mmbench.monitors.trace import ftrace
 from mmbench.model.kernel import write_knob

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from mmbench.model.quirks import CGROUP_FILES, cgroup_file
 from mmbench.monitors._common import clean, gauge_metric, rate_metric, rates, read_text
 from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor
 
@@ -55,18 +56,15 @@ class Memcg(SamplingMonitor):
         if not path:
             raise RuntimeError("no memory cgroup for the sandbox: nothing to record")
         self._path = Path(path)
-        self._v2 = (self._path / "memory.current").exists()
         p = self._path
-        if self._v2:
-            self._scalars = [("usage", p / "memory.current")]
-            if (p / "memory.swap.current").exists():
-                self._scalars.append(("swap", p / "memory.swap.current"))
-            self._kvfiles = [("events.", p / "memory.events"), ("stat.", p / "memory.stat")]
-        else:
-            self._scalars = [("usage", p / "memory.usage_in_bytes"), ("failcnt", p / "memory.failcnt")]
-            if (p / "memory.memsw.usage_in_bytes").exists():
-                self._scalars.append(("memsw_usage", p / "memory.memsw.usage_in_bytes"))
-            self._kvfiles = [("oom.", p / "memory.oom_control"), ("stat.", p / "memory.stat")]
+        v = 2 if (p / cgroup_file("usage", 2)).exists() else 1
+        self._v2 = v == 2
+        f = {what: p / cgroup_file(what, v) for what in CGROUP_FILES}
+        # Column names stay as users know them: v1 failcnt and memsw_usage, v2 swap and events.*.
+        self._scalars = [("usage", f["usage"])] if self._v2 else [("usage", f["usage"]), ("failcnt", f["limit_hits"])]
+        if f["swap_usage"].exists():
+            self._scalars.append(("swap" if self._v2 else "memsw_usage", f["swap_usage"]))
+        self._kvfiles = [("events." if self._v2 else "oom.", f["events"]), ("stat.", f["stat"])]
 
     def sample(self) -> dict[str, float]:
         out: dict[str, float] = {}

@@ -8,9 +8,9 @@ it (every change journaled before it is made) and copies the binary ring-buffer 
 disables the events, reads what is left, removes the instance (and unmounts tracefs if it
 mounted it), then decodes the pages with the field layouts read from each event's ``format``
 file on this kernel (saved under ``formats/``), pairs begin/end events per pid
-(``mmbench.analysis.stalls``) and writes ``stalls.tsv``, ``stalls.txt`` and ``counts.json``.
+(``mmbench.monitors.trace.stalls``) and writes ``stalls.tsv``, ``stalls.txt`` and ``counts.json``.
 
-Why raw ring-buffer pages (measured, ``python -m mmbench.monitors.trace.measure 4``, 2 vCPU
+Why raw ring-buffer pages (measured, ``bench/trace-measure 4``, 2 vCPU
 Firecracker VM, kernel 6.18, page-cache + anon thrash in a 128M memcg, ~4-5k events/s of
 vmscan/compaction/extfrag/huge_memory/oom, 4 alternating rounds):
 
@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mmbench.analysis import stalls as stall_analysis
+from mmbench.monitors.trace import stalls as stall_analysis
 from mmbench.model.kernel import pageblock_order
 from mmbench.model.params import Param
 from mmbench.model.quirks import KTHREADS, PER_PAGE_TRACEPOINTS

@@ -25,11 +25,6 @@ from mmbench.model.results import MetricDef
 SOURCE = Path(__file__).with_name("read_latency.c")
 
 
-def binary() -> str:
-    from mmbench.run.build import binary_for
-    return binary_for(SOURCE)
-
-
 class ReadLatency(Monitor):
     name = "read-latency"
     summary = "latency of a 1 MiB cold read of a 100 MiB file every 1.5 s"
@@ -45,6 +40,12 @@ class ReadLatency(Monitor):
             return "no C compiler (gcc) to build the read-latency sampler"
         return None
 
+    @staticmethod
+    def _binary(ctx: MonitorContext) -> str:
+        if ctx.binary is None:
+            raise RuntimeError("the runner gave read-latency no way to build read_latency.c")
+        return ctx.binary(SOURCE)
+
     def start(self, ctx: MonitorContext) -> None:
         ctx.outdir.mkdir(parents=True, exist_ok=True)
         p = ctx.params or {}
@@ -54,7 +55,7 @@ class ReadLatency(Monitor):
         interval = ctx.interval or self.default_interval
         self._tsv = ctx.outdir / f"{self.name}.tsv"
         self._proc = subprocess.Popen(
-            [binary(), str(self._tmp / "scratch"), str(self._tsv), str(max(1, fsize >> 20)),
+            [self._binary(ctx), str(self._tmp / "scratch"), str(self._tsv), str(max(1, fsize >> 20)),
              str(max(1, int(interval * 1000))), str(max(4, rsize >> 10))],
             stdout=subprocess.DEVNULL, stderr=open(ctx.outdir / "stderr.txt", "w"))
         ctx.journal.record("process", pid=self._proc.pid)

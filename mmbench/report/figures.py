@@ -324,7 +324,7 @@ def monitor_figures(runs: list[RunRecord], names: list[str], skipped: list[str] 
 
 def read_stall_durations(path: Path) -> dict[str, list[float]]:
     """kind → stall durations (µs) from an mm-trace ``stalls.tsv``."""
-    from mmbench.analysis.stalls import HEADER
+    from mmbench.monitors.trace.stalls import HEADER
     cols = HEADER.split("\t")
     ik, idur = cols.index("kind"), cols.index("dur_ns")
     out: dict[str, list[float]] = {}
@@ -338,7 +338,7 @@ def read_stall_durations(path: Path) -> dict[str, list[float]]:
 
 
 def stall_figures(runs: list[RunRecord], names: list[str]) -> list[Figure]:
-    from mmbench.analysis.stalls import LABELS
+    from mmbench.monitors.trace.stalls import LABELS
     out: list[Figure] = []
     labels: dict[str, None] = {}
     for r in runs:
@@ -394,7 +394,7 @@ def stall_figures(runs: list[RunRecord], names: list[str]) -> list[Figure]:
 
 def irqsoff_tables(runs: list[RunRecord], names: list[str], top: int = 20) -> list[dict[str, Any]]:
     """Per run with irqsoff output: the offenders (start..end, latency µs, count), largest first."""
-    from mmbench.analysis.irqsoff import offenders
+    from mmbench.monitors.trace.irqsoff_trace import offenders
     out = []
     for n, r in zip(names, runs):
         paths = []

@@ -15,15 +15,14 @@ import tempfile
 from pathlib import Path
 
 from mmbench.errors import EnvironmentUnsupported
+from mmbench.model.cache import cache_root
 
 CFLAGS = ["-O2", "-g", "-Wall", "-Wextra", "-D_GNU_SOURCE", "-pthread"]
 LIBS = ["-lm", "-lrt"]
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("MMBENCH_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mmbench")
-    return Path(base) / "bin"
+    return cache_root() / "bin"
 
 
 def binary_for(source: str | Path) -> str:

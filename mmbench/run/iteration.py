@@ -21,6 +21,7 @@ from mmbench.monitors.base import Monitor, MonitorContext, load_summary
 from mmbench.run.context import IterationContext
 from mmbench.run.journal import Journal
 from mmbench.run.sandbox import MemorySandbox
+from mmbench.run.build import binary_for
 from mmbench.model.kernel import parse_vmstat, read_vmstat, vmstat_delta
 from mmbench.model.results import IterationResult, MetricDef
 from mmbench.workloads.base import Workload
@@ -150,7 +151,7 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
             try:
                 mon.start(MonitorContext(outdir=mdir, interval=spec.interval, params=spec.params,
                                          sandbox_paths=dict(sandbox.paths), sandbox_pids=sandbox.pids,
-                                         journal=journal, log=log))
+                                         journal=journal, log=log, binary=binary_for))
                 running.append((spec, mon))
             except Exception as e:  # a failing monitor is reported; the run goes on
                 result.monitors[spec.name] = {"error": f"{type(e).__name__}: {e}"}

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from mmbench.model.kernel import meminfo_bytes, vmstat
+from mmbench.model.quirks import cgroup_file
 from mmbench.run.journal import Journal
 
 CGROUP_ROOT = Path(os.environ.get("MMBENCH_CGROUP_ROOT", "/sys/fs/cgroup"))
@@ -43,7 +44,7 @@ def cgroup_version() -> int:
     ctrl = CGROUP_ROOT / "cgroup.controllers"
     if ctrl.exists() and "memory" in ctrl.read_text().split():
         return 2
-    if (CGROUP_ROOT / "memory" / "memory.limit_in_bytes").exists():
+    if (CGROUP_ROOT / "memory" / cgroup_file("limit", 1)).exists():
         return 1
     return 0
 
@@ -93,7 +94,7 @@ class MemorySandbox:
             leaf = CGROUP_ROOT / (PREFIX + self.name)
             self._mkdir(leaf)
             if not self.whole_machine:
-                (leaf / "memory.max").write_text(str(self.limit))
+                (leaf / cgroup_file("limit", 2)).write_text(str(self.limit))
             self.paths = {"memory": leaf, "unified": leaf}
             if "io" in enabled:
                 self.blkio_path = leaf
@@ -106,7 +107,7 @@ class MemorySandbox:
                 self._mkdir(leaf)
                 self.paths[ctrl] = leaf
             if not self.whole_machine:  # a new v1 memcg starts unlimited
-                (self.paths["memory"] / "memory.limit_in_bytes").write_text(str(self.limit))
+                (self.paths["memory"] / cgroup_file("limit", 1)).write_text(str(self.limit))
             self.blkio_path = self.paths.get("blkio")
         return self
 
@@ -115,8 +116,7 @@ class MemorySandbox:
         return self.paths.get("memory", self.paths.get("unified", CGROUP_ROOT))
 
     def _has_memcg(self) -> bool:
-        name = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
-        return (self.memory_path / name).exists()
+        return (self.memory_path / cgroup_file("usage", self.version)).exists()
 
     def attach(self, pid: int) -> None:
         """Move ``pid`` into every hierarchy of the sandbox (called in the child before exec)."""
@@ -163,8 +163,7 @@ class MemorySandbox:
         """Bytes in use: the memcg's usage, or MemTotal − MemFree in whole-machine mode."""
         if self.whole_machine:
             return self.limit - meminfo_bytes("MemFree")
-        f = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
-        return int((self.memory_path / f).read_text())
+        return int((self.memory_path / cgroup_file("usage", self.version)).read_text())
 
     def free(self) -> int:
         """Bytes the workload can still get without reclaim: limit − usage, or MemFree."""
@@ -175,23 +174,22 @@ class MemorySandbox:
     def oom_kills(self) -> int:
         if self.whole_machine:  # global OOM kills since the sandbox was made (this machine is ours)
             return vmstat_value("oom_kill") - self._oom0
-        f = "memory.events" if self.version == 2 else "memory.oom_control"
-        return _read_kv(self.memory_path / f).get("oom_kill", 0)
+        return _read_kv(self.memory_path / cgroup_file("events", self.version)).get("oom_kill", 0)
 
     def failcnt(self) -> int:
         if self.whole_machine:
             return 0
+        path = self.memory_path / cgroup_file("limit_hits", self.version)
         if self.version == 2:
-            return _read_kv(self.memory_path / "memory.events").get("max", 0)
-        return int((self.memory_path / "memory.failcnt").read_text())
+            return _read_kv(path).get("max", 0)
+        return int(path.read_text())
 
     def max_usage(self) -> int | None:
-        f = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
-        p = self.memory_path / f
+        p = self.memory_path / cgroup_file("peak", self.version)
         return int(p.read_text()) if self._has_memcg() and p.exists() else None
 
     def stat(self) -> dict[str, int]:
-        p = self.memory_path / "memory.stat"
+        p = self.memory_path / cgroup_file("stat", self.version)
         return _read_kv(p) if self._has_memcg() and p.exists() else {}
 
     def cpu_times(self) -> tuple[float, float] | None:

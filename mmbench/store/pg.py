@@ -26,6 +26,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
+from mmbench.model.cache import cache_root
 from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.model.store import RunWriter, Store, validate_run_name
 from mmbench.store.fs import FileRunWriter, FileStore, pid_alive
@@ -188,7 +189,7 @@ class PgStore(Store):
 
     def __init__(self, url: str) -> None:
         self.url = url
-        cache = Path(os.environ.get("MMBENCH_CACHE") or Path.home() / ".cache" / "mmbench")
+        cache = cache_root()
         key = hashlib.sha256(redact(url).encode()).hexdigest()[:16]
         self.cache_root = cache / "pg" / key
         self._migrated = False

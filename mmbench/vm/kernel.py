@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mmbench.model.cache import cache_root
 from mmbench.errors import EnvironmentUnsupported, UsageError
 
 DEBIAN_PACKAGE = re.compile(r"^linux-image-[0-9][A-Za-z0-9.+~-]*$")
@@ -53,10 +54,6 @@ class GuestKernel:
                 k, v = line.split("=", 1)
                 out[k] = v
         return out
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("MMBENCH_CACHE") or Path.home() / ".cache" / "mmbench")
 
 
 def image_release(image: Path) -> str:

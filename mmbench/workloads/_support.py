@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mmbench.model.kernel import page_size, vmstat
+from mmbench.model.quirks import MEMCG_DIRTY_KEYS, MEMCG_WRITEBACK_KEYS, cgroup_file
 from mmbench.errors import EnvironmentUnsupported, WorkloadError
 from mmbench.guest import in_guest
 from mmbench.workloads.base import WorkloadContext
@@ -77,15 +79,10 @@ def dirty_bytes(ctx: WorkloadContext) -> int:
     whole-machine mode, the memcg's (memory.stat: v1 dirty/writeback, v2 file_dirty/
     file_writeback) in a memcg sandbox."""
     if getattr(ctx.sandbox, "whole_machine", False):
-        v: dict[str, int] = {}
-        with open("/proc/vmstat") as fh:
-            for line in fh:
-                k, _, n = line.partition(" ")
-                if k in ("nr_dirty", "nr_writeback"):
-                    v[k] = int(n)
-        return (v.get("nr_dirty", 0) + v.get("nr_writeback", 0)) * os.sysconf("SC_PAGE_SIZE")
+        v = vmstat()
+        return (v.get("nr_dirty", 0) + v.get("nr_writeback", 0)) * page_size()
     st = ctx.sandbox.stat()
-    return (st.get("dirty", st.get("file_dirty", 0)) + st.get("writeback", st.get("file_writeback", 0)))
+    return sum(st.get(k, 0) for k in MEMCG_DIRTY_KEYS + MEMCG_WRITEBACK_KEYS)
 
 
 def wait_dirty_above(ctx: WorkloadContext, threshold: int, timeout: float) -> float:
@@ -110,10 +107,8 @@ def throttle_writes(ctx: WorkloadContext, dev: str, bps: int) -> bool:
     if path is None or bps <= 0:
         return False
     majmin = device_numbers(dev)
-    if ctx.sandbox.version == 1:
-        (path / "blkio.throttle.write_bps_device").write_text(f"{majmin} {bps}")
-    else:
-        (path / "io.max").write_text(f"{majmin} wbps={bps}")
+    limit = f"{majmin} {bps}" if ctx.sandbox.version == 1 else f"{majmin} wbps={bps}"
+    (path / cgroup_file("write_bps", ctx.sandbox.version)).write_text(limit)
     return True
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
-from mmbench.run.build import cache_dir
+from mmbench.model.cache import cache_root
 from mmbench.model.results import MetricDef
 from mmbench.workloads._largecopy_gen import GENERATOR_VERSION
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
@@ -42,7 +42,7 @@ _SERVING = re.compile(r"port (\d+)")
 
 
 def tarball_cache() -> Path:
-    return cache_dir().parent / "largecopy"
+    return cache_root() / "largecopy"
 
 
 class Largecopy(Workload):
