@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mmbench import __version__
+from mmbench.plugins import module_names
 from mmbench.errors import EnvironmentUnsupported, UsageError
 
 
@@ -166,7 +167,7 @@ def _load_runs(args: argparse.Namespace, names: list[str]) -> list[Any]:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from mmbench.analysis.compare import build_comparison, regressions
-    from mmbench.report.base import exporters
+    from mmbench.plugins import exporters
     runs = _load_runs(args, [args.baseline, *args.others])
     comparison = build_comparison(runs, pvalues=args.pvalues, ratio=args.ratio)
     if args.stats:
@@ -211,19 +212,19 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"{r['name']:24} {r['status']:10} {when}  {r['kernel']:24} {r['iterations']:3} iterations  "
                   f"{r['description']}")
     elif what == "workloads":
-        from mmbench.workloads import LOAD_ERRORS, registry
-        for name, cls in registry().items():
+        from mmbench.plugins import LOAD_ERRORS, workloads
+        for name, cls in workloads().items():
             tag = " (companion)" if cls.companion else ""
             print(f"{name:14} {cls.summary}{tag}")
             if args.verbose:
                 _describe(cls.params, cls.metrics)
-        for name, err in LOAD_ERRORS.items():
+        for name, err in LOAD_ERRORS["workload"].items():
             print(f"{name:14} [failed to load: {err}]")
     elif what == "monitors":
-        from mmbench.monitors import LOAD_ERRORS, registry
-        for name, err in LOAD_ERRORS.items():
+        from mmbench.plugins import LOAD_ERRORS, monitors
+        for name, err in LOAD_ERRORS["monitor"].items():
             print(f"{name:14} [failed to load: {err}]")
-        for name, cls in registry().items():
+        for name, cls in monitors().items():
             reason = cls().unavailable_reason()
             print(f"{name:14} {cls.summary}" + (f"  [unavailable: {reason}]" if reason else ""))
             if args.verbose:
@@ -394,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compare", help="compare runs side by side (the first is the baseline)")
     results_arg(c)
-    c.add_argument("--format", choices=["text", "markdown", "json", "csv"], default="text")
+    c.add_argument("--format", choices=module_names("exporter"), default="text")
     c.add_argument("--pvalues", action="store_true", help="show p-values and confidence intervals")
     c.add_argument("--ratio", action="store_true", help="ratios to the baseline and their geometric mean")
     c.add_argument("--stats", metavar="LIST",

@@ -124,3 +124,27 @@ def test_kernel_rejected_value_is_one_line_and_nothing_stays_changed(suite_file,
     one_line_error(proc, "settings.vm.min_free_kbytes", "rejected", "-5")
     assert read_knob(Path("/proc/sys/vm/swappiness")) == before
     assert not results.exists() or not (results / "x").exists()
+
+
+def test_set_grammar_routes_each_key_to_one_place():
+    from mmbench.config.load import apply_override
+    doc = {"workload": [{"name": "simoop", "params": {}}, {"name": "usemem", "label": "hog"}]}
+    for item in ("simoop.warmup=3", "simoop.warmup_time=2s", "hog.iterations=4", "simoop.params.runtime=9s",
+                 "thp.enabled=never", "vm.swappiness=10", "vm.memory=512M", "warmup=2", "suite.budget=1G",
+                 "swap.type=zram", "monitors.psi", "monitors.meminfo.interval=0.5",
+                 "simoop.with.anonhog.size=1M"):
+        apply_override(doc, item)
+    sim, hog = doc["workload"]
+    assert sim["warmup"] == 3 and sim["params"] == {"warmup_time": "2s", "runtime": "9s"}
+    assert sim["with"] == {"anonhog": {"size": "1M"}}
+    assert hog["iterations"] == 4 and "params" not in hog
+    assert doc["settings"] == {"thp.enabled": "never", "vm.swappiness": 10}
+    assert doc["vm"] == {"memory": "512M"}
+    assert doc["suite"] == {"warmup": 2, "budget": "1G"}
+    assert doc["swap"] == {"type": "zram"}
+    assert doc["monitors"] == {"psi": {}, "meminfo": {"interval": 0.5}}
+    apply_override(doc, "monitors.psi=false")
+    assert "psi" not in doc["monitors"]
+    for bad, needle in (("nosuch.size=1", "no workload"), ("simoop", "KEY=VALUE"), ("x=1", "LABEL.PARAM")):
+        with pytest.raises(UsageError, match=needle):
+            apply_override(doc, bad)

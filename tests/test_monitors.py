@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mmbench.monitors import registry
+from mmbench.plugins import monitors as registry
 from mmbench.monitors._common import load_tsv
 from memcg_helper import TestMemcg
 from mmbench.run.build import binary_for

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from mmbench.analysis.compare import build_comparison
-from mmbench.report.base import Exporter, exporters
+from mmbench.plugins import exporters
+from mmbench.report.base import Exporter
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 TPUT = MetricDef("Fault throughput", "faults/s", "higher", "rate")

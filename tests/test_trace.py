@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from mmbench.monitors.trace import stalls as sa
-from mmbench.monitors import registry
+from mmbench.plugins import monitors as registry
 from memcg_helper import TestMemcg, thrash_command
 from mmbench.monitors.base import MonitorContext
 from mmbench.monitors.trace import ftrace

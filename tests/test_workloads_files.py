@@ -15,7 +15,7 @@ from mmbench.run.iteration import CompanionSpec, IterationPlan, run_iteration
 from mmbench.run.journal import Journal
 from workload_harness import run_workload
 from mmbench.workloads import applaunch as applaunch_mod
-from mmbench.workloads import registry
+from mmbench.plugins import workloads as registry
 from mmbench.workloads._largecopy_gen import generate
 from mmbench.workloads.largecopy import PHASES
 from mmbench.workloads.postmark import parse_postmark
@@ -155,7 +155,7 @@ def test_applaunch_without_chromium_skips_the_browser(tmp_path, monkeypatch):
 def test_applaunch_as_companion_merges_samples(tmp_path):
     budget = parse_size("256M")
     main_cls, comp_cls = registry()["simoop"], registry()["applaunch"]
-    main_params = resolve_params(main_cls.params, {"runtime": "3s", "warmup": "1s", "interval": "1s",
+    main_params = resolve_params(main_cls.params, {"runtime": "3s", "warmup_time": "1s", "interval": "1s",
                                                    "wss": "0.2x", "files": "32M"}, budget, "t")
     comp_params = resolve_params(comp_cls.params, {"apps": ["python-import"], "pause": "0s",
                                                    "discard_first": False}, budget, "t")
@@ -195,7 +195,7 @@ def test_postmark_with_anon_hog(tmp_path):
 
 @needs_root
 def test_simoop_intervals(tmp_path):
-    r = run_workload("simoop", {"runtime": "3s", "warmup": "1s", "interval": "1s", "wss": "0.25x", "files": "64M"},
+    r = run_workload("simoop", {"runtime": "3s", "warmup_time": "1s", "interval": "1s", "wss": "0.25x", "files": "64M"},
                      budget="256M", outdir=tmp_path)
     ok(r)
     assert len(r.samples) == 14

@@ -8,7 +8,7 @@ import pytest
 
 from mmbench.errors import UsageError
 from workload_harness import run_workload
-from mmbench.workloads import registry
+from mmbench.plugins import workloads as registry
 from tests.conftest import needs_root
 
 pytestmark = needs_root

@@ -16,7 +16,7 @@ from mmbench.model.sizes import parse_size
 from mmbench.run.iteration import IterationPlan, run_iteration
 from mmbench.run.journal import Journal
 from mmbench.model.results import IterationResult
-from mmbench.workloads import registry
+from mmbench.plugins import workloads as registry
 
 
 def run_workload(name: str, params: dict[str, Any] | None = None, *, budget: str | int = "256M",

@@ -455,7 +455,7 @@ class _Builder:
         if not names:
             return []
         try:
-            from mmbench.monitors import registry
+            from mmbench.plugins import monitors as registry
             reg = registry()
         except Exception as e:  # a broken monitor package must not break compare
             self.note(f"monitors: registry unavailable ({type(e).__name__}: {e}); monitor sections skipped")

@@ -234,8 +234,8 @@ def memtotal() -> int:
 
 
 def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | None = None) -> Suite:
-    from mmbench.monitors import registry as monitor_registry
-    from mmbench.workloads import registry as workload_registry
+    from mmbench.plugins import monitors as monitor_registry
+    from mmbench.plugins import workloads as workload_registry
 
     path = find_suite(spec)
     text = path.read_text()

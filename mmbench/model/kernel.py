@@ -5,6 +5,7 @@ and the page size, THP size and pageblock order of this kernel (never assumed 4 
 from __future__ import annotations
 
 import os
+import re
 from functools import cache
 from pathlib import Path
 
@@ -66,9 +67,22 @@ def vmstat_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int
     return {k: after[k] - before[k] for k in after if k in before}
 
 
+# "a [b] c" choice files (THP enabled/defrag, zram comp_algorithm, ...).  tracefs buffer_size_kb
+# reads "7 (expanded: 1408)" until the ring buffer is first used (kernel/trace/trace.c,
+# tracing_entries_read, since 2.6.3x): the size to write back is 1408.
+_BRACKET = re.compile(r"\[([^\]]+)\]")
+_EXPANDED = re.compile(r"^\d+ \(expanded: (\d+)\)$")
+
+
 def read_knob(path: Path | str) -> str:
-    """A sysfs/procfs value as ``cat`` shows it, without the trailing newline."""
-    return Path(path).read_text().rstrip("\n")
+    """Current value of a sysfs/procfs file as it would be written back: for ``a [b] c`` choice
+    files the selected one, otherwise the text without surrounding whitespace."""
+    text = Path(path).read_text().strip()
+    e = _EXPANDED.match(text)
+    if e:
+        return e.group(1)
+    m = _BRACKET.search(text)
+    return m.group(1) if m and " " in text else text
 
 
 def write_knob(path: Path | str, value: str) -> None:

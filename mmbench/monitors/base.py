@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Literal
 
 from mmbench.model.params import Param
 from mmbench.model.results import MetricDef
@@ -30,6 +30,21 @@ class MonitorContext:
     extra: dict[str, Any] = field(default_factory=dict)
     # Compiles a C source beside the monitor's module (built once, cached) → program path.
     binary: Callable[[Path], str] | None = None
+
+
+@dataclass(frozen=True)
+class SeriesSpec:
+    """A time series the HTML report and ``mmbench plot`` draw from a sampling monitor's columns:
+    ``gauge`` plots the summed columns (times ``scale``), ``rate`` their per-second change
+    (``minus`` columns subtracted first), ``psi`` a PSI ``total`` (µs) as % of each interval."""
+
+    key: str
+    title: str
+    unit: str
+    columns: tuple[str, ...]           # summed
+    mode: Literal["gauge", "rate", "psi"] = "gauge"
+    scale: float = 1.0
+    minus: tuple[str, ...] = ()        # subtracted (rate mode)
 
 
 @dataclass
@@ -82,6 +97,7 @@ class Monitor:
     summary: ClassVar[str] = ""
     default_interval: ClassVar[float] = 1.0
     params: ClassVar[dict[str, Param]] = {}
+    series: ClassVar[tuple[SeriesSpec, ...]] = ()   # what the report graphs (sampling monitors)
 
     def unavailable_reason(self) -> str | None:
         """None when the monitor can run here, else a plain sentence why not."""
@@ -129,6 +145,13 @@ class SamplingMonitor(Monitor):
         if not len(arr):
             return MonitorSummary(notes=["no samples were recorded"])
         return cls.summarise_table(cols, arr, meta)
+
+    @classmethod
+    def load_columns(cls, outdir: Path, meta: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """Time and every column of the monitor's tsv as numpy arrays (for graphs)."""
+        from mmbench.monitors._common import load_tsv, tsv_of
+        cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
+        return arr[:, 0], {c: arr[:, i + 1] for i, c in enumerate(cols)}
 
     @classmethod
     def summarise_table(cls, cols: list[str], arr: Any, meta: dict[str, Any]) -> MonitorSummary:

@@ -18,7 +18,7 @@ import numpy as np
 
 from mmbench.model.quirks import CGROUP_FILES, cgroup_file
 from mmbench.monitors._common import clean, gauge_metric, rate_metric, rates, read_text
-from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor
+from mmbench.monitors.base import SeriesSpec, MonitorContext, MonitorSummary, SamplingMonitor
 
 COUNTER_PREFIXES = ("pg", "workingset_", "thp_", "zswpin", "zswpout", "zswpwb", "swpin", "swpout",
                     "failcnt", "events.", "oom_kill")
@@ -48,6 +48,11 @@ def _kv(text: str, prefix: str, out: dict[str, float]) -> None:
 
 class Memcg(SamplingMonitor):
     name = "memcg"
+    series = (
+        SeriesSpec("usage", "Sandbox memcg usage", "MiB", ("usage",), scale=1 / 2**20),
+        SeriesSpec("failcnt", "Sandbox memcg limit hits (failcnt)", "/s", ("failcnt",), "rate"),
+        SeriesSpec("events-max", "Sandbox memcg limit hits (events.max)", "/s", ("events.max",), "rate"),
+    )
     summary = "sandbox memory cgroup: usage, failcnt/limit events, memory.stat"
     default_interval = 1.0
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from mmbench.monitors._common import clean, gauge_metric, rate_metric, rates, read_text
-from mmbench.monitors.base import MonitorSummary, SamplingMonitor
+from mmbench.monitors.base import SeriesSpec, MonitorSummary, SamplingMonitor
 from mmbench.model.results import MetricDef
 
 # nr_* entries that are event counters, not gauges
@@ -71,6 +71,22 @@ def _sum(cols: list[str], arr: np.ndarray, names: list[str]) -> np.ndarray | Non
 
 class ProcVmstat(SamplingMonitor):
     name = "proc-vmstat"
+    series = (
+        SeriesSpec("kswapd-scan", "kswapd scan rate", "pages/s", ("pgscan_kswapd",), "rate"),
+        SeriesSpec("kswapd-steal", "kswapd steal rate", "pages/s", ("pgsteal_kswapd",), "rate"),
+        SeriesSpec("direct-scan", "Direct reclaim scan rate", "pages/s", ("pgscan_direct",), "rate"),
+        SeriesSpec("direct-steal", "Direct reclaim steal rate", "pages/s", ("pgsteal_direct",), "rate"),
+        SeriesSpec("memcg-scan", "Memcg limit reclaim scan rate", "pages/s",
+                   ("pgscan_anon", "pgscan_file"), "rate",
+                   minus=("pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged", "pgscan_proactive")),
+        SeriesSpec("memcg-steal", "Memcg limit reclaim steal rate", "pages/s",
+                   ("pgsteal_anon", "pgsteal_file"), "rate",
+                   minus=("pgsteal_kswapd", "pgsteal_direct", "pgsteal_khugepaged", "pgsteal_proactive")),
+        SeriesSpec("thp-alloc", "THP fault alloc rate", "/s", ("thp_fault_alloc",), "rate"),
+        SeriesSpec("thp-fallback", "THP fault fallback rate", "/s", ("thp_fault_fallback",), "rate"),
+        SeriesSpec("compact-stall", "Compaction stall rate", "/s", ("compact_stall",), "rate"),
+        SeriesSpec("swapout", "Swap-out rate", "pages/s", ("pswpout",), "rate"),
+    )
     summary = "/proc/vmstat counters every interval: rates, gauges, reclaim scan/steal/efficiency"
     default_interval = 1.0
 

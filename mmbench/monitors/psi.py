@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from mmbench.monitors._common import clean, read_text
-from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor
+from mmbench.monitors.base import SeriesSpec, MonitorContext, MonitorSummary, SamplingMonitor
 from mmbench.model.results import MetricDef
 
 
@@ -36,6 +36,13 @@ def parse_pressure(text: str, prefix: str, out: dict[str, float]) -> None:
 
 class Psi(SamplingMonitor):
     name = "psi"
+    series = (
+        SeriesSpec("mem-some", "PSI memory some (system)", "% of time", ("sys.memory.some.total",), "psi"),
+        SeriesSpec("mem-full", "PSI memory full (system)", "% of time", ("sys.memory.full.total",), "psi"),
+        SeriesSpec("cg-mem-some", "PSI memory some (sandbox)", "% of time", ("cg.memory.some.total",), "psi"),
+        SeriesSpec("cg-mem-full", "PSI memory full (sandbox)", "% of time", ("cg.memory.full.total",), "psi"),
+        SeriesSpec("io-some", "PSI io some (system)", "% of time", ("sys.io.some.total",), "psi"),
+    )
     summary = "pressure stall information (memory, io, cpu) for the system and the sandbox cgroup"
     default_interval = 1.0
 

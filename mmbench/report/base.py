@@ -1,4 +1,5 @@
-"""The exporter interface: one short module per output format, found by ``exporters()``.
+"""The exporter interface: one short module per output format in ``report/formats/``, found by
+``mmbench.plugins.exporters()``.
 
 An exporter has a ``name`` (the ``--format`` value) and ``render(comparison, options) -> str``;
 ``options`` is a dict with ``pvalues``, ``ratio`` and ``color`` (bools).
@@ -6,33 +7,16 @@ An exporter has a ``name`` (the ``--format`` value) and ``render(comparison, opt
 
 from __future__ import annotations
 
-import importlib
 import math
-from functools import cache
 from typing import Any, ClassVar
 
 from mmbench.analysis.compare import Comparison
-
-FORMAT_MODULES = ("text", "markdown", "csv", "json")
-
 
 class Exporter:
     name: ClassVar[str] = ""
 
     def render(self, comparison: Comparison, options: dict[str, Any]) -> str:
         raise NotImplementedError
-
-
-@cache
-def exporters() -> dict[str, Exporter]:
-    """Format name → exporter instance."""
-    found: dict[str, Exporter] = {}
-    for mod in FORMAT_MODULES:
-        module = importlib.import_module(f"mmbench.report.{mod}")
-        for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, Exporter) and obj is not Exporter and obj.name:
-                found[obj.name] = obj()
-    return found
 
 
 def fmt_value(v: float | None) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 
 from mmbench.analysis import stats as st
 from mmbench.model.results import IterationResult, RunRecord
+from mmbench.monitors.base import SeriesSpec
 
 FigureKind = Literal["box", "line", "cdf"]
 MAX_LINE_POINTS = 600     # per line; longer series are thinned (every k-th point)
@@ -170,65 +171,10 @@ def distribution_figures(runs: list[RunRecord], names: list[str]) -> list[Figure
 # Monitor time series
 
 
-@dataclass(frozen=True)
-class SeriesSpec:
-    monitor: str
-    key: str
-    title: str
-    unit: str
-    columns: tuple[str, ...]           # summed
-    mode: Literal["gauge", "rate", "psi"] = "gauge"
-    scale: float = 1.0
-    minus: tuple[str, ...] = ()        # subtracted (rate mode)
-
-
-KIB_TO_MIB = 1 / 1024
-SERIES: tuple[SeriesSpec, ...] = (
-    SeriesSpec("meminfo", "free", "Free memory (MemFree)", "MiB", ("MemFree",), scale=KIB_TO_MIB),
-    SeriesSpec("meminfo", "available", "Available memory (MemAvailable)", "MiB", ("MemAvailable",),
-               scale=KIB_TO_MIB),
-    SeriesSpec("meminfo", "file", "File pages (Active+Inactive file)", "MiB", ("Active(file)", "Inactive(file)"),
-               scale=KIB_TO_MIB),
-    SeriesSpec("meminfo", "anon", "Anon pages (AnonPages)", "MiB", ("AnonPages",), scale=KIB_TO_MIB),
-    SeriesSpec("meminfo", "thp", "Anon THP (AnonHugePages)", "MiB", ("AnonHugePages",), scale=KIB_TO_MIB),
-    SeriesSpec("proc-vmstat", "kswapd-scan", "kswapd scan rate", "pages/s", ("pgscan_kswapd",), "rate"),
-    SeriesSpec("proc-vmstat", "kswapd-steal", "kswapd steal rate", "pages/s", ("pgsteal_kswapd",), "rate"),
-    SeriesSpec("proc-vmstat", "direct-scan", "Direct reclaim scan rate", "pages/s", ("pgscan_direct",), "rate"),
-    SeriesSpec("proc-vmstat", "direct-steal", "Direct reclaim steal rate", "pages/s", ("pgsteal_direct",), "rate"),
-    SeriesSpec("proc-vmstat", "memcg-scan", "Memcg limit reclaim scan rate", "pages/s",
-               ("pgscan_anon", "pgscan_file"), "rate",
-               minus=("pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged", "pgscan_proactive")),
-    SeriesSpec("proc-vmstat", "memcg-steal", "Memcg limit reclaim steal rate", "pages/s",
-               ("pgsteal_anon", "pgsteal_file"), "rate",
-               minus=("pgsteal_kswapd", "pgsteal_direct", "pgsteal_khugepaged", "pgsteal_proactive")),
-    SeriesSpec("proc-vmstat", "thp-alloc", "THP fault alloc rate", "/s", ("thp_fault_alloc",), "rate"),
-    SeriesSpec("proc-vmstat", "thp-fallback", "THP fault fallback rate", "/s", ("thp_fault_fallback",), "rate"),
-    SeriesSpec("proc-vmstat", "compact-stall", "Compaction stall rate", "/s", ("compact_stall",), "rate"),
-    SeriesSpec("proc-vmstat", "swapout", "Swap-out rate", "pages/s", ("pswpout",), "rate"),
-    SeriesSpec("psi", "mem-some", "PSI memory some (system)", "% of time", ("sys.memory.some.total",), "psi"),
-    SeriesSpec("psi", "mem-full", "PSI memory full (system)", "% of time", ("sys.memory.full.total",), "psi"),
-    SeriesSpec("psi", "cg-mem-some", "PSI memory some (sandbox)", "% of time", ("cg.memory.some.total",), "psi"),
-    SeriesSpec("psi", "cg-mem-full", "PSI memory full (sandbox)", "% of time", ("cg.memory.full.total",), "psi"),
-    SeriesSpec("psi", "io-some", "PSI io some (system)", "% of time", ("sys.io.some.total",), "psi"),
-    SeriesSpec("memcg", "usage", "Sandbox memcg usage", "MiB", ("usage",), scale=1 / 2**20),
-    SeriesSpec("memcg", "failcnt", "Sandbox memcg limit hits (failcnt)", "/s", ("failcnt",), "rate"),
-    SeriesSpec("memcg", "events-max", "Sandbox memcg limit hits (events.max)", "/s", ("events.max",), "rate"),
-)
-MONITORS_WITH_SERIES = tuple(dict.fromkeys(s.monitor for s in SERIES))
-
-
-def read_columns(path: Path, wanted: set[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Time and the ``wanted`` columns of a sampling monitor's tsv (missing columns are absent)."""
-    with open(path) as fh:
-        header = fh.readline().rstrip("\n").split("\t")
-        lines = fh.read().splitlines()
-    idx = [(c, header.index(c)) for c in wanted if c in header]
-    n = len(header)
-    rows = [ln.split("\t") for ln in lines if ln]
-    rows = [r for r in rows if len(r) == n]
-    t = np.array([float(r[0]) for r in rows], dtype=float)
-    cols = {c: np.array([float(r[i]) for r in rows], dtype=float) for c, i in idx}
-    return t, cols
+def series_specs() -> list[tuple[str, SeriesSpec]]:
+    """(monitor name, series) for every graphable series the monitor plugins declare."""
+    from mmbench.plugins import monitors
+    return [(name, spec) for name, cls in monitors().items() for spec in cls.series]
 
 
 def _series_values(spec: SeriesSpec, t: np.ndarray, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -261,15 +207,16 @@ def _thin(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def monitor_figures(runs: list[RunRecord], names: list[str], skipped: list[str] | None = None) -> list[Figure]:
-    """One chart per series of SERIES and workload; series zero throughout in every run are left
-    out (their titles are appended to ``skipped``)."""
+    """One chart per declared monitor series and workload; series zero throughout in every run are
+    left out (their titles are appended to ``skipped``).  Each monitor reads its own files."""
+    from mmbench.plugins import monitors
+    plugins = monitors()
+    specs = series_specs()
+    with_series = list(dict.fromkeys(mon for mon, _ in specs))
     out: list[Figure] = []
     labels: dict[str, None] = {}
     for r in runs:
         labels.update(dict.fromkeys(w.label for w in r.workloads))
-    wanted: dict[str, set[str]] = {}
-    for s in SERIES:
-        wanted.setdefault(s.monitor, set()).update(s.columns + s.minus)
     for label in labels:
         # (run index, iteration, monitor) → (t, columns), read once per file
         loaded: dict[tuple[int, int, str], tuple[np.ndarray, dict[str, np.ndarray]]] = {}
@@ -278,27 +225,26 @@ def monitor_figures(runs: list[RunRecord], names: list[str], skipped: list[str] 
             w = r.workload(label)
             its_by_run[i] = w.measured() if w is not None else []
             for it in its_by_run[i]:
-                for mon in MONITORS_WITH_SERIES:
+                for mon in with_series:
                     meta = it.monitors.get(mon)
                     if not meta or "dir" not in meta:
                         continue
-                    files = meta.get("files") or [f"{mon}.tsv"]
-                    path = Path(r.path or ".") / str(meta["dir"]) / str(files[0])
                     try:
-                        loaded[(i, it.index, mon)] = read_columns(path, wanted[mon])
+                        loaded[(i, it.index, mon)] = plugins[mon].load_columns(
+                            Path(r.path or ".") / str(meta["dir"]), meta)
                     except (OSError, ValueError, IndexError):
                         continue
         if not loaded:
             continue
-        for spec in SERIES:
-            fig = Figure(slug("mon", label, spec.monitor, spec.key), "monitor", label, "line",
+        for mon, spec in specs:
+            fig = Figure(slug("mon", label, mon, spec.key), "monitor", label, "line",
                          spec.title, xlabel="seconds since the iteration started", ylabel=spec.unit,
                          yzero=spec.mode != "gauge")
             nonzero = False
             for i in range(len(runs)):
                 first = True
                 for it in its_by_run[i]:
-                    got = loaded.get((i, it.index, spec.monitor))
+                    got = loaded.get((i, it.index, mon))
                     if got is None:
                         continue
                     xy = _series_values(spec, *got)
@@ -311,7 +257,7 @@ def monitor_figures(runs: list[RunRecord], names: list[str], skipped: list[str] 
                                              faint=not first))
                     first = False
             if fig.series and nonzero:
-                fig.note = f"monitor {spec.monitor}; solid: first measured iteration, faint: the others"
+                fig.note = f"monitor {mon}; solid: first measured iteration, faint: the others"
                 out.append(fig)
             elif fig.series and skipped is not None:
                 skipped.append(f"{spec.title} ({label})")

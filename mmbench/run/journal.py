@@ -13,7 +13,6 @@ import errno
 import fcntl
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -25,16 +24,10 @@ from mmbench.model.kernel import read_knob, write_knob
 from mmbench.errors import UsageError
 from mmbench.run import signals
 
-_BRACKET = re.compile(r"\[([^\]]+)\]")
-
-
 def state_dir() -> Path:
     return Path(os.environ.get("MMBENCH_STATE_DIR", "/var/lib/mmbench"))
 
 
-# tracefs buffer_size_kb reads "7 (expanded: 1408)" until the ring buffer is first used
-# (kernel/trace/trace.c, tracing_entries_read, since 2.6.3x): the size to write back is 1408.
-_EXPANDED = re.compile(r"^\d+ \(expanded: (\d+)\)$")
 
 
 def _proc_start_time(pid: int) -> str | None:

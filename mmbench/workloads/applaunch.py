@@ -78,7 +78,7 @@ class Applaunch(Workload):
         "duration": Param("duration", "0", "stop after this long (0: when the accompanied workload ends)"),
         "launches": Param("int", 0, "stop after this many launches of each app (0: no limit)", minimum=0),
         "pause": Param("duration", "0.5s", "pause between two launches"),
-        "timeout": Param("duration", "120s", "a launch taking longer is stopped and counted as failed"),
+        "launch_timeout": Param("duration", "120s", "a launch taking longer is stopped and counted as failed"),
         "discard_first": Param("bool", True, "log but do not count the first (cold) launch of each app"),
         "find_root": Param("str", "/usr/share", "directory terminal-find walks"),
     }
@@ -172,7 +172,7 @@ class Applaunch(Workload):
         threading.Thread(target=waiter, daemon=True).start()
         status = "ok"
         while not done.wait(0.1):
-            if time.monotonic() - t0 > ctx.params["timeout"]:
+            if time.monotonic() - t0 > ctx.params["launch_timeout"]:
                 status = "timeout"
                 break
             if expired():

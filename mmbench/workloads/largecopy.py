@@ -56,7 +56,7 @@ class Largecopy(Workload):
         "compress": Param("str", "none", "compression of the tar created in phase 4 (MMTests: gzip, CPU-bound "
                           "at ~15 MB/s; gzip-fast is gzip -1)", choices=("none", "gzip", "gzip-fast")),
         "seed": Param("int", 1, "seed of the source tree generator"),
-        "timeout": Param("duration", "30m", "limit for any single phase"),
+        "phase_timeout": Param("duration", "30m", "limit for any single phase"),
     }
     metrics = [MetricDef(p, "s", "lower", "time", description=f"time to {p.replace('dirs', 'directories')}")
                for p in PHASES]
@@ -108,7 +108,7 @@ class Largecopy(Workload):
     def run(self, ctx: WorkloadContext) -> Samples:
         p = ctx.params
         tarball = self._tarball(ctx)
-        timeout = p["timeout"]
+        timeout = p["phase_timeout"]
         wd = ctx.workdir / "largecopy"
         wd.mkdir(parents=True, exist_ok=True)
         log = open(ctx.rawdir / "largecopy.log", "w")

@@ -51,7 +51,7 @@ class Pagealloc(Workload):
         "passes": Param("int", 1, "times the files are read back", minimum=0),
         "anon_threads": Param("int", 1, "threads mapping, faulting and unmapping anonymous chunks", minimum=0),
         "chunk": Param("size", "8M", "anonymous chunk size"),
-        "timeout": Param("duration", "30m", "limit for the run"),
+        "run_timeout": Param("duration", "30m", "limit for the run"),
     }
     metrics = [MetricDef(_NAMES[k], "MB/s", "higher", "rate", description=_DESC[k])
                for k in ("write", "read", "anon", "total")]
@@ -78,5 +78,5 @@ class Pagealloc(Workload):
         argv = [ctx.binary("pagealloc"), "-d", str(d), "-s", str(p["size"]), "-j", str(jobs),
                 "-b", str(p["block"]), "-A", str(p["anon_threads"]), "-c", str(p["chunk"]), "-p", str(p["passes"])]
         (ctx.rawdir / "pagealloc.cmd").write_text(" ".join(argv) + "\n")
-        out = ctx.run(argv, raw_name="pagealloc.out", timeout=p["timeout"])
+        out = ctx.run(argv, raw_name="pagealloc.out", timeout=p["run_timeout"])
         return parse_pagealloc(out.stdout)

@@ -68,7 +68,7 @@ class Postmark(Workload):
         "hog": Param("size", "0", "background anonymous memory to map and keep rewriting (0: none)"),
         "hog_block": Param("size", "0.125x", "bytes of the hog rewritten each period"),
         "hog_period": Param("duration", "5s", "how often the hog rewrites a block"),
-        "timeout": Param("duration", "30m", "limit for the postmark run"),
+        "run_timeout": Param("duration", "30m", "limit for the postmark run"),
     }
     metrics = [MetricDef(n, _UNITS[n], "higher", "rate", description=f"postmark: {n}") for n in _PATTERNS]
 
@@ -108,7 +108,7 @@ class Postmark(Workload):
                              str(max(int(p["hog_period"] * 1000), 10))], stdout="anonhog.out", stderr="anonhog.err")
             self._wait_ready(ctx, hog)
         try:
-            out = ctx.run(["postmark", "postmark.cfg"], raw_name="postmark.out", timeout=p["timeout"], cwd=ctx.workdir)
+            out = ctx.run(["postmark", "postmark.cfg"], raw_name="postmark.out", timeout=p["run_timeout"], cwd=ctx.workdir)
         finally:
             if hog is not None:
                 ctx.stop(hog)

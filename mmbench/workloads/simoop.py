@@ -76,7 +76,7 @@ class Simoop(Workload):
         "pages_per_op": Param("int", 256, "random pages one unit of work touches", minimum=1),
         "stall": Param("duration", "10ms", "a work unit slower than this is a stall"),
         "runtime": Param("duration", "30s", "measured time after the warm-up"),
-        "warmup": Param("duration", "5s", "time before measuring (working set fault-in happens here)"),
+        "warmup_time": Param("duration", "5s", "time before measuring (working set fault-in happens here)"),
         "interval": Param("duration", "2s", "reporting interval; one sample per metric each"),
     }
     metrics = ([MetricDef(f"{s}-{op}", "us", "lower", "latency", mean="amean",
@@ -106,8 +106,8 @@ class Simoop(Workload):
                 "-r", str(p["readers"]), "-W", str(p["writers"]), "-a", str(p["allocators"]),
                 "-n", str(nfiles), "-f", str(p["file_size"]), "-R", str(p["read_size"]),
                 "-X", str(p["write_size"]), "-M", str(p["alloc_size"]), "-p", str(p["pages_per_op"]),
-                "-s", str(max(int(p["stall"] * 1e6), 1)), "-T", repr(p["runtime"]), "-u", repr(p["warmup"]),
+                "-s", str(max(int(p["stall"] * 1e6), 1)), "-T", repr(p["runtime"]), "-u", repr(p["warmup_time"]),
                 "-i", repr(p["interval"])]
         (ctx.rawdir / "simoop.cmd").write_text(" ".join(argv) + "\n")
-        out = ctx.run(argv, raw_name="simoop.out", timeout=p["runtime"] + p["warmup"] + 1800)
+        out = ctx.run(argv, raw_name="simoop.out", timeout=p["runtime"] + p["warmup_time"] + 1800)
         return parse_simoop(out.stdout)
