@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -23,9 +23,11 @@ from mmbench.model.sizes import parse_duration, parse_size
 from mmbench.errors import UsageError
 from mmbench.guest import in_guest
 from mmbench.model.kernel import meminfo_bytes
-from mmbench.monitors.base import Monitor
 from mmbench.model.results import MetricDef
-from mmbench.workloads.base import Workload
+
+if TYPE_CHECKING:  # the plugins themselves come from mmbench.plugins at run time
+    from mmbench.monitors.base import Monitor
+    from mmbench.workloads.base import Workload
 
 SUITE_KEYS = {"description", "iterations", "warmup", "budget", "sandbox", "aims", "scratch", "timeout",
               "headline"}
