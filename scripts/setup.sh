@@ -32,8 +32,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 py=${PYTHON:-python3}
-extras=""
-[ $want_test = 1 ] && extras="[test,fleet]"
+extras="[plot]"
+[ $want_test = 1 ] && extras="[plot,test,fleet]"
 stamp=".venv/.mmbench-setup-$(cat pyproject.toml | sha256sum | cut -c1-12)$want_test"
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($py --version)"

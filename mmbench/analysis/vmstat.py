@@ -162,7 +162,6 @@ ROWS: list[RowDef] = [
     RowDef("NUMA pages migrated", "pages", "lower", lambda x: x("numa_pages_migrated"), numa=True),
 ]
 
-ROW_BY_NAME = {r.name: r for r in ROWS}
 
 
 def derive(delta: Mapping[str, float], elapsed: float | None = None) -> dict[str, float]:

@@ -28,10 +28,6 @@ class Param:
     minimum: float | None = None
     maximum: float | None = None
 
-    def describe(self) -> str:
-        extra = f" one of {list(self.choices)}" if self.choices else ""
-        return f"{self.kind}{extra}"
-
 
 def close_match(name: str, options: list[str]) -> str:
     m = difflib.get_close_matches(name, options, n=1)

@@ -15,10 +15,6 @@ _DUR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
 _DUR_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
-def is_relative(text: str | int | float) -> bool:
-    return isinstance(text, str) and _REL_RE.match(text) is not None
-
-
 def parse_size(text: str | int | float, budget: int | None = None) -> int:
     """Bytes for ``text``; relative sizes need ``budget``.  Raises ValueError with a reason."""
     if isinstance(text, bool):
@@ -51,12 +47,3 @@ def parse_duration(text: str | int | float) -> float:
         raise ValueError(f"expected a duration like '30s', '5m' or '250ms', got {text!r}")
     unit = m.group(2).lower() if m.group(2) else None
     return float(m.group(1)) * _DUR_UNITS[unit]
-
-
-def format_size(n: int | float) -> str:
-    """Short human form: 536870912 → '512M'."""
-    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if abs(n) >= div:
-            v = n / div
-            return f"{v:.0f}{unit}" if v == int(v) else f"{v:.1f}{unit}"
-    return f"{int(n)}"

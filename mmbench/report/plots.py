@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mmbench.errors import EnvironmentUnsupported
 from mmbench.report import figures as figs
 from mmbench.model.results import RunRecord
 
@@ -84,7 +85,12 @@ def write_plots(runs: list[RunRecord], outdir: Path, fmt: str = "png") -> list[P
     """Write one ``fmt`` (png or svg) file per figure of ``runs`` into ``outdir``; their paths."""
     if fmt not in ("png", "svg"):
         raise ValueError(f"plot format {fmt!r}: png or svg")
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise EnvironmentUnsupported("mmbench plot needs matplotlib: pip install 'mmbench[plot]' "
+                                     "(scripts/setup.sh installs it); `mmbench report` draws the "
+                                     "same graphs without it") from None
     matplotlib.use("Agg", force=True)
     from matplotlib.figure import Figure as MplFigure
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -81,7 +81,3 @@ def apply_settings(validated: dict[str, tuple[Path, str]], journal: Journal) -> 
             journal.set_value(path, value)
         except OSError as e:
             raise UsageError(f"settings.{name}: {e.strerror or e}") from None
-
-
-def current_values(names: list[str]) -> dict[str, str]:
-    return {n: read_knob(knob_path(n)) for n in names}
