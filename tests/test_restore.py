@@ -136,14 +136,14 @@ def test_success_restores_everything(suite_file, results, original_state):
 def test_tracing_restored_after_sigkill(suite_file, results, original_state):
     """mm-trace mounts tracefs (if needed), creates a trace instance and enables events: after a
     SIGKILL mid-run, `mmbench restore` puts all of it back."""
-    from mmbench.monitors.trace import ftrace
+    from mmbench.monitors.trace.tracefs import TRACEFS, is_mounted
     before = _tracing_state()
     text = long_suite(suite_file, original_state["defrag"]).read_text() + "\n[monitors.mm-trace]\n"
     proc = start_mmbench("run", "--config", str(suite_file(text, "trace.toml")), "--results", str(results), "t")
     try:
         def tracing_on() -> bool:
-            return ftrace.is_mounted() and any(p.name.startswith("mmbench")
-                                               for p in (ftrace.TRACEFS / "instances").iterdir())
+            return is_mounted() and any(p.name.startswith("mmbench")
+                                               for p in (TRACEFS / "instances").iterdir())
         assert wait_for(tracing_on, 30), "mm-trace never started"
         proc.kill()
         proc.wait(timeout=10)
@@ -157,10 +157,10 @@ def test_tracing_restored_after_sigkill(suite_file, results, original_state):
 
 
 def _tracing_state() -> dict:
-    from mmbench.monitors.trace import ftrace
-    st = {"mounted": ftrace.is_mounted()}
+    from mmbench.monitors.trace.tracefs import TRACEFS, is_mounted
+    st = {"mounted": is_mounted()}
     if st["mounted"]:
-        t = ftrace.TRACEFS
+        t = TRACEFS
         st["instances"] = sorted(p.name for p in (t / "instances").iterdir())
         st["set_event"] = (t / "set_event").read_text()
         st["buffer_size_kb"] = (t / "buffer_size_kb").read_text()

@@ -15,7 +15,9 @@ from mmbench.monitors.trace import stalls as sa
 from mmbench.plugins import monitors as registry
 from memcg_helper import TestMemcg, thrash_command
 from mmbench.monitors.base import MonitorContext
-from mmbench.monitors.trace import ftrace
+from mmbench.monitors.trace.formats import parse_format
+from mmbench.monitors.trace.ringbuffer import decode_files
+from mmbench.monitors.trace.tracefs import TRACEFS, is_mounted
 from mmbench.run.journal import Journal
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (tracefs, cgroups)")
@@ -23,10 +25,10 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (tracefs, c
 
 def tracing_state() -> dict:
     """What must be the same before and after: mount, instances, top-level events and buffer."""
-    mounted = ftrace.is_mounted()
+    mounted = is_mounted()
     st = {"mounted": mounted}
     if mounted:
-        t = ftrace.TRACEFS
+        t = TRACEFS
         st["instances"] = sorted(p.name for p in (t / "instances").iterdir())
         st["buffer_size_kb"] = (t / "buffer_size_kb").read_text()
         st["vmscan"] = (t / "events/vmscan/enable").read_text()
@@ -91,11 +93,14 @@ CHILD = r"""
 import os, sys, time
 from pathlib import Path
 from mmbench.run.journal import Journal
-from mmbench.monitors.trace import ftrace
+from mmbench.monitors.trace.capture import RawCapture
+from mmbench.monitors.trace.formats import expand_events, parse_format
+from mmbench.monitors.trace.ringbuffer import decode_files
+from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, is_mounted
 j = Journal(); j.acquire()
-ftrace.ensure_mounted(j)
-evs, _ = ftrace.expand_events(["vmscan", "compaction"])
-cap = ftrace.RawCapture(j, Path(sys.argv[1]), evs, 4096)
+ensure_mounted(j)
+evs, _ = expand_events(["vmscan", "compaction"])
+cap = RawCapture(j, Path(sys.argv[1]), evs, 4096)
 cap.start()
 print(cap.inst.name, flush=True)
 time.sleep(60)
@@ -114,9 +119,9 @@ def test_restore_after_sigkill(tmp_path, monkeypatch):
     try:
         inst = child.stdout.readline().strip()
         assert inst.startswith("mmbench-")
-        assert (ftrace.TRACEFS / "instances" / inst / "events/vmscan/mm_vmscan_memcg_reclaim_begin/enable"
+        assert (TRACEFS / "instances" / inst / "events/vmscan/mm_vmscan_memcg_reclaim_begin/enable"
                 ).read_text().strip() == "1"
-        assert int((ftrace.TRACEFS / "instances" / inst / "buffer_size_kb").read_text()) >= 4096
+        assert int((TRACEFS / "instances" / inst / "buffer_size_kb").read_text()) >= 4096
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
@@ -127,7 +132,7 @@ def test_restore_after_sigkill(tmp_path, monkeypatch):
     assert pending, "the dead run left its changes in the journal"
     assert not any("could not undo" in m for m in messages), messages
     assert tracing_state() == before
-    assert not (ftrace.TRACEFS / "instances" / inst).exists()
+    assert not (TRACEFS / "instances" / inst).exists()
 
 
 # -- decoding and pairing on synthetic data --------------------------------------------------
@@ -160,8 +165,8 @@ FMT_BEGIN = FMT.replace("reclaim_end", "reclaim_begin").replace("ID: 633", "ID: 
 
 
 def test_decode_raw_pages(tmp_path):
-    end = ftrace.parse_format("vmscan", "mm_vmscan_memcg_reclaim_end", FMT)
-    begin = ftrace.parse_format("vmscan", "mm_vmscan_memcg_reclaim_begin", FMT_BEGIN)
+    end = parse_format("vmscan", "mm_vmscan_memcg_reclaim_end", FMT)
+    begin = parse_format("vmscan", "mm_vmscan_memcg_reclaim_begin", FMT_BEGIN)
     assert end.id == 633 and end.fields["nr_reclaimed"] == (8, 8, False)
     b = struct.pack("<HBBiI", 632, 0, 0, 77, 3) + b"\0" * 4
     e = struct.pack("<HBBiQ", 633, 0, 0, 77, 32)
@@ -170,7 +175,7 @@ def test_decode_raw_pages(tmp_path):
     pad = struct.pack("<II", (1 << 5) | 29, 8) + b"\0" * 4   # array[0] = length after the header
     data = _page([_rec(10, b), extend, _rec(100, e), pad, _rec(1, big)])
     (tmp_path / "cpu0.raw").write_bytes(data + _page([_rec(0, e)], ts=5_000_000_000))
-    dec = ftrace.decode_files({0: tmp_path / "cpu0.raw"}, [begin, end])
+    dec = decode_files({0: tmp_path / "cpu0.raw"}, [begin, end], page_size=4096)
     assert dec.counts == {"mm_vmscan_memcg_reclaim_begin": 1, "mm_vmscan_memcg_reclaim_end": 3}
     assert dec.events["mm_vmscan_memcg_reclaim_begin"] == [(1_000_010, 0, 77, 3)]
     ends = dec.events["mm_vmscan_memcg_reclaim_end"]

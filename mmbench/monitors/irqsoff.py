@@ -18,7 +18,7 @@ from typing import Any
 
 from mmbench.monitors.trace.irqsoff_trace import analyze, parse
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
-from mmbench.monitors.trace import ftrace
+from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, is_mounted
 from mmbench.model.kernel import write_knob
 from mmbench.model.results import MetricDef
 
@@ -30,14 +30,14 @@ class Irqsoff(Monitor):
     name = "irqsoff"
     summary = "worst IRQs-off sections per interval from the irqsoff tracer, with stacks"
     default_interval = 1.0
-    root: Path = ftrace.TRACEFS          # tests point this at a fake tracefs
+    root: Path = TRACEFS          # tests point this at a fake tracefs
 
     def unavailable_reason(self) -> str | None:
         path = self.root / "available_tracers"
         try:
             tracers = path.read_text().split()
         except OSError:
-            if self.root == ftrace.TRACEFS and not ftrace.is_mounted():
+            if self.root == TRACEFS and not is_mounted():
                 tracers = _tracers_after_mount()
             else:
                 tracers = []
@@ -48,8 +48,8 @@ class Irqsoff(Monitor):
     def start(self, ctx: MonitorContext) -> None:
         self._ctx = ctx
         ctx.outdir.mkdir(parents=True, exist_ok=True)
-        if self.root == ftrace.TRACEFS:
-            ftrace.ensure_mounted(ctx.journal)
+        if self.root == TRACEFS:
+            ensure_mounted(ctx.journal)
         self._orig_tracer = (self.root / "current_tracer").read_text().strip()
         ctx.journal.set_value(self.root / "tracing_max_latency", "0")
         ctx.journal.set_value(self.root / "current_tracer", "irqsoff")

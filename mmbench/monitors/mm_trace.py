@@ -41,7 +41,10 @@ from mmbench.model.kernel import pageblock_order
 from mmbench.model.params import Param
 from mmbench.model.quirks import KTHREADS, PER_PAGE_TRACEPOINTS
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
-from mmbench.monitors.trace import ftrace
+from mmbench.monitors.trace.capture import RawCapture
+from mmbench.monitors.trace.formats import expand_events
+from mmbench.monitors.trace.ringbuffer import Decoded, decode_files
+from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted
 from mmbench.model.results import MetricDef
 
 DEFAULT_EVENTS = ["vmscan", "compaction", "kmem:mm_page_alloc_extfrag", "huge_memory", "oom"]
@@ -93,14 +96,14 @@ class MmTrace(Monitor):
         ctx.outdir.mkdir(parents=True, exist_ok=True)
         p = ctx.params or {}
         specs = p.get("events") or DEFAULT_EVENTS
-        self._mounted = ftrace.ensure_mounted(ctx.journal)
-        events, missing = ftrace.expand_events(specs)
+        self._mounted = ensure_mounted(ctx.journal)
+        events, missing = expand_events(specs)
         explicit = {tuple(e.split(":", 1)) for e in specs if ":" in e}
         excluded = {tuple(e.split(":", 1)) for e in (p.get("exclude") if p.get("exclude") is not None
                                                     else DEFAULT_EXCLUDE)}
         events = [e for e in events if e not in excluded or e in explicit]
         self._missing = missing
-        fork, _ = ftrace.expand_events(["sched:sched_process_fork"])
+        fork, _ = expand_events(["sched:sched_process_fork"])
         events += [e for e in fork if e not in events]   # to follow the workload's children
         if missing:
             ctx.log(f"mm-trace: no such tracepoint(s) on this kernel: {', '.join(missing)}")
@@ -110,7 +113,7 @@ class MmTrace(Monitor):
         self._wl: set[int] = set()
         self._polls = 0
         self._t0 = time.monotonic()
-        self._cap = ftrace.RawCapture(ctx.journal, ctx.outdir, events, int(p.get("buffer_kb") or 8192),
+        self._cap = RawCapture(ctx.journal, ctx.outdir, events, int(p.get("buffer_kb") or 8192),
                                       poll=min(max(ctx.interval or 0.1, 0.05), 0.5), log=ctx.log,
                                       on_poll=self._poll_pids)
         self._cap.mounted = False
@@ -143,7 +146,7 @@ class MmTrace(Monitor):
         outdir = self._ctx.outdir
         files = {c: outdir / f"cpu{c}.raw" for c in cap_meta["cpus"]}
         t0 = time.monotonic()
-        dec = ftrace.decode_files(files, self._cap.formats, page_size=cap_meta["page_size"])
+        dec = decode_files(files, self._cap.formats, page_size=cap_meta["page_size"])
         _follow_forks(dec, self._wl)
         # comms of pids seen in events that we do not know yet
         seen = {r[2] for rows in dec.events.values() for r in rows}
@@ -198,7 +201,7 @@ class MmTrace(Monitor):
         return out
 
 
-def _follow_forks(dec: ftrace.Decoded, wl: set[int]) -> None:
+def _follow_forks(dec: Decoded, wl: set[int]) -> None:
     """Add to ``wl`` every task forked (process or thread) by a task already in it."""
     rows = dec.events.get("sched_process_fork")
     cols = dec.columns.get("sched_process_fork", [])
@@ -213,7 +216,7 @@ def _follow_forks(dec: ftrace.Decoded, wl: set[int]) -> None:
 def _saved_cmdlines() -> dict[int, str]:
     out = {}
     try:
-        text = (ftrace.TRACEFS / "saved_cmdlines").read_text()
+        text = (TRACEFS / "saved_cmdlines").read_text()
     except OSError:
         return out
     for line in text.splitlines():

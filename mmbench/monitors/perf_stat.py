@@ -26,7 +26,8 @@ import numpy as np
 from mmbench.model.params import Param
 from mmbench.monitors._common import clean
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
-from mmbench.monitors.trace import ftrace
+from mmbench.monitors.trace.formats import expand_events
+from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, unmount
 from mmbench.model.results import MetricDef
 
 SOFTWARE = ["task-clock", "page-faults", "major-faults", "context-switches", "cpu-migrations"]
@@ -74,8 +75,8 @@ class PerfStat(Monitor):
         self.notes: list[str] = []
         events = list((ctx.params or {}).get("events") or SOFTWARE + TRACEPOINTS)
         if any(":" in e for e in events):
-            self._mounted = ftrace.ensure_mounted(ctx.journal)
-            have, missing = ftrace.expand_events([e for e in events if ":" in e])
+            self._mounted = ensure_mounted(ctx.journal)
+            have, missing = expand_events([e for e in events if ":" in e])
             if missing:
                 self.notes.append("not on this kernel: " + ", ".join(missing))
             events = [e for e in events if ":" not in e] + [f"{s}:{n}" for s, n in have]
@@ -114,8 +115,7 @@ class PerfStat(Monitor):
         if self._proc.returncode not in (0, -signal.SIGINT, 130):
             errors.append(f"perf stat exited with {self._proc.returncode}: "
                           + (self._ctx.outdir / "perf-stat.stderr").read_text()[-300:])
-        if self._mounted:
-            subprocess.run(["umount", str(ftrace.TRACEFS)], capture_output=True)
+        unmount(self._mounted)
         return {"files": ["perf-stat.csv"], "events": self.events, "cgroup": self.cgroup,
                 "notes": self.notes, "errors": errors}
 

@@ -1,7 +1,7 @@
 """Stall analysis of mm tracepoints: begin→end pairs per pid, split by who stalled.
 
 Input: decoded events (``name → [(ts_ns, cpu, pid, *fields)]`` with their field names, as
-``mmbench.monitors.trace.ftrace.decode_files`` returns them).  Output: one record per stall
+``mmbench.monitors.trace.ringbuffer.decode_files`` returns them).  Output: one record per stall
 (kind, who, pid, comm, start, duration, pages reclaimed, pages scanned) and per-kind statistics:
 count, total, mean, P50/P90/P95/P99, max and latency bins; plus extfrag counts.
 
