@@ -216,7 +216,7 @@ def test_stall_pairing_and_stats():
     assert stats["bins"]["1-10ms"] == 1
     assert sa.extfrag_counts(ev, cols, 9) == {"extfrag": 2, "extfrag_change_ownership": 1,
                                                "extfrag_fragmenting": 1}
-    names = {d.name for d, _ in sa.metrics(st, sa.extfrag_counts(ev, cols))}
+    names = {d.name for d, _ in sa.metrics(st, sa.extfrag_counts(ev, cols, 9))}
     assert {"Direct reclaim stall (us)", "Direct reclaim stall workload (us)", "Kswapd awake (us)",
             "Reclaim throttled stall (us)", "Direct reclaim pages scanned per stall"} <= names
     assert "Direct reclaim" in sa.report(st)

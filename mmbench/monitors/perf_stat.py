@@ -27,7 +27,7 @@ from mmbench.model.params import Param
 from mmbench.monitors._common import clean
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
 from mmbench.monitors.trace.formats import expand_events
-from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, unmount
+from mmbench.monitors.trace.tracefs import ensure_mounted, unmount
 from mmbench.model.results import MetricDef
 
 SOFTWARE = ["task-clock", "page-faults", "major-faults", "context-switches", "cpu-migrations"]

@@ -268,23 +268,8 @@ def monitor_figures(runs: list[RunRecord], names: list[str], skipped: list[str] 
 # Stall latencies (mm-trace)
 
 
-def read_stall_durations(path: Path) -> dict[str, list[float]]:
-    """kind → stall durations (µs) from an mm-trace ``stalls.tsv``."""
-    from mmbench.monitors.trace.stalls import HEADER
-    cols = HEADER.split("\t")
-    ik, idur = cols.index("kind"), cols.index("dur_ns")
-    out: dict[str, list[float]] = {}
-    with open(path) as fh:
-        fh.readline()
-        for line in fh:
-            p = line.split("\t")
-            if len(p) == len(cols):
-                out.setdefault(p[ik], []).append(int(p[idur]) / 1e3)
-    return out
-
-
 def stall_figures(runs: list[RunRecord], names: list[str]) -> list[Figure]:
-    from mmbench.monitors.trace.stalls import LABELS
+    from mmbench.monitors.trace.stalls import LABELS, read_stall_durations
     out: list[Figure] = []
     labels: dict[str, None] = {}
     for r in runs:

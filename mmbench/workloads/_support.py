@@ -17,13 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mmbench.model.kernel import page_size, vmstat
+from mmbench.model.kernel import page_size, thp_size, vmstat
 from mmbench.model.quirks import MEMCG_DIRTY_KEYS, MEMCG_WRITEBACK_KEYS, cgroup_file
 from mmbench.errors import EnvironmentUnsupported, WorkloadError
 from mmbench.guest import in_guest
 from mmbench.workloads.base import WorkloadContext
 
-UNIT = 2 << 20
+UNIT = thp_size()   # a PMD-sized THP on this kernel
 
 
 def start_bg(ctx: WorkloadContext, args: list[str], raw: str) -> subprocess.Popen:

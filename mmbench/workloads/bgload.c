@@ -168,13 +168,13 @@ static int hog(uint64_t bytes, long pause_ms)
 		perror("mmap");
 		return 1;
 	}
-	for (uint64_t off = 0; off < bytes; off += 4096)
+	for (uint64_t off = 0; off < bytes; off += MMB_PAGE)
 		*(uint64_t *)(p + off) = xorshift();
 	printf("ready\n");
 	fflush(stdout);
 	struct timespec ts = { pause_ms / 1000, (pause_ms % 1000) * 1000000L };
 	for (uint64_t pass = 1;; pass++) {
-		for (uint64_t off = 0; off < bytes; off += 4096)
+		for (uint64_t off = 0; off < bytes; off += MMB_PAGE)
 			*(uint64_t *)(p + off) += pass;
 		if (pause_ms > 0)
 			nanosleep(&ts, NULL);

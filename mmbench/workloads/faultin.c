@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 	int madv = mmb_int(argv[2], "MADV_HUGEPAGE", 0, 1);
 	size = (size + MMB_UNIT - 1) & ~(MMB_UNIT - 1);
 	if (size == 0) {
-		fprintf(stderr, "size must be at least 2 MiB\n");
+		fprintf(stderr, "size must be at least one THP (%llu bytes)\n", (unsigned long long)MMB_UNIT);
 		return 2;
 	}
 	char *p = map_aligned(size);
@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	for (uint64_t u = 0; u < units; u++) {
 		char *base = p + u * MMB_UNIT;
 		uint64_t s = now_ns();
-		for (uint64_t off = 0; off < MMB_UNIT; off += 4096)
+		for (uint64_t off = 0; off < MMB_UNIT; off += MMB_PAGE)
 			base[off] = 1;
 		lat[u] = now_ns() - s;
 	}

@@ -12,11 +12,12 @@ from typing import Any
 
 from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
+from mmbench.model.kernel import thp_size
 from mmbench.model.results import MetricDef
 from mmbench.workloads._support import parse_kv_line
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
-UNIT = 2 << 20
+UNIT = thp_size()   # a PMD-sized THP on this kernel
 
 
 def parse_faultin(text: str) -> dict[str, Any]:

@@ -22,10 +22,7 @@
 
 #include "mmbench_util.h"
 
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
-#define UNIT (2UL << 20)
+#define UNIT MMB_UNIT
 #define NR_HUGEPAGES "/proc/sys/vm/nr_hugepages"
 
 static long read_pool(void)
@@ -84,7 +81,7 @@ static int collapse(uint64_t bytes)
 	}
 	char *p = (char *)(((uintptr_t)raw + UNIT - 1) & ~(UNIT - 1));
 	madvise(p, bytes, MADV_NOHUGEPAGE); /* base pages first, whatever thp.enabled says */
-	for (uint64_t off = 0; off < bytes; off += 4096)
+	for (uint64_t off = 0; off < bytes; off += MMB_PAGE)
 		p[off] = 1;
 	madvise(p, bytes, MADV_HUGEPAGE); /* clears VM_NOHUGEPAGE, which MADV_COLLAPSE refuses */
 	for (uint64_t u = 0; u < bytes / UNIT; u++) {

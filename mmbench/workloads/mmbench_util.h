@@ -2,7 +2,7 @@
  * mmbench_util.h: helpers shared by the C workload programs (header-only, static functions).
  *
  * now_ns()            CLOCK_MONOTONIC in nanoseconds: every timed region uses it.
- * map_aligned()       anonymous mapping aligned to 2 MiB (a THP needs the alignment).
+ * map_aligned()       anonymous mapping aligned to the THP size (a THP needs the alignment).
  * unit_is_huge()      is the page at addr part of a THP: /proc/self/pagemap + /proc/kpageflags
  *                     (KPF_THP); 1, 0, or -1 when unknowable (no CAP_SYS_ADMIN hides PFNs).
  * slurp()             a whole /proc file in one growing buffer: never a fixed-size buffer
@@ -35,7 +35,48 @@
 #include <math.h>
 #include <pthread.h>
 
-#define MMB_UNIT (2UL << 20)
+/*
+ * Kernel geometry, read from the running kernel (never assumed): the base page size and the
+ * PMD-sized THP ("unit"), hpage_pmd_size since 4.17, else 2 MiB (x86-64 and arm64 with 4 KiB
+ * pages).  The C side of mmbench/model/kernel.py.
+ */
+static uint64_t mmb_page_size(void)
+{
+	static uint64_t ps;
+	if (!ps) {
+		long v = sysconf(_SC_PAGESIZE);
+		ps = v > 0 ? (uint64_t)v : 4096;
+	}
+	return ps;
+}
+
+static uint64_t mmb_thp_size(void)
+{
+	static uint64_t sz;
+	if (!sz) {
+		unsigned long long v = 0;
+		FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+		if (f) {
+			if (fscanf(f, "%llu", &v) != 1)
+				v = 0;
+			fclose(f);
+		}
+		sz = v ? v : 2UL << 20;
+	}
+	return sz;
+}
+
+#define MMB_PAGE mmb_page_size()
+#define MMB_UNIT mmb_thp_size()
+
+/*
+ * Kernel ABI constants the C library headers may lack, with the kernel that added them (the C
+ * side of mmbench/model/quirks.py).
+ */
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1: include/uapi/asm-generic/mman-common.h */
+#endif
+#define MMB_KPF_THP 22 /* /proc/kpageflags THP bit, Linux 2.6.31: include/uapi/linux/kernel-page-flags.h */
 
 extern const char *__progname; /* glibc: the program's name, for messages */
 
@@ -151,7 +192,6 @@ static inline void mmb_pt(int rc, const char *what)
 		exit(1);
 	}
 }
-#define MMB_KPF_THP 22 /* include/uapi/linux/kernel-page-flags.h */
 
 static inline uint64_t now_ns(void)
 {
@@ -172,7 +212,7 @@ static inline char *map_aligned(uint64_t size)
 static inline int unit_is_huge(int pagemap, int kpageflags, uintptr_t addr)
 {
 	uint64_t entry, flags;
-	if (pagemap < 0 || kpageflags < 0 || pread(pagemap, &entry, 8, (addr / 4096) * 8) != 8)
+	if (pagemap < 0 || kpageflags < 0 || pread(pagemap, &entry, 8, (addr / MMB_PAGE) * 8) != 8)
 		return -1;
 	if (!(entry & (1ULL << 63)))
 		return 0;

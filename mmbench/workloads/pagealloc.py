@@ -19,6 +19,7 @@ from typing import Any
 
 from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
+from mmbench.model.kernel import page_size
 from mmbench.model.results import MetricDef
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
@@ -65,8 +66,8 @@ class Pagealloc(Workload):
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["size"] < (1 << 20):
             raise UsageError("workload.pagealloc.params.size: must be at least 1M")
-        if params["chunk"] < 4096 or params["block"] < 4096:
-            raise UsageError("workload.pagealloc.params: chunk and block must be at least 4K")
+        if params["chunk"] < page_size() or params["block"] < page_size():
+            raise UsageError(f"workload.pagealloc.params: chunk and block must be at least one page ({page_size()} bytes)")
         if params["chunk"] * params["anon_threads"] >= budget:
             raise UsageError("workload.pagealloc.params.chunk: anon threads would exceed the budget")
 

@@ -28,7 +28,7 @@
 
 #include "mmbench_util.h"
 
-#define PAGE 4096UL
+#define PAGE MMB_PAGE
 
 struct shared {
 	pthread_barrier_t start, done;

@@ -16,6 +16,7 @@ from typing import Any
 
 from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
+from mmbench.model.kernel import page_size
 from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
@@ -57,7 +58,7 @@ class Pft(Workload):
         if params["size"] >= budget:
             raise UsageError(f"workload.pft.params.size: {params['size']} bytes does not fit in the {budget} byte budget")
         for n in client_ladder(params):
-            if params["size"] // n < 4096:
+            if params["size"] // n < page_size():
                 raise UsageError(f"workload.pft.params.size: too small for {n} clients")
 
     def run(self, ctx: WorkloadContext) -> Samples:

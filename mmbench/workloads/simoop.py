@@ -20,6 +20,7 @@ from typing import Any
 
 from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
+from mmbench.model.kernel import page_size
 from mmbench.model.results import MetricDef
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
@@ -89,8 +90,8 @@ class Simoop(Workload):
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         for k in ("file_size", "read_size", "write_size", "alloc_size"):
-            if params[k] < 4096:
-                raise UsageError(f"workload.simoop.params.{k}: must be at least 4K")
+            if params[k] < page_size():
+                raise UsageError(f"workload.simoop.params.{k}: must be at least one page ({page_size()} bytes)")
         if params["interval"] <= 0 or params["runtime"] < params["interval"]:
             raise UsageError("workload.simoop.params: runtime must be at least one interval (> 0)")
         if params["alloc_size"] * params["allocators"] >= budget:

@@ -26,11 +26,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	double duration = mmb_double(argv[1], "DURATION_S", 0);
-	uint64_t bytes = mmb_u64_range(argv[2], "MAP_BYTES", 1ULL << 50) & ~4095ULL;
+	uint64_t bytes = mmb_u64_range(argv[2], "MAP_BYTES", 1ULL << 50) & ~(MMB_PAGE - 1);
 	long interval_us = mmb_long(argv[3], "INTERVAL_US", 0, LONG_MAX);
 	int thp = mmb_int(argv[4], "THP", 0, 1);
 	if (!bytes) {
-		fprintf(stderr, "MAP_BYTES must be at least 4096\n");
+		fprintf(stderr, "MAP_BYTES must be at least one page (%llu bytes)\n", (unsigned long long)MMB_PAGE);
 		return 2;
 	}
 	size_t cap = 1 << 16, n = 0;
@@ -46,7 +46,7 @@ int main(int argc, char **argv)
 		}
 		if (!thp)
 			madvise(p, bytes, MADV_NOHUGEPAGE);
-		for (uint64_t off = 0; off < bytes; off += 4096)
+		for (uint64_t off = 0; off < bytes; off += MMB_PAGE)
 			p[off] = 1;
 		munmap(p, bytes);
 		uint64_t d = now_ns() - s;

@@ -26,7 +26,7 @@
 
 #include "mmbench_util.h"
 
-#define UNIT (2UL << 20)
+#define UNIT MMB_UNIT
 #define HALF (1UL << 20)
 
 struct worker {
@@ -51,7 +51,7 @@ static void *worker(void *arg)
 			w->err = errno;
 		} else {
 			madvise(h, w->holes, MADV_NOHUGEPAGE); /* base pages, so the holes are 1 MiB */
-			for (uint64_t off = 0; off < w->holes; off += 4096)
+			for (uint64_t off = 0; off < w->holes; off += MMB_PAGE)
 				h[off] = 1;
 			for (uint64_t off = 0; off + UNIT <= w->holes; off += UNIT)
 				munmap(h + off, HALF);
@@ -68,7 +68,7 @@ static void *worker(void *arg)
 		for (uint64_t u = 0; u < w->units; u++) {
 			char *b = w->region + u * UNIT;
 			uint64_t s = now_ns();
-			for (uint64_t off = 0; off < UNIT; off += 4096)
+			for (uint64_t off = 0; off < UNIT; off += MMB_PAGE)
 				b[off] = 1;
 			w->lat[u] = now_ns() - s;
 		}

@@ -24,7 +24,7 @@
 
 #include "mmbench_util.h"
 
-#define PAGE 4096UL
+#define PAGE MMB_PAGE
 
 static int64_t tv_us(struct timeval tv)
 {

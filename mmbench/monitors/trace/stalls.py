@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
@@ -126,7 +127,7 @@ def find_stalls(events: dict[str, list[tuple]], columns: dict[str, list[str]],
 
 
 def extfrag_counts(events: dict[str, list[tuple]], columns: dict[str, list[str]],
-                   pageblock_order: int = 9) -> dict[str, int]:
+                   pageblock_order: int) -> dict[str, int]:
     rows = events.get("mm_page_alloc_extfrag", [])
     cols = columns.get("mm_page_alloc_extfrag", [])
     out = {"extfrag": len(rows), "extfrag_change_ownership": 0, "extfrag_fragmenting": 0}
@@ -260,3 +261,17 @@ def report(stalls: list[Stall]) -> str:
 
 def _finite(x: float) -> bool:
     return not (math.isnan(x) or math.isinf(x))
+
+
+def read_stall_durations(path: Path) -> dict[str, list[float]]:
+    """kind → stall durations (µs) from an mm-trace ``stalls.tsv``."""
+    cols = HEADER.split("\t")
+    ik, idur = cols.index("kind"), cols.index("dur_ns")
+    out: dict[str, list[float]] = {}
+    with open(path) as fh:
+        fh.readline()
+        for line in fh:
+            p = line.split("\t")
+            if len(p) == len(cols):
+                out.setdefault(p[ik], []).append(int(p[idur]) / 1e3)
+    return out
