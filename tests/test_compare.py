@@ -195,8 +195,8 @@ def test_monitor_sections(monkeypatch, tmp_path):
         def summarise(cls, outdir, meta):
             raise RuntimeError("corrupt file")
 
-    import mmbench.monitors as mon
-    monkeypatch.setattr(mon, "registry", lambda: {"good": Good, "bad": Bad})
+    import mmbench.plugins as plugins
+    monkeypatch.setattr(plugins, "monitors", lambda: {"good": Good, "bad": Bad})
     mons = {"good": {"dir": "g"}, "bad": {"dir": "b"}, "ghost": {"dir": "x"}}
     c = build_comparison([make_run("a", {TIME.name: [[1], [2]]}, metrics=(TIME,), monitors=mons,
                                    path=tmp_path)])

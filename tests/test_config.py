@@ -148,3 +148,13 @@ def test_set_grammar_routes_each_key_to_one_place():
     for bad, needle in (("nosuch.size=1", "no workload"), ("simoop", "KEY=VALUE"), ("x=1", "LABEL.PARAM")):
         with pytest.raises(UsageError, match=needle):
             apply_override(doc, bad)
+
+
+def test_key_lists_come_from_one_schema():
+    from mmbench.config.load import SUITE_KEYS, VM_KEYS
+    from mmbench.config.schema import SWAP_PARAMS, SwapSpec, WorkloadSpec
+    from mmbench.plugins import RESERVED_PARAMS
+    assert set(SWAP_PARAMS) == set(SwapSpec.model_fields)
+    assert RESERVED_PARAMS == {f.alias or n for n, f in WorkloadSpec.model_fields.items()}
+    assert {"iterations", "warmup", "budget", "timeout", "headline"} <= SUITE_KEYS
+    assert {"kernel", "memory", "cpus", "numa"} <= VM_KEYS

@@ -18,22 +18,22 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from mmbench.model.params import close_match, resolve_params
-from mmbench.config.schema import SuiteFile
+from mmbench.config.schema import Actions, SuiteFile, SuiteMeta, SwapSpec, VmSpec, WorkloadSpec
+from mmbench.model import quirks
 from mmbench.model.sizes import parse_duration, parse_size
 from mmbench.errors import UsageError
 from mmbench.guest import in_guest
 from mmbench.model.kernel import meminfo_bytes
-from mmbench.model.results import MetricDef
+from mmbench.model.results import MetricDef, flatten
 
 if TYPE_CHECKING:  # the plugins themselves come from mmbench.plugins at run time
     from mmbench.monitors.base import Monitor
     from mmbench.workloads.base import Workload
 
-SUITE_KEYS = {"description", "iterations", "warmup", "budget", "sandbox", "aims", "scratch", "timeout",
-              "headline"}
-SETTING_NAMESPACES = {"vm", "thp", "zswap", "kernel"}
+SUITE_KEYS = set(SuiteMeta.model_fields)
+SETTING_NAMESPACES = set(quirks.SETTING_NAMESPACES)
 # `vm.KEY` for these keys is the [vm] table (the guest), not a vm.* sysctl (no sysctl has these names).
-VM_KEYS = {"kernel", "memory", "cpus", "numa", "disk", "timeout", "accel", "append"}
+VM_KEYS = set(VmSpec.model_fields)
 
 
 @dataclass
@@ -99,17 +99,6 @@ def find_suite(spec: str) -> Path:
         return shipped[name]
     raise UsageError(f"--config {spec}: no such file and no shipped suite of that name"
                      f"{close_match(name, list(shipped))}; shipped: {', '.join(sorted(shipped))}")
-
-
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
 
 
 def _parse_value(text: str) -> Any:
@@ -197,10 +186,10 @@ def _schema_error(path: Path, e: ValidationError, doc: dict[str, Any]) -> UsageE
         known = {
             (): ["suite", "settings", "actions", "swap", "workload", "monitors"],
             ("suite",): sorted(SUITE_KEYS),
-            ("actions",): ["sync", "drop_caches", "compact_memory", "writeback_timeout"],
-            ("swap",): ["type", "size", "compressor", "path", "priority", "zswap", "zswap_compressor"],
+            ("actions",): list(Actions.model_fields),
+            ("swap",): list(SwapSpec.model_fields),
         }.get(tuple(s for s in section if not isinstance(s, int)),
-              ["name", "label", "iterations", "warmup", "timeout", "params", "with"])
+              [f.alias or n for n, f in WorkloadSpec.model_fields.items()])
         return UsageError(f"{path}: {where}: unknown key{close_match(str(err['loc'][-1]), known)}; "
                           f"expected one of: {', '.join(known)}")
     return UsageError(f"{path}: {where}: {err['msg']} (got {err.get('input')!r})")
@@ -247,7 +236,7 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         raise UsageError(f"{path}: not valid TOML: {e}") from None
     # TOML dotted keys under [settings] nest (thp.enabled → {"thp": {"enabled": ...}}): flatten.
     if isinstance(doc.get("settings"), dict):
-        doc["settings"] = _flatten(doc["settings"])
+        doc["settings"] = flatten(doc["settings"])
     for item in overrides or []:
         apply_override(doc, item)
     if iterations is not None:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mmbench.config.aims import AIMS
+from mmbench.model.params import Param
 
 
 class _Strict(BaseModel):
@@ -43,6 +44,19 @@ class Actions(_Strict):
     drop_caches: bool = False
     compact_memory: bool = False
     writeback_timeout: float = Field(60.0, ge=0)
+
+
+# [swap] as the runner resolves it (sizes relative to the budget); SwapSpec below is its schema
+# (types and unknown keys), and a test keeps the two key sets equal.
+SWAP_PARAMS: dict[str, Param] = {
+    "type": Param("str", "none", "kind of swap to set up", choices=("none", "zram", "file")),
+    "size": Param("size", "1x", "swap size (absolute or relative to the budget)"),
+    "compressor": Param("str", None, "zram compression algorithm (default: the kernel's)"),
+    "path": Param("str", "/var/tmp/mmbench-swapfile", "location of the swap file (type = file)"),
+    "priority": Param("int", None, "swap priority (swapon -p)", minimum=-1, maximum=32767),
+    "zswap": Param("bool", None, "enable or disable zswap (unset: leave it as it is)"),
+    "zswap_compressor": Param("str", None, "zswap compressor (unset: leave it as it is)"),
+}
 
 
 class SwapSpec(_Strict):

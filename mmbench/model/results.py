@@ -119,3 +119,16 @@ class RunRecord:
 
     def workload(self, label: str) -> WorkloadRun | None:
         return next((w for w in self.workloads if w.label == label), None)
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as dotted keys ({"thp": {"enabled": "never"}} → {"thp.enabled": "never"}); an
+    empty dict stays a value, so a key that exists with nothing under it is not lost."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key))
+        else:
+            out[key] = v
+    return out

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbench import __version__
+from mmbench.model.results import flatten as flatten_dict
 from mmbench.model.kernel import meminfo, read_knob
 from mmbench.run.sandbox import cgroup_version
 
@@ -105,15 +106,10 @@ def fingerprint(suite_hash: str = "", budget: int | None = None, sandbox: str = 
     }
 
 
-def flatten(fp: dict[str, Any], prefix: str = "") -> dict[str, str]:
+def flatten(fp: dict[str, Any]) -> dict[str, str]:
     """'thp.enabled' → 'madvise': the form in which fingerprints are compared line by line."""
-    out: dict[str, str] = {}
-    for k, v in fp.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(flatten(v, key + "."))
-        elif isinstance(v, list):
-            out[key] = ", ".join(map(str, v))
-        else:
-            out[key] = "" if v is None else str(v)
-    return out
+    def text(v: Any) -> str:
+        if isinstance(v, list):
+            return ", ".join(map(str, v))
+        return "" if v is None or v == {} else str(v)
+    return {k: text(v) for k, v in flatten_dict(fp).items()}

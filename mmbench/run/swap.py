@@ -1,6 +1,6 @@
 """Swap as a run setting: zram, a swap file, zswap -- set up through the journal, always removed.
 
-A suite's ``[swap]`` table is validated against ``swap_params`` and handed to ``setup_swap`` after
+A suite's ``[swap]`` table is validated against ``config.schema.SWAP_PARAMS`` and handed to ``setup_swap`` after
 the journal is acquired and before the first workload::
 
     [swap]
@@ -23,7 +23,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from mmbench.model.params import Param, resolve_params
+from mmbench.config.schema import SWAP_PARAMS
+from mmbench.model.params import resolve_params
 from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.guest import in_guest
 from mmbench.model.kernel import read_knob
@@ -32,15 +33,6 @@ from mmbench.run.journal import Journal
 ZRAM = "zram0"
 ZSWAP = Path("/sys/module/zswap/parameters")
 
-swap_params: dict[str, Param] = {
-    "type": Param("str", "none", "kind of swap to set up", choices=("none", "zram", "file")),
-    "size": Param("size", "1x", "swap size (absolute or relative to the budget)"),
-    "compressor": Param("str", None, "zram compression algorithm (default: the kernel's)"),
-    "path": Param("str", "/var/tmp/mmbench-swapfile", "location of the swap file (type = file)"),
-    "priority": Param("int", None, "swap priority (swapon -p)", minimum=-1, maximum=32767),
-    "zswap": Param("bool", None, "enable or disable zswap (unset: leave it as it is)"),
-    "zswap_compressor": Param("str", None, "zswap compressor (unset: leave it as it is)"),
-}
 
 
 def active_swaps() -> list[str]:
@@ -125,7 +117,7 @@ def setup_swap(spec: dict[str, Any], budget: int, journal: Journal) -> dict[str,
     given = {k: v for k, v in spec.items() if v is not None and k != "size_bytes"}
     if "size" not in given and spec.get("size_bytes") is not None:
         given["size"] = int(spec["size_bytes"])
-    p = resolve_params(swap_params, given, budget, "swap")
+    p = resolve_params(SWAP_PARAMS, given, budget, "swap")
     desc: dict[str, Any] = {"type": p["type"]}
     if p["type"] != "none" and p["size"] < (1 << 20):
         raise UsageError(f"swap.size: {p['size']} bytes is too small (at least 1M)")
