@@ -71,4 +71,6 @@ def test_single_run_summary_and_show(two_runs):
     assert "Fault throughput" in out
     show = mmbench("show", "--results", str(two_runs), "nothp", check=True).stdout
     assert "thp.enabled=never" in show and "status:   complete" in show
-    assert "thp" in mmbench("list", "--results", str(two_runs), check=True).stdout
+    names = [line.split()[0] for line in mmbench("list", "--results", str(two_runs), check=True).stdout.splitlines()
+             if line.strip()]
+    assert "thp" in names and "nothp" in names   # whole names: "thp" is also a substring of "nothp"

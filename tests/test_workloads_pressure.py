@@ -34,7 +34,8 @@ def test_usemem_without_swap_fits_and_file_backed():
     r = run_workload("usemem", {"file_size": "0.5x", "passes": 2}, budget="128M")
     assert r.status == "ok", r.reason
     assert len(r.samples["Throughput"]) == 2 and all(x > 0 for x in r.samples["Throughput"])
-    assert r.samples["Elapsed"][0] > 0 and r.samples["System"][0] >= 0
+    # 2 passes over 64M+ fault and write every page: kernel time is measurable
+    assert r.samples["Elapsed"][0] > 0 and r.samples["System"][0] > 0
     assert r.memcg["oom_kills"] == 0
 
 

@@ -31,8 +31,9 @@ def test_thpavail_under_io():
         assert m in s, m
     units = 64 // 2 * 1  # 0.5x of 128M = 64M = 32 units
     assert 0 < s["Elapsed Time"][0] < 30
-    assert 0 <= s["THP Active"][0] <= units
-    assert s["Fault Alloc"][0] >= 0 and s["Fault Fallback"][0] >= 0
+    # thp=always with half the budget free: most 2 MiB units are huge (and were faulted as THPs)
+    assert 0 < s["THP Active"][0] <= units
+    assert s["Fault Alloc"][0] >= s["THP Active"][0] / 2
     lat = s.get("Fault latency huge", []) + s.get("Fault latency base", [])
     assert len(lat) == units
     assert _mounted_loops() == []   # unmounted and (autoclear) detached
@@ -40,10 +41,8 @@ def test_thpavail_under_io():
 
 
 def test_thpavail_rejects_mapping_larger_than_budget():
-    cls = registry()["thpavail"]
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match=r"size.*budget|budget.*size"):
         run_workload("thpavail", {"size": "1.2x"}, budget="128M")
-    assert cls.name == "thpavail"
 
 
 @pytest.mark.parametrize("fragment", ["none", "anon-holes"])
@@ -80,7 +79,7 @@ def test_highalloc_two_passes_and_pool_restored():
     assert r.status == "ok", r.reason
     for n in (1, 2):
         assert 0 <= r.samples[f"% Success pass {n}"][0] <= 100
-        assert r.samples[f"Time pass {n}"][0] >= 0
+        assert r.samples[f"Time pass {n}"][0] > 0
         assert len(r.samples[f"Latency pass {n}"]) == 8
         assert 0 <= r.samples[f"% Collapse pass {n}"][0] <= 100
         assert len(r.samples[f"Collapse latency pass {n}"]) == 4

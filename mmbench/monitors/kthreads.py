@@ -43,7 +43,13 @@ def cpu_seconds(pid: int) -> float:
         data = os.read(fd, 4096)
     finally:
         os.close(fd)
-    fields = data[data.rindex(b")") + 2:].split()
+    return stat_cpu_seconds(data)
+
+
+def stat_cpu_seconds(stat: bytes) -> float:
+    """utime + stime of a /proc/PID/stat line, in seconds.  The fields are counted after the last
+    ")" because comm may itself hold spaces and parentheses."""
+    fields = stat[stat.rindex(b")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 

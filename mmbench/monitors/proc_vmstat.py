@@ -18,6 +18,7 @@ import numpy as np
 
 from mmbench.monitors._common import clean, gauge_metric, rate_metric, rates, read_text
 from mmbench.monitors.base import SeriesSpec, MonitorSummary, SamplingMonitor
+from mmbench.model.kernel import parse_vmstat
 from mmbench.model.results import MetricDef
 
 # nr_* entries that are event counters, not gauges
@@ -55,11 +56,6 @@ RATES: list[tuple[str, list[str]]] = [
 
 def is_gauge(name: str) -> bool:
     return (name.startswith("nr_") and name not in NR_COUNTERS) or name in OTHER_GAUGES
-
-
-def parse_vmstat(text: str) -> dict[str, int]:
-    parts = text.split()
-    return dict(zip(parts[0::2], map(int, parts[1::2])))
 
 
 def _sum(cols: list[str], arr: np.ndarray, names: list[str]) -> np.ndarray | None:

@@ -1,0 +1,68 @@
+"""Monitor parsers on text captured from a real kernel (tests/data/kernel/, 6.18 x86-64: see
+KERNEL there), with the expected values read off the text by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mmbench.model.kernel import parse_meminfo, parse_vmstat
+from mmbench.monitors.buddyinfo import parse_buddyinfo
+from mmbench.monitors.kthreads import TICKS, stat_cpu_seconds
+from mmbench.monitors.pagetypeinfo import parse_pagetypeinfo
+from mmbench.monitors.psi import parse_pressure
+from mmbench.monitors.slabinfo import parse_slabinfo
+
+KERNEL = Path(__file__).parent / "data" / "kernel"
+
+
+def text(name: str) -> str:
+    return (KERNEL / name).read_text()
+
+
+def test_buddyinfo_per_zone_and_total():
+    b = parse_buddyinfo(text("buddyinfo"))
+    assert b["0.Normal.o0"] == 3636 and b["0.DMA32.o10"] == 752 and b["0.DMA.o8"] == 1
+    assert b["all.o0"] == 0 + 2 + 3636 and b["all.o10"] == 3 + 752 + 135
+    assert len([k for k in b if k.startswith("all.")]) == 11     # orders 0..10
+
+
+def test_pagetypeinfo_free_pages_and_blocks():
+    p = parse_pagetypeinfo(text("pagetypeinfo"))
+    # DMA Movable: one order-9 and three order-10 blocks = 512 + 3 * 1024 pages, all >= pageblock
+    assert p["free.DMA.Movable"] == 3584 and p["free_hi.DMA.Movable"] == 3584
+    # DMA Unmovable: one order-8 block, below the pageblock order 9
+    assert p["free.DMA.Unmovable"] == 256 and p["free_hi.DMA.Unmovable"] == 0
+    assert p["free.DMA32.Movable"] == 772808 and p["free_hi.DMA32.Movable"] == 771072
+    assert p["blocks.Normal.Movable"] == 1330 and p["blocks.Normal.Reclaimable"] == 91
+    assert p["blocks.DMA.Movable"] == 7
+
+
+def test_slabinfo_bytes_per_cache():
+    s = parse_slabinfo(text("slabinfo"))
+    assert s["zs_handle-zswap1"] == 512 * 8 and s["ext4_groupinfo_1k"] == 50 * 160
+    assert "slabinfo" not in s and "#" not in "".join(s)     # the two header lines are skipped
+
+
+def test_pressure_avg10_and_total():
+    out: dict[str, float] = {}
+    parse_pressure(text("pressure-memory"), "sys.memory", out)
+    assert out == {"sys.memory.some.avg10": 0.02, "sys.memory.some.total": 1069576,
+                   "sys.memory.full.avg10": 0.01, "sys.memory.full.total": 817635}
+
+
+def test_meminfo_and_vmstat():
+    m = parse_meminfo(text("meminfo"))
+    assert m["MemTotal"] > m["MemFree"] > 0 and "HugePages_Total" in m and "AnonHugePages" in m
+    v = parse_vmstat("nr_free_pages 123\npgscan_kswapd 9\n")
+    assert v == {"nr_free_pages": 123, "pgscan_kswapd": 9}
+    assert parse_vmstat("nr_free_pages 123\nbroken\npgscan_kswapd 9\n") == {"nr_free_pages": 123,
+                                                                          "pgscan_kswapd": 9}
+
+
+def test_stat_cpu_seconds_counts_after_the_last_parenthesis():
+    real = (KERNEL / "kswapd0-stat").read_bytes()
+    assert real.startswith(b"45 (kswapd0) S") and stat_cpu_seconds(real) == 0.0
+    fields = real[real.rindex(b")") + 2:].split()
+    fields[11], fields[12] = b"250", b"50"
+    odd = b"77 (a) b (c)) " + b" ".join(fields)            # comm with spaces and parentheses
+    assert stat_cpu_seconds(odd) == 300 / TICKS
