@@ -125,7 +125,8 @@ class Journal:
         return out
 
     def _append(self, entry: dict[str, Any]) -> None:
-        entry = {**entry, "time": time.time(), "pid": os.getpid()}
+        # "owner": the mmbench process that made the change ("pid" is a process entry's own field)
+        entry = {**entry, "time": time.time(), "owner": os.getpid()}
         with open(self.path, "a") as fh:
             fh.write(json.dumps(entry) + "\n")
             fh.flush()
