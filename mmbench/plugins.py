@@ -40,7 +40,7 @@ LOAD_ERRORS: dict[str, dict[str, str]] = {k: {} for k in KINDS}
 def _check(kind: str, cls: type) -> str | None:
     params = getattr(cls, "params", None) or {}
     bad = sorted(RESERVED_PARAMS & set(params))
-    if kind in ("workload", "monitor") and bad:
+    if bad:   # exporters declare no parameters
         return (f"{kind} {cls.name!r} declares the parameter {bad[0]!r}, a name the suite grammar "
                 f"reserves ({', '.join(sorted(RESERVED_PARAMS))}); rename it")
     return None

@@ -85,3 +85,24 @@ def test_reserved_parameter_name_is_refused_at_load(monkeypatch):
     for name, cls in plugins.workloads().items():
         assert plugins._check("workload", cls) is None, name
     assert not plugins.LOAD_ERRORS["workload"], plugins.LOAD_ERRORS
+
+
+def test_a_broken_plugin_module_is_recorded_not_fatal(tmp_path, monkeypatch):
+    pkg = tmp_path / "fakeplugins"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "good.py").write_text("from mmbench.workloads.base import Workload\n"
+                                 "class Good(Workload):\n    name = 'good'\n")
+    (pkg / "broken.py").write_text("import no_such_module_anywhere\n")
+    (pkg / "clash.py").write_text("from mmbench.workloads.base import Workload\n"
+                                  "from mmbench.model.params import Param\n"
+                                  "class Clash(Workload):\n    name = 'clash'\n"
+                                  "    params = {'label': Param('str', 'x', 'clashes')}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(plugins.KINDS, "fake", plugins.Kind("fakeplugins", "mmbench.workloads.base", ("Workload",)))
+    monkeypatch.setitem(plugins.LOAD_ERRORS, "fake", {})
+    found = plugins.plugins.__wrapped__("fake")
+    assert list(found) == ["good"]
+    errs = plugins.LOAD_ERRORS["fake"]
+    assert "ModuleNotFoundError" in errs["broken"]
+    assert "'label'" in errs["clash"] and "reserves" in errs["clash"]
