@@ -42,6 +42,19 @@ def _type_only(tree: ast.AST) -> set[int]:
     return out
 
 
+def private_names(path: Path, module: str) -> list[tuple[int, str]]:
+    """``from other.module import _name``: another module's private name (own package excepted)."""
+    out = []
+    package = module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mmbench"):
+            if node.module.rsplit(".", 1)[0] == package or node.module == package:
+                continue
+            out += [(node.lineno, f"{node.module}.{a.name}") for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
 def imports(path: Path, module: str) -> list[tuple[int, str]]:
     out = []
     tree = ast.parse(path.read_text(), str(path))
@@ -96,6 +109,11 @@ def violations() -> list[str]:
 
 def test_imports_flow_one_way():
     assert violations() == []
+
+
+def test_no_module_imports_another_packages_private_names():
+    bad = [f"{p.relative_to(PKG.parent)}:{line}: {name}" for p, m in modules() for line, name in private_names(p, m)]
+    assert bad == []
 
 
 def test_the_checker_catches_a_backward_import(tmp_path, monkeypatch):

@@ -194,7 +194,7 @@ class _Test:
 class _Builder:
     def __init__(self, runs: list[RunRecord], pvalues: bool, ratio: bool, seed: int):
         self.runs = runs
-        self.names = _unique_names(runs)
+        self.names = unique_names(runs)
         self.base = self.names[0]
         self.multi = len(runs) > 1
         self.seed = seed
@@ -583,7 +583,7 @@ def _iteration_percentiles(per_iter: list[np.ndarray], q: float) -> np.ndarray:
     return np.asarray(vals, dtype=float)
 
 
-def _unique_names(runs: list[RunRecord]) -> list[str]:
+def unique_names(runs: list[RunRecord]) -> list[str]:
     seen: Counter[str] = Counter()
     out = []
     for r in runs:

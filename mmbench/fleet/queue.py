@@ -73,8 +73,8 @@ def make_app(url: str):
 
 def ensure_schema(url: str) -> None:
     """procrastinate's tables (its own schema, applied once) and mmbench's attempts table."""
-    from mmbench.store.pg import _connect
-    with _connect(url) as conn, conn.cursor() as cur:
+    from mmbench.store.pg import connect
+    with connect(url) as conn, conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext('mmbench_queue_schema'))")
         cur.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")
         present = cur.fetchone()[0]
@@ -94,9 +94,9 @@ def submit(url: str, tag: str, job: dict[str, Any]) -> int:
 
 
 def list_jobs(url: str) -> list[dict[str, Any]]:
-    from mmbench.store.pg import _connect
+    from mmbench.store.pg import connect
     ensure_schema(url)
-    with _connect(url) as conn, conn.cursor() as cur:
+    with connect(url) as conn, conn.cursor() as cur:
         cur.execute("""
             SELECT j.id, j.queue_name, j.status::text, j.attempts, j.args,
                    a.machine, a.started, a.finished, a.outcome, a.attempt, a.agent_pid
@@ -226,8 +226,8 @@ def _interleave(job: dict[str, Any], work: Path, results: str, log: Any) -> int:
 
 def _attempt_row(url: str, job_id: int, attempt: int, machine: str, *, start: bool = False,
                  outcome: str | None = None) -> None:
-    from mmbench.store.pg import _connect
-    with _connect(url) as conn, conn.cursor() as cur:
+    from mmbench.store.pg import connect
+    with connect(url) as conn, conn.cursor() as cur:
         if start:
             cur.execute("INSERT INTO mmbench_job_attempts VALUES (%s,%s,%s,%s,%s,NULL,NULL) ON CONFLICT "
                         "(job_id, attempt) DO UPDATE SET machine=EXCLUDED.machine, started=EXCLUDED.started",
@@ -241,10 +241,10 @@ def _attempt_row(url: str, job_id: int, attempt: int, machine: str, *, start: bo
 async def recover_stalled(app: Any, url: str) -> list[str]:
     """Jobs whose agent stopped sending heartbeats: re-queued once, then failed."""
     from procrastinate.jobs import Status
-    from mmbench.store.pg import _connect
+    from mmbench.store.pg import connect
     said = []
     for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_SECONDS, task_name=TASK):
-        with _connect(url) as conn, conn.cursor() as cur:
+        with connect(url) as conn, conn.cursor() as cur:
             cur.execute("UPDATE mmbench_job_attempts SET finished=%s, outcome='lost' WHERE job_id=%s AND "
                         "finished IS NULL", (time.time(), job.id))
             conn.commit()

@@ -17,8 +17,8 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e3
 
 
 def _names(runs: list[RunRecord]) -> list[str]:
-    from mmbench.analysis.compare import _unique_names  # the comparison's names for repeated runs
-    return _unique_names(runs)
+    from mmbench.analysis.compare import unique_names
+    return unique_names(runs)
 
 
 def _t(s: str) -> str:

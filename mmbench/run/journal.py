@@ -30,7 +30,7 @@ def state_dir() -> Path:
 
 
 
-def _proc_start_time(pid: int) -> str | None:
+def proc_start_time(pid: int) -> str | None:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
     except (OSError, IndexError):
@@ -153,7 +153,7 @@ class Journal:
     def record(self, kind: str, **data: Any) -> None:
         """Record something created: cgroup, mount, loop, swap, zram, remove (path), process."""
         if kind == "process":
-            data.setdefault("start", _proc_start_time(int(data["pid"])))
+            data.setdefault("start", proc_start_time(int(data["pid"])))
         if kind == "loop":  # so the undo never detaches a device someone else bound since
             data.setdefault("backing", _loop_backing(str(data["device"])))
         self._append({"kind": kind, **data})
@@ -274,7 +274,7 @@ def _undo(entry: dict[str, Any]) -> bool:
         return False
     if kind == "process":
         pid = int(entry["pid"])
-        if entry.get("start") and _proc_start_time(pid) == entry["start"]:
+        if entry.get("start") and proc_start_time(pid) == entry["start"]:
             try:
                 os.killpg(pid, signal.SIGKILL) if entry.get("group") else os.kill(pid, signal.SIGKILL)
                 return True

@@ -70,7 +70,7 @@ def _clean(values: list[float]) -> list[float | None]:
 
 
 def pid_alive(pid: int) -> bool:
-    return _proc_start_time(pid) is not None
+    return proc_start_time(pid) is not None
 
 
 def _fsync_dir(path: Path) -> None:
@@ -81,7 +81,7 @@ def _fsync_dir(path: Path) -> None:
         os.close(dfd)
 
 
-def _proc_start_time(pid: int) -> str | None:
+def proc_start_time(pid: int) -> str | None:
     """Start time of ``pid`` in clock ticks since boot (/proc/PID/stat field 22), None if gone."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
@@ -107,7 +107,7 @@ def _owner_alive(meta: dict[str, Any]) -> bool:
         return False
     if meta.get("boot_id") and meta["boot_id"] != _boot_id():
         return False
-    start = _proc_start_time(pid)
+    start = proc_start_time(pid)
     if start is None:
         return False
     return not meta.get("pid_start") or meta["pid_start"] == start
@@ -214,7 +214,7 @@ class FileStore(Store):
         write_json(path / "suite-effective.json", suite_effective)
         write_json(path / "fingerprint.json", fingerprint)
         meta = {"name": name, "status": status, "created": time.time(), "finished": None, "pid": os.getpid(),
-                "pid_start": _proc_start_time(os.getpid()), "boot_id": _boot_id(),
+                "pid_start": proc_start_time(os.getpid()), "boot_id": _boot_id(),
                 "suite_hash": suite_hash, "settings": settings, "mmbench_version": __version__,
                 "description": description}
         write_json(path / "run.json", meta)

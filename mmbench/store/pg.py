@@ -88,7 +88,7 @@ def redact(url: str) -> str:
     return f"{scheme}://{creds.split(':', 1)[0]}@{host}"
 
 
-def _connect(url: str):
+def connect(url: str):
     try:
         import psycopg
     except ImportError:
@@ -199,7 +199,7 @@ class PgStore(Store):
         return redact(self.url)
 
     def conn(self):
-        c = _connect(self.url)
+        c = connect(self.url)
         if not self._migrated:
             migrate(c)
             self._migrated = True

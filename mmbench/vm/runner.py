@@ -123,7 +123,7 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
 
     ``open_store`` opens the guest's results folder as a store (the caller's, so the runner stage
     does not import the store stage)."""
-    from mmbench.run.journal import Journal, _proc_start_time
+    from mmbench.run.journal import Journal, proc_start_time
     validate_run_name(name)
     if store.exists(name) and not force:
         raise UsageError(f"run {name!r} already exists; use --force to replace it or pick another name")
@@ -165,7 +165,7 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
                           "ratios between runs under the same emulator stay comparable")
 
         def journal_pid(pid: int) -> None:
-            journal.record("process", pid=pid, start=_proc_start_time(pid), group=True)
+            journal.record("process", pid=pid, start=proc_start_time(pid), group=True)
         guest = Guest(spec, workdir, journal_pid)
         t0 = time.monotonic()
         current: dict[str, Any] = {}
