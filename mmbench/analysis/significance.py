@@ -387,6 +387,44 @@ def min_detectable_effect(base: Values, new: Values,
         return None
 
 
+def iterations_to_detect(base: Values, new: Values, kind: MeanKind = "amean",
+                         effect_pct: float = 5.0, power: float = 0.8, alpha: float = ALPHA,
+                         limit: int = 100_000) -> int | None:
+    """The number of iterations per run (the same on both sides) at which
+    :func:`min_detectable_effect` falls to ``effect_pct``, assuming each side's per-iteration
+    variation stays what these data show.  None when it is undefined (fewer than 2 iterations a
+    side) or more than ``limit``."""
+    b, n = _finite(base), _finite(new)
+    if len(b) < 2 or len(n) < 2:
+        return None
+    scale = max(max(abs(v) for v in b), max(abs(v) for v in n))
+    if scale == 0:
+        return None
+    mb = _mean_and_var_of_log_mean([v / scale for v in b], kind)
+    mn = _mean_and_var_of_log_mean([v / scale for v in n], kind)
+    if mb is None or mn is None:
+        return None
+    ub, un = mb[1] * len(b), mn[1] * len(n)      # variance of one iteration's log mean
+    if ub + un == 0:
+        return 2
+    target = math.log1p(effect_pct / 100.0)
+
+    def detects(k: int) -> bool:
+        df = (k - 1) * (ub + un) ** 2 / (ub * ub + un * un)
+        return (t_quantile(1.0 - alpha / 2.0, df) + t_quantile(power, df)) * math.sqrt((ub + un) / k) <= target
+
+    if not detects(limit):
+        return None
+    lo, hi = 1, limit              # detects(hi) holds; binary search for the smallest such k >= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mid >= 2 and detects(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def bh_adjust(pvalues: Sequence[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (q-values), same order as the input."""
     p = [float(v) for v in pvalues]

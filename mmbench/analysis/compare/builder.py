@@ -9,6 +9,7 @@ from mmbench.analysis import significance as sig
 from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.environment import env_diff, memcg_notes, unique_names, vm_notes
 from mmbench.analysis.compare.model import Comparison, Section
+from mmbench.analysis.compare.power import headline_warnings, suite_headline
 from mmbench.analysis.compare.percent import PCT_BASE_NEG, PCT_BASE_ZERO, pct_diff
 from mmbench.analysis.compare.sections.duration import duration_section
 from mmbench.analysis.compare.sections.monitor import monitor_sections
@@ -31,6 +32,7 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
         ctx.note("runs with the same name were renamed: " + ", ".join(
             f"{r.name} → {n}" for r, n in zip(runs, ctx.names) if r.name != n))
     cmp.env_diff = env_diff(runs, ctx.names)
+    ctx.headline = suite_headline(runs)
     for text in memcg_notes(runs, ctx.names) + vm_notes(runs, ctx.names):
         ctx.note(text)
     labels: dict[str, None] = {}
@@ -45,16 +47,20 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
         measured = {n: _measured(ctx, n, label, w) for n, w in wrs.items()}
         wsec, means = workload_section(ctx, label, wrs, measured)
         cmp.sections.append(wsec)
-        if ratio and ctx.multi:
-            ratios.append(ratio_section(ctx, label, means))
-        dur.append(duration_section(ctx, label, measured))
+        d = duration_section(ctx, label, measured)
+        dur.append(d)
         v = vmstat_section(ctx, label, measured)
         if v.rows:
             vms.append(v)
+        if ratio and ctx.multi:
+            others = [(s.kind, r) for s in (d, v) for r in s.rows if r.stat == "Amean"]
+            ratios.append(ratio_section(ctx, label, means, others))
         mons.extend(monitor_sections(ctx, label, measured))
     cmp.sections += [s for s in dur if s.rows] + vms + mons + ratios
     _adjust(ctx)
     _pcts(ctx, cmp)
+    if ctx.multi:
+        cmp.warnings = headline_warnings(ctx, ctx.headline_rows)
     cmp.notes = ctx.notes
     return cmp
 

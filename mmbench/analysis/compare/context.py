@@ -11,7 +11,7 @@ from functools import cached_property
 
 from mmbench.analysis import stats as st
 from mmbench.analysis.compare.model import Row
-from mmbench.store.model import RunRecord
+from mmbench.store.model import MetricDef, RunRecord
 
 
 @dataclass
@@ -28,6 +28,10 @@ class Context:
     names: list[str]
     tests: list[Test] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # metric names the suites call headline, and the headline mean rows found (label, metric,
+    # row, series per run) for the power warning
+    headline: set[str] = field(default_factory=set)
+    headline_rows: list[tuple[str, MetricDef, Row, dict[str, Series]]] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
 
     @property

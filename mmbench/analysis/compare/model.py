@@ -93,6 +93,9 @@ class Comparison:
     pvalues: bool = False
     ratio: bool = False
     seed: int = 0
+    # what the comparison could not have detected (headline rows; analysis/compare/power.py),
+    # shown at the top of every report; in JSON, the first entries of "notes"
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``mmbench-compare/1`` JSON shape (NaN → None)."""
@@ -113,7 +116,7 @@ class Comparison:
                      "mde_pct": {n: clean(r.mde.get(n)) for n in self.runs},
                  } for r in s.rows]}
                 for s in self.sections],
-            "notes": list(self.notes),
+            "notes": [f"warning: {w}" for w in self.warnings] + list(self.notes),
         }
 
 

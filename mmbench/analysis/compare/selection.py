@@ -73,9 +73,14 @@ def test_metric(ctx: Context, md: MetricDef, series: dict[str, Series], mean_row
 
 
 def test_iteration_row(ctx: Context, row: Row, vals: dict[str, list[float]],
-                       kind: st.MeanKind = "amean") -> None:
-    """Welch-test a row whose per-iteration values are ``vals`` (duration rows: User, System,
-    Elapsed), against the baseline, so --fail-on-regression sees them (issue 13 item 5)."""
+                       kind: st.MeanKind = "amean", equal_constants_tested: bool = True) -> None:
+    """Welch-test a row whose per-iteration values are ``vals`` (duration and vmstat rows),
+    against the baseline, so --fail-on-regression and --ratio see them (issue 13 item 5).
+
+    With ``equal_constants_tested`` False, two runs with the same constant in every iteration
+    (a vmstat counter that stays 0 without swap, say) get p = 1 without entering the report's
+    Benjamini–Hochberg family: dozens of such rows carry no evidence and would only dilute the
+    q-values of the rows that do."""
     base = vals.get(ctx.base)
     if base is None or row.values.get(ctx.base) is None:
         return
@@ -85,6 +90,9 @@ def test_iteration_row(ctx: Context, row: Row, vals: dict[str, list[float]],
         if new is None or row.values.get(n) is None:
             continue
         res = sig.welch(base, new)
+        if res.state == "deterministic" and res.p == 1.0 and not equal_constants_tested:
+            row.p[n] = 1.0
+            continue
         if res.ok:
             ctx.add_test([row], n, res.p)  # type: ignore[arg-type]
             if len(base) >= 2 and len(new) >= 2:

@@ -9,7 +9,15 @@ from mmbench.analysis.compare.model import Row, Section, clean
 from mmbench.analysis.compare.sections.workload import Means
 
 
-def ratio_section(ctx: Context, label: str, means: Means) -> Section:
+def _oriented(b: float | None, v: float | None, better: str) -> float | None:
+    if b is None or v is None or b <= 0 or v <= 0:
+        return None
+    return v / b if better == "higher" else b / v
+
+
+def ratio_section(ctx: Context, label: str, means: Means, others: list[tuple[str, Row]] = ()) -> Section:
+    """``others``: (section kind, Amean row) of the duration and vmstat sections, ratioed the same
+    way after the Gmean row and not part of it (the Gmean summarises the workload's own metrics)."""
     sec = Section(f"ratio: {label}", "ratio")
     oriented: dict[str, list[float]] = {n: [] for n in ctx.names}
     excluded: dict[str, int] = {n: 0 for n in ctx.names}
@@ -44,4 +52,9 @@ def ratio_section(ctx: Context, label: str, means: Means) -> Section:
     sec.rows.append(Row("All metrics", "Gmean", "ratio", "higher",
                         {n: clean(st.gmean(o)) if o else None for n, o in oriented.items()},
                         note=gm_note))
+    for kind, row in others:
+        b = row.values.get(ctx.base)
+        sec.rows.append(Row(f"{row.metric} ({kind})", f"Ratio {row.stat}", "ratio", "higher",
+                            {n: _oriented(b, row.values.get(n), row.better) for n in ctx.names},
+                            note="not in the Gmean"))
     return sec

@@ -9,6 +9,7 @@ import math
 from mmbench.analysis import stats as st
 from mmbench.analysis.compare.context import Context, Series
 from mmbench.analysis.compare.model import Better, Row, Section, clean
+from mmbench.analysis.compare.power import headline_metrics
 from mmbench.analysis.compare.selection import test_metric
 from mmbench.store.model import IterationResult, MetricDef, WorkloadRun
 
@@ -37,13 +38,17 @@ def workload_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
     title = label if not plugin or plugin == label else f"{label} ({plugin})"
     sec = Section(title, "workload")
     means: Means = {}
-    for md in metric_defs(ctx, label, wrs):
+    defs = metric_defs(ctx, label, wrs)
+    heads = headline_metrics(defs, ctx.headline)
+    for md in defs:
         series = {n: Series([st.floats(it.samples.get(md.name, ())) for it in its],
                             [it.index for it in its], md.mean_kind)
                   for n, its in measured.items()}
         mean_row = metric_rows(ctx, label, sec, md, series)
         if mean_row is not None:
             means[md.name] = (md, mean_row.stat, mean_row.values)
+            if md.name in heads:
+                ctx.headline_rows.append((label, md, mean_row, series))
     return sec, means
 
 
