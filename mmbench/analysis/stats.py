@@ -1,21 +1,24 @@
-"""Summary statistics: typed pure functions on numpy arrays (definitions in docs/statistics.md).
+"""Summary statistics: typed pure functions (definitions in docs/statistics.md).
 
 Every function returns ``nan`` where the statistic is undefined (no data, one value for a spread,
 a harmonic mean of data that is not all positive, ...).  Nothing is fudged: a caller that wants
 to show "undefined" turns the NaN into ``None``.
 
 The per-iteration structure is kept: :func:`summarise` takes a list of per-iteration sample
-arrays.  The *observation units* of the mean, stddev and coefficient of variation are the
+sequences.  The *observation units* of the mean, stddev and coefficient of variation are the
 iteration means when there are at least two iterations, else the samples of the lone iteration
 (:func:`units`).  Min, Max, B-means and percentiles describe all samples pooled.
+
+The arithmetic is plain Python on lists (``math.fsum``): a comparison holds a few to a few
+thousand values per series, and importing numpy alone costs more (0.1 s) than a whole two-run
+compare (issue 13 item 9).  Inputs may be lists or numpy arrays.  Data holding a NaN or an
+infinity take numpy's code path, so those edge cases keep numpy's exact semantics.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Iterable, Literal, Sequence
-
-import numpy as np
+from typing import Any, Iterable, Literal, Sequence
 
 MeanKind = Literal["amean", "hmean", "gmean"]
 Better = Literal["higher", "lower"]
@@ -25,55 +28,84 @@ BMEAN_PCT = 95
 PERCENTILE_METHOD = "linear"  # numpy's default: the (n-1)*p/100 interpolation (Hyndman & Fan 7)
 
 _NAN = float("nan")
+Values = Sequence[float] | Any   # a list, tuple or numpy array of numbers
 
 
-def _arr(x: Iterable[float] | np.ndarray) -> np.ndarray:
-    a = np.asarray(x, dtype=float)
-    return a.ravel()
+def floats(x: Iterable[float] | Any) -> list[float]:
+    """The values as a flat list of Python floats."""
+    if hasattr(x, "ravel"):                  # numpy array: tolist() is 50x faster than iterating
+        return [float(v) for v in x.ravel().tolist()]
+    return [float(v) for v in x]
 
 
-def amean(x: Sequence[float] | np.ndarray) -> float:
+def _finite_all(a: list[float]) -> bool:
+    """True when every value is finite (one sum: a NaN or inf propagates; an overflowing sum of
+    finite values also says False, which only sends the data to numpy's path)."""
+    return math.isfinite(sum(a))
+
+
+def _np() -> Any:
+    import numpy as np   # only for data holding NaN/inf (numpy's semantics) and the bootstrap
+    return np
+
+
+def amean(x: Values) -> float:
     """Arithmetic mean; NaN when empty or when a value is NaN."""
-    a = _arr(x)
-    return float(a.mean()) if a.size else _NAN
+    a = floats(x)
+    if not a:
+        return _NAN
+    if not _finite_all(a):
+        return float(_np().asarray(a).mean())
+    return math.fsum(a) / len(a)
 
 
-def hmean(x: Sequence[float] | np.ndarray) -> float:
+def hmean(x: Values) -> float:
     """Harmonic mean n / sum(1/x).  Defined for positive data only: NaN if any value <= 0 (or
     NaN) and when empty.  A rate of 0 has no harmonic mean; we say so rather than guess."""
-    a = _arr(x)
-    if not a.size or np.isnan(a).any() or (a <= 0).any():
+    a = floats(x)
+    if not a or any(v != v or v <= 0 for v in a):
         return _NAN
-    # the formula scipy.stats.hmean evaluates, without its ~0.5 ms per-call wrapper (tested equal)
-    return float(a.size / np.sum(1.0 / a))
+    # the formula scipy.stats.hmean evaluates (tested equal)
+    total = math.fsum(1.0 / v for v in a)
+    return len(a) / total if total else math.inf    # every value inf
 
 
-def gmean(x: Sequence[float] | np.ndarray) -> float:
+def gmean(x: Values) -> float:
     """Geometric mean exp(mean(log x)), computed in log space (no overflow).  Any zero → 0,
     any negative or NaN → NaN, empty → NaN.  No fudge factors."""
-    a = _arr(x)
-    if not a.size or np.isnan(a).any() or (a < 0).any():
+    a = floats(x)
+    if not a or any(v != v or v < 0 for v in a):
         return _NAN
-    if (a == 0).any():
+    if any(v == 0 for v in a):
         return 0.0
-    # scipy.stats.gmean's formula exp(mean(log x)), without its per-call wrapper (tested equal)
-    return float(np.exp(np.mean(np.log(a))))
+    if any(math.isinf(v) for v in a):
+        return math.inf
+    # scipy.stats.gmean's formula exp(mean(log x)) (tested equal)
+    return math.exp(math.fsum(map(math.log, a)) / len(a))
 
 
 MEANS = {"amean": amean, "hmean": hmean, "gmean": gmean}
 
 
-def mean(x: Sequence[float] | np.ndarray, kind: MeanKind = "amean") -> float:
+def mean(x: Values, kind: MeanKind = "amean") -> float:
     return MEANS[kind](x)
 
 
-def stddev(x: Sequence[float] | np.ndarray) -> float:
+def _stddev(a: list[float]) -> float:
+    if len(a) < 2:
+        return _NAN
+    if not _finite_all(a):
+        return float(_np().asarray(a).std(ddof=1))
+    m = math.fsum(a) / len(a)
+    return math.sqrt(math.fsum((v - m) * (v - m) for v in a) / (len(a) - 1))
+
+
+def stddev(x: Values) -> float:
     """Sample standard deviation with n−1 in the denominator; NaN if n < 2."""
-    a = _arr(x)
-    return float(a.std(ddof=1)) if a.size >= 2 else _NAN
+    return _stddev(floats(x))
 
 
-def coeffvar(x: Sequence[float] | np.ndarray, kind: MeanKind = "amean") -> float:
+def coeffvar(x: Values, kind: MeanKind = "amean") -> float:
     """100·stddev/mean, the mean being of the same family as the row's mean (``kind``).
     NaN when the stddev is undefined (n < 2) or the mean is 0 or undefined."""
     sd = stddev(x)
@@ -83,14 +115,18 @@ def coeffvar(x: Sequence[float] | np.ndarray, kind: MeanKind = "amean") -> float
     return 100.0 * sd / abs(m)
 
 
-def vmin(x: Sequence[float] | np.ndarray) -> float:
-    a = _arr(x)
-    return float(a.min()) if a.size else _NAN
+def vmin(x: Values) -> float:
+    a = floats(x)
+    if not a:
+        return _NAN
+    return min(a) if not any(v != v for v in a) else _NAN
 
 
-def vmax(x: Sequence[float] | np.ndarray) -> float:
-    a = _arr(x)
-    return float(a.max()) if a.size else _NAN
+def vmax(x: Values) -> float:
+    a = floats(x)
+    if not a:
+        return _NAN
+    return max(a) if not any(v != v for v in a) else _NAN
 
 
 def bmean_k(n: int, pct: float) -> int:
@@ -103,65 +139,93 @@ def bmean_k(n: int, pct: float) -> int:
     return max(1, min(n, math.ceil(n * pct / 100.0 - 1e-9)))
 
 
-def bmean(x: Sequence[float] | np.ndarray, pct: float = BMEAN_PCT, better: Better = "lower",
+def sorted_values(a: list[float]) -> list[float]:
+    """Sorted as numpy sorts: NaNs last."""
+    if any(v != v for v in a):
+        return sorted(v for v in a if v == v) + [v for v in a if v != v]
+    return sorted(a)
+
+
+def _bmean_of_sorted(s: list[float], pct: float, better: Better, kind: MeanKind) -> float:
+    if not s:
+        return _NAN
+    k = bmean_k(len(s), pct)
+    return mean(s[:k] if better == "lower" else s[len(s) - k:], kind)
+
+
+def bmean(x: Values, pct: float = BMEAN_PCT, better: Better = "lower",
           kind: MeanKind = "amean") -> float:
     """Mean (of family ``kind``) of the best ``pct``% of the values: the lowest ones when lower is
     better, the highest ones when higher is better.  k is :func:`bmean_k`."""
-    a = _arr(x)
-    if not a.size:
-        return _NAN
-    k = bmean_k(a.size, pct)
-    s = np.sort(a)
-    best = s[:k] if better == "lower" else s[a.size - k:]
-    return mean(best, kind)
+    return _bmean_of_sorted(sorted_values(floats(x)), pct, better, kind)
 
 
-def percentile(x: Sequence[float] | np.ndarray, p: float) -> float:
+def _percentile_of_sorted(s: list[float], p: float) -> float:
+    """numpy's ``percentile(method="linear")`` of sorted finite data, step for step (the same
+    virtual index and the same two-sided linear interpolation, so the result is bit-equal)."""
+    n = len(s)
+    vi = (n - 1) * (p / 100.0)
+    lo = math.floor(vi)
+    if lo >= n - 1:
+        return s[n - 1]
+    if lo < 0:
+        return s[0]
+    g = vi - lo
+    a, b = s[lo], s[lo + 1]
+    d = b - a
+    return b - d * (1.0 - g) if g >= 0.5 else a + d * g
+
+
+def percentiles_of_sorted(s: list[float], ps: Sequence[float] = PERCENTILES) -> list[float]:
+    """Percentiles of already sorted data (see :func:`percentile`)."""
+    if not s:
+        return [_NAN] * len(ps)
+    if s[-1] != s[-1] or not math.isfinite(s[0]) or not math.isfinite(s[-1]):
+        np = _np()
+        return [float(v) for v in np.percentile(np.asarray(s), list(ps), method=PERCENTILE_METHOD)]
+    return [_percentile_of_sorted(s, p) for p in ps]
+
+
+def percentile(x: Values, p: float) -> float:
     """The conventional p-th percentile counted from the low end whatever the direction of the
     metric, linear interpolation between order statistics (numpy ``method='linear'``)."""
-    a = _arr(x)
-    if not a.size:
-        return _NAN
-    return float(np.percentile(a, p, method=PERCENTILE_METHOD))
+    return percentiles_of_sorted(sorted_values(floats(x)), (p,))[0]
 
 
-def percentiles(x: Sequence[float] | np.ndarray, ps: Sequence[float] = PERCENTILES) -> list[float]:
-    a = _arr(x)
-    if not a.size:
-        return [_NAN] * len(ps)
-    return [float(v) for v in np.percentile(a, list(ps), method=PERCENTILE_METHOD)]
+def percentiles(x: Values, ps: Sequence[float] = PERCENTILES) -> list[float]:
+    return percentiles_of_sorted(sorted_values(floats(x)), ps)
 
 
 # --------------------------------------------------------------------------------------------
 # Per-iteration structure
 
 
-def pooled(per_iter: Sequence[Sequence[float] | np.ndarray]) -> np.ndarray:
-    """All samples of all iterations in one array."""
-    parts = [_arr(s) for s in per_iter]
-    return np.concatenate(parts) if parts else np.empty(0)
+def pooled(per_iter: Sequence[Values]) -> list[float]:
+    """All samples of all iterations in one list."""
+    out: list[float] = []
+    for s in per_iter:
+        out.extend(floats(s))
+    return out
 
 
-def iteration_values(per_iter: Sequence[Sequence[float] | np.ndarray],
-                     kind: MeanKind = "amean") -> np.ndarray:
+def iteration_values(per_iter: Sequence[Values], kind: MeanKind = "amean") -> list[float]:
     """One value per iteration: the mean (family ``kind``) of its samples.  Iterations without
     samples are skipped."""
-    return np.array([mean(s, kind) for s in per_iter if len(s)], dtype=float)
+    return [mean(s, kind) for s in per_iter if len(s)]
 
 
 UnitsKind = Literal["iterations", "samples", "none"]
 
 
-def units(per_iter: Sequence[Sequence[float] | np.ndarray],
-          kind: MeanKind = "amean") -> tuple[np.ndarray, UnitsKind]:
+def units(per_iter: Sequence[Values], kind: MeanKind = "amean") -> tuple[list[float], UnitsKind]:
     """The observation units of the mean/stddev rows: iteration means when there are ≥ 2
     iterations with samples, else the samples of the only iteration (or nothing)."""
     nonempty = [s for s in per_iter if len(s)]
     if len(nonempty) >= 2:
         return iteration_values(nonempty, kind), "iterations"
     if len(nonempty) == 1:
-        return _arr(nonempty[0]), "samples"
-    return np.empty(0), "none"
+        return floats(nonempty[0]), "samples"
+    return [], "none"
 
 
 def mean_label(kind: MeanKind) -> str:
@@ -172,27 +236,36 @@ def bmean_label(kind: MeanKind, pct: float = BMEAN_PCT) -> str:
     return f"B{mean_label(kind)}.{int(pct)}"
 
 
-def summarise(per_iter: Sequence[Sequence[float] | np.ndarray], *, kind: MeanKind = "amean",
-              better: Better = "lower", latency: bool = False) -> list[tuple[str, float]]:
+def summarise(per_iter: Sequence[Values], *, kind: MeanKind = "amean",
+              better: Better = "lower", latency: bool = False,
+              iteration_means: list[float] | None = None,
+              pooled_sorted: list[float] | None = None) -> list[tuple[str, float]]:
     """The summary rows of one metric of one run, in display order:
 
     Min, <Mean>, Stddev, CoeffVar, Max, B<Mean>.95 and, for latency metrics, P50 P90 P95 P99.
+    The pooled samples are sorted once for Min, Max, the B-mean and the percentiles.  A caller
+    that already has the iteration means (:func:`iteration_values`) or the sorted pooled samples
+    passes them, so they are not computed again.
     """
-    allv = pooled(per_iter)
-    u, _ = units(per_iter, kind)
+    s = pooled_sorted if pooled_sorted is not None else sorted_values(pooled(per_iter))
+    if iteration_means is not None and len(iteration_means) >= 2:
+        u = iteration_means
+    else:
+        u, _ = units(per_iter, kind)
     m = mean(u, kind)
-    sd = stddev(u)
+    sd = _stddev(u)
     cv = _NAN if (math.isnan(sd) or math.isnan(m) or m == 0) else 100.0 * sd / abs(m)
+    has_nan = bool(s) and s[-1] != s[-1]
     rows = [
-        ("Min", vmin(allv)),
+        ("Min", _NAN if not s or has_nan else s[0]),
         (mean_label(kind), m),
         ("Stddev", sd),
         ("CoeffVar", cv),
-        ("Max", vmax(allv)),
-        (bmean_label(kind), bmean(allv, BMEAN_PCT, better, kind)),
+        ("Max", _NAN if not s or has_nan else s[-1]),
+        (bmean_label(kind), _bmean_of_sorted(s, BMEAN_PCT, better, kind)),
     ]
     if latency:
-        rows += [(f"P{p}", v) for p, v in zip(PERCENTILES, percentiles(allv))]
+        rows += [(f"P{p}", v) for p, v in zip(PERCENTILES, percentiles_of_sorted(s))]
     return rows
 
 
@@ -205,22 +278,33 @@ MEANAD_SCALE = 1.2533    # sqrt(pi/2): the same for the mean absolute deviation
 OUTLIER_Z = 3.5          # Iglewicz & Hoaglin's modified z-score threshold
 
 
-def outliers(values: Sequence[float] | np.ndarray, z: float = OUTLIER_Z) -> list[tuple[int, float]]:
+def _median_of_sorted(s: list[float]) -> float:
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
+
+
+def outliers(values: Values, z: float = OUTLIER_Z) -> list[tuple[int, float]]:
     """Indices (and robust z-scores) of values whose robust z-score exceeds ``z``.
 
     score = |x − median| / scale, scale = max(1.4826·MAD, 1.2533·mean|x − median|).
     The plain MAD alone is unusable with the 3–10 iterations benchmarks have: with 5 normal
     values it flags one in five sets; the max() with the mean absolute deviation brings the
-    false-flag rate under 1 % for n = 5…20 (measured by simulation) while a value 10σ away is
-    still flagged for n ≥ 7.  Needs at least 3 finite values; a zero scale flags nothing."""
-    a = _arr(values)
-    ok = np.isfinite(a)
-    if ok.sum() < 3:
+    false-flag rate to 1.0–1.5 % per run at n = 10…20 (issue 13's measurement) while a value 10σ
+    away is still flagged for n ≥ 7.  Needs at least 3 finite values; a zero scale flags
+    nothing."""
+    a = floats(values)
+    ok = [v for v in a if math.isfinite(v)]
+    if len(ok) < 3:
         return []
-    med = float(np.median(a[ok]))
-    dev = np.abs(a - med)
-    scale = max(MAD_SCALE * float(np.median(dev[ok])), MEANAD_SCALE * float(dev[ok].mean()))
+    med = _median_of_sorted(sorted(ok))
+    dev_ok = [abs(v - med) for v in ok]
+    scale = max(MAD_SCALE * _median_of_sorted(sorted(dev_ok)), MEANAD_SCALE * (math.fsum(dev_ok) / len(dev_ok)))
     if scale == 0:
         return []
-    score = dev / scale
-    return [(int(i), float(score[i])) for i in np.flatnonzero(ok & (score > z))]
+    out = []
+    for i, v in enumerate(a):
+        if math.isfinite(v):
+            score = abs(v - med) / scale
+            if score > z:
+                out.append((i, score))
+    return out

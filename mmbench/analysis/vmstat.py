@@ -181,6 +181,18 @@ def derive(delta: Mapping[str, float], elapsed: float | None = None) -> dict[str
     return out
 
 
+def derive_iteration(delta: Mapping[str, float], elapsed: float | None = None) -> dict[str, float | None]:
+    """Every row of :data:`ROWS` for one iteration, None where undefined (counters missing, a
+    zero denominator, no elapsed time), NUMA zeros kept: the per-iteration values the vmstat
+    rows are tested on (compare; the rows themselves come from :func:`derive` of mean deltas)."""
+    x = _Ctx(delta, elapsed)
+    out: dict[str, float | None] = {}
+    for r in ROWS:
+        v = r.formula(x)
+        out[r.name] = None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+    return out
+
+
 def mean_deltas(deltas: Iterable[Mapping[str, float]]) -> dict[str, float]:
     """Per-counter mean over the iterations that have the counter."""
     sums: dict[str, float] = {}

@@ -156,6 +156,7 @@ def render_report(runs: list[RunRecord], comparison: Comparison | None = None) -
         "zero_series": ", ".join(skipped),
         "irqsoff": figs.irqsoff_tables(runs, names),
         "notes": list(cmp.notes),
+        "warnings": list(cmp.warnings),
         "nfigures": len(figures),
         "css": Markup((TEMPLATES / "report.css").read_text()),
         "js": Markup(_safe_script((TEMPLATES / "report.js").read_text())),

@@ -21,6 +21,8 @@ class MarkdownExporter(Exporter):
         runs = comparison.runs
         multi = len(runs) > 1
         out: list[str] = []
+        if comparison.warnings:
+            out += ["### Warnings", ""] + [f"- **{_esc(w)}**" for w in comparison.warnings] + [""]
         if comparison.env_diff:
             out += ["### Environment differences", "", "| key | " + " | ".join(map(_esc, runs)) + " |",
                     "|---|" + "---|" * len(runs)]

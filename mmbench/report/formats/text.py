@@ -38,6 +38,11 @@ class TextExporter(Exporter):
         runs = comparison.runs
         multi = len(runs) > 1
         out: list[str] = []
+        warnings = comparison.warnings
+        if warnings:
+            out.append("Warnings")
+            out += [f"  ! {w}" for w in warnings]
+            out.append("")
         if comparison.env_diff:
             out.append("Environment differences")
             kw = max(len(k) for k, _ in comparison.env_diff)

@@ -1,0 +1,91 @@
+"""What every section builder shares while one comparison is built: the runs and their unique
+names, the notes (each said once), the significance tests waiting for the report-wide
+Benjamini–Hochberg adjustment, and :class:`Series`, one metric of one run with everything derived
+from its samples computed once."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from mmbench.analysis import stats as st
+from mmbench.analysis.compare.model import Row
+from mmbench.model.results import MetricDef, RunRecord
+
+
+@dataclass
+class Test:
+    """One p-value of the report, and the rows whose cells (for ``run``) it decides."""
+    rows: list[Row]
+    run: str
+    p: float
+
+
+@dataclass
+class Context:
+    runs: list[RunRecord]
+    names: list[str]
+    tests: list[Test] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # metric names the suites call headline, and the headline mean rows found (label, metric,
+    # row, series per run) for the power warning
+    headline: set[str] = field(default_factory=set)
+    headline_rows: list[tuple[str, MetricDef, Row, dict[str, Series]]] = field(default_factory=list)
+    _seen: set[str] = field(default_factory=set)
+
+    @property
+    def base(self) -> str:
+        return self.names[0]
+
+    @property
+    def multi(self) -> bool:
+        return len(self.runs) > 1
+
+    def note(self, text: str) -> None:
+        if text not in self._seen:
+            self._seen.add(text)
+            self.notes.append(text)
+
+    def add_test(self, rows: list[Row], run: str, p: float) -> None:
+        self.tests.append(Test(rows, run, p))
+
+
+class Series:
+    """One metric of one run: the samples of each measured iteration (``indices`` are the
+    iterations' numbers) and, computed on first use and only once, the iteration means (the
+    units of the mean row and of Welch's test), the sorted pooled samples and the per-iteration
+    percentiles (before, the baseline's were recomputed for every run and quantile)."""
+
+    def __init__(self, per_iter: list[list[float]], indices: list[int], kind: st.MeanKind):
+        self.per_iter = per_iter
+        self.indices = indices
+        self.kind = kind
+
+    @property
+    def has_samples(self) -> bool:
+        return any(len(a) for a in self.per_iter)
+
+    @cached_property
+    def iteration_means(self) -> list[float]:
+        """One mean (of the metric's family) per iteration that has samples."""
+        return st.iteration_values(self.per_iter, self.kind)
+
+    @cached_property
+    def pooled_sorted(self) -> list[float]:
+        return st.sorted_values(st.pooled(self.per_iter))
+
+    @cached_property
+    def iteration_percentiles(self) -> dict[int, list[float]]:
+        """P50…P99 of each iteration's finite samples (iterations without any left out)."""
+        out: dict[int, list[float]] = {q: [] for q in st.PERCENTILES}
+        for a in self.per_iter:
+            s = sorted(v for v in a if math.isfinite(v))
+            if s:
+                for q, v in zip(st.PERCENTILES, st.percentiles_of_sorted(s)):
+                    out[q].append(v)
+        return out
+
+    def summary(self, better: st.Better, latency: bool) -> list[tuple[str, float]]:
+        return st.summarise(self.per_iter, kind=self.kind, better=better, latency=latency,
+                            iteration_means=self.iteration_means, pooled_sorted=self.pooled_sorted)

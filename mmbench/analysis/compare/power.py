@@ -1,0 +1,76 @@
+"""What the comparison could not have seen (issue 13 item 3): when a headline row (the suite's
+``[suite] headline`` metrics, else each workload's first metric, as ``run --until`` chooses them)
+has a minimum detectable effect above 5 % against the baseline, or cannot be tested at all with
+one iteration, a warning shown at the top of every report says so, with the number of iterations
+per run that would detect 5 % at the variation these runs show."""
+
+from __future__ import annotations
+
+import re
+
+from mmbench.analysis import significance as sig
+from mmbench.analysis.compare.context import Context, Series
+from mmbench.analysis.compare.model import Row
+from mmbench.model.results import MetricDef, RunRecord
+
+EFFECT_PCT = 5.0
+ITERATION_LIMIT = 100_000
+
+
+def suite_headline(runs: list[RunRecord]) -> set[str]:
+    """The metric names the runs' suites declare in ``[suite] headline`` (union over runs)."""
+    out: set[str] = set()
+    for r in runs:
+        text = r.suite_text or ""
+        if not re.search(r"^\s*headline\s*=", text, re.M):   # most suites: skip the TOML parser
+            continue
+        import tomllib
+        try:
+            names = (tomllib.loads(text).get("suite") or {}).get("headline") or []
+        except tomllib.TOMLDecodeError:
+            continue
+        out.update(str(n) for n in names if isinstance(n, str))
+    return out
+
+
+def headline_metrics(metrics: list[MetricDef], headline: set[str]) -> set[str]:
+    """A workload's headline metrics: those the suite names, else its first metric."""
+    named = {m.name for m in metrics if m.name in headline}
+    return named or ({metrics[0].name} if metrics else set())
+
+
+def headline_warnings(ctx: Context, rows: list[tuple[str, MetricDef, Row, dict[str, Series]]]) -> list[str]:
+    out = []
+    for label, md, row, series in rows:
+        weak: list[str] = []
+        single: list[str] = []
+        need = 0
+        unknown = False
+        b_it = series[ctx.base].iteration_means
+        for n in ctx.names[1:]:
+            if row.values.get(ctx.base) is None or row.values.get(n) is None:
+                continue
+            n_it = series[n].iteration_means
+            if len(b_it) < 2 or len(n_it) < 2:
+                single.append(n)
+                continue
+            mde = row.mde.get(n)
+            if mde is None or mde <= EFFECT_PCT:
+                continue
+            weak.append(f"{mde:.1f}% for {n}")
+            k = sig.iterations_to_detect(b_it, n_it, md.mean_kind, EFFECT_PCT, limit=ITERATION_LIMIT)
+            if k is None:
+                unknown = True
+            else:
+                need = max(need, k)
+        what = f"{label}: {md.name} ({row.stat})"
+        if weak:
+            how = (f"more than {ITERATION_LIMIT} iterations per run would be needed" if unknown else
+                   f"{need} iterations per run would detect it at this variation")
+            out.append(f"{what} could not detect a {EFFECT_PCT:g}% change against {ctx.base}: smallest "
+                       f"detectable change (80% power) {', '.join(weak)}; {how}")
+        if single:
+            out.append(f"{what} could not detect any change against {ctx.base} for {', '.join(single)}: "
+                       f"one iteration a side allows no test; run at least 2 (the number needed for "
+                       f"{EFFECT_PCT:g}% follows from the spread of several)")
+    return out

@@ -1,0 +1,64 @@
+"""The ``vmstat: WORKLOAD`` section: the derived rows of ``analysis/vmstat.py`` from the
+per-counter means over the measured iterations (docs/statistics.md §5, §7), each row
+Welch-tested against the baseline on its per-iteration values in its own direction."""
+
+from __future__ import annotations
+
+from mmbench.analysis import stats as st
+from mmbench.analysis import vmstat as vm
+from mmbench.analysis.compare.context import Context
+from mmbench.analysis.compare.model import Row, Section, clean
+from mmbench.analysis.compare.selection import test_iteration_row
+from mmbench.model.results import IterationResult
+
+
+def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
+    sec = Section(f"vmstat: {label}", "vmstat")
+    derived: dict[str, dict[str, float]] = {}
+    for n, its in measured.items():
+        with_delta = [it for it in its if it.vmstat_delta]
+        if not with_delta:
+            continue
+        el = [it.duration["elapsed"] for it in with_delta if "elapsed" in it.duration]
+        elapsed = st.amean(el) if len(el) == len(with_delta) else None
+        derived[n] = vm.derive(vm.mean_deltas(it.vmstat_delta for it in with_delta), elapsed)
+    if not derived:
+        return sec
+    per_iter = _per_iteration(measured) if ctx.multi and ctx.base in derived else {}
+    for rd in vm.ROWS:
+        if not any(rd.name in d for d in derived.values()):
+            continue
+        row = Row(rd.name, "Amean", rd.unit, rd.better,
+                  {n: clean(derived.get(n, {}).get(rd.name)) for n in ctx.names})
+        sec.rows.append(row)
+        if per_iter:
+            _test(ctx, row, {n: [d[rd.name] for d in ds] for n, ds in per_iter.items()})
+    return sec
+
+
+def _per_iteration(measured: dict[str, list[IterationResult]]) -> dict[str, list[dict[str, float | None]]]:
+    """Every row's value in every measured iteration that has vmstat deltas, per run."""
+    out = {}
+    for n, its in measured.items():
+        ds = [vm.derive_iteration(it.vmstat_delta, it.duration.get("elapsed")) for it in its if it.vmstat_delta]
+        if ds:
+            out[n] = ds
+    return out
+
+
+def _test(ctx: Context, row: Row, vals: dict[str, list[float | None]]) -> None:
+    """Welch on the per-iteration values, in the row's own direction (``vm.ROWS``).  A row
+    undefined in some iteration of a run (a ratio with nothing scanned there) is not tested for
+    that run: the test would silently drop the iteration (the rule of issue 13 item 8)."""
+    whole: dict[str, list[float]] = {}
+    gaps = []
+    for n, v in vals.items():
+        if any(x is None for x in v):
+            if any(x is not None for x in v):
+                gaps.append(n)
+            continue
+        whole[n] = [float(x) for x in v]  # type: ignore[arg-type]
+    if gaps:
+        row.add_note(f"no test: undefined in some iterations of {', '.join(gaps)}")
+    if ctx.base in whole:
+        test_iteration_row(ctx, row, whole, equal_constants_tested=False)

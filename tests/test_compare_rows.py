@@ -1,0 +1,54 @@
+"""Issue 13 items 5 and 6: vmstat rows tested in their own direction (so --fail-on-regression
+and --ratio see them), and the two spreads of metrics with several samples per iteration."""
+
+import math
+
+from mmbench.analysis import vmstat as vm
+from mmbench.analysis.compare import build_comparison, regressions
+from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
+
+TIME = MetricDef("Time", "s", "lower", "time")
+LAT = MetricDef("Launch", "ms", "lower", "latency")
+
+
+def run(name, vmstats, samples=None, metrics=(TIME,)):
+    its = [IterationResult("w", i, False, "ok",
+                           samples=(samples[i] if samples else {"Time": [1.0 + 0.01 * i]}),
+                           duration={"elapsed": 10.0}, vmstat_delta=d)
+           for i, d in enumerate(vmstats)]
+    return RunRecord(name, "complete", 0.0, 1.0, "", "", {}, {}, [WorkloadRun("w", "bench", {}, list(metrics), its)])
+
+
+def deltas(scale, *, fallback=0):
+    # major faults and THP allocations vary a little per iteration; swap stays 0 everywhere
+    return [{"pgfault": 100000, "pgmajfault": int(scale * (1000 + 10 * i)), "pswpin": 0,
+             "thp_fault_alloc": int(500 / scale) + i, "thp_fault_fallback": fallback}
+            for i in range(5)]
+
+
+def test_vmstat_rows_tested_in_their_own_direction():
+    assert next(r for r in vm.ROWS if r.name == "Major Faults").better == "lower"
+    assert next(r for r in vm.ROWS if r.name == "THP fault alloc").better == "higher"
+    c = build_comparison([run("a", deltas(1)), run("b", deltas(2))], ratio=True)
+    rows = {(r.metric, r.stat): r for s in c.sections if s.kind == "vmstat" for r in s.rows}
+    major, thp = rows[("Major Faults", "Amean")], rows[("THP fault alloc", "Amean")]
+    assert major.significant["b"] and major.pct["b"] < -90          # twice the faults: worse
+    assert thp.significant["b"] and thp.pct["b"] < -40              # half the THPs: worse
+    assert major.ci["b"] is not None and major.mde["b"] is not None
+    swap = rows[("Swap Ins", "Amean")]                               # 0 vs 0 everywhere
+    assert swap.p["b"] == 1.0 and not swap.significant["b"]
+    found = {(r.section, r.metric) for r in regressions(c, 10.0)}
+    assert ("vmstat: w", "Major Faults") in found and ("vmstat: w", "THP fault alloc") in found
+    ratio = {(r.metric, r.stat): r for s in c.sections if s.kind == "ratio" for r in s.rows}
+    assert math.isclose(ratio[("Major Faults (vmstat)", "Ratio Amean")].values["b"], 0.5, rel_tol=0.01)
+    # the better direction of each row decides: fewer major faults is an improvement, not flagged
+    better = build_comparison([run("a", deltas(2)), run("b", deltas(1))])
+    assert not any(r.metric == "Major Faults" for r in regressions(better, 10.0))
+
+
+def test_vmstat_row_undefined_in_an_iteration_is_not_tested():
+    a = [{"pgscan_kswapd": 100, "pgsteal_kswapd": 90 + i} for i in range(4)]
+    b = [{"pgscan_kswapd": 100 if i else 0, "pgsteal_kswapd": 50 if i else 0} for i in range(4)]
+    c = build_comparison([run("a", a), run("b", b)])
+    eff = next(r for s in c.sections if s.kind == "vmstat" for r in s.rows if r.metric == "Kswapd efficiency %")
+    assert eff.p["b"] is None and "undefined in some iterations of b" in eff.note
