@@ -192,7 +192,9 @@ class _Test:
 
 
 class _Builder:
-    def __init__(self, runs: list[RunRecord], pvalues: bool, ratio: bool, seed: int):
+    def __init__(self, runs: list[RunRecord], pvalues: bool, ratio: bool, seed: int,
+                 convention: st.Convention = "mmbench"):
+        self.convention = convention
         self.runs = runs
         self.names = _unique_names(runs)
         self.base = self.names[0]
@@ -310,7 +312,8 @@ class _Builder:
         summaries: dict[str, list[tuple[str, float]]] = {}
         for n, pis in per_iter.items():
             if any(len(a) for a in pis):
-                summaries[n] = st.summarise(pis, kind=kind, better=md.better, latency=latency)
+                summaries[n] = st.summarise(pis, kind=kind, better=md.better, latency=latency,
+                                            convention=self.convention)
                 self._outliers(label, md, n, pis, indices[n], kind)
         if not summaries:
             return None
@@ -619,12 +622,13 @@ def vm_notes(runs: list[RunRecord], names: list[str]) -> list[str]:
 
 
 def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: bool = False,
-                     seed: int = 0) -> Comparison:
+                     seed: int = 0, convention: st.Convention = "mmbench") -> Comparison:
     """Compare ``runs`` (the first is the baseline).  ``pvalues`` is recorded for the exporters
-    (p-values are always computed); ``ratio`` adds the per-workload ratio sections."""
+    (p-values are always computed); ``ratio`` adds the per-workload ratio sections.
+    ``convention="mmtests"`` summarises metrics as MMTests does (see :func:`stats.summarise`)."""
     if not runs:
         raise ValueError("build_comparison needs at least one run")
-    return _Builder(list(runs), pvalues, ratio, seed).build()
+    return _Builder(list(runs), pvalues, ratio, seed, convention).build()
 
 
 # --------------------------------------------------------------------------------------------

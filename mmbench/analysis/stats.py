@@ -19,6 +19,9 @@ import numpy as np
 
 MeanKind = Literal["amean", "hmean", "gmean"]
 Better = Literal["higher", "lower"]
+# "mmbench": the definitions above; "mmtests": MMTests' (bin/lib/MMTests/Stat.pm, Summarise.pm) for
+# reproducing its compare-kernels tables of imported trees (docs/mmtests-import.md)
+Convention = Literal["mmbench", "mmtests"]
 
 PERCENTILES: tuple[int, ...] = (50, 90, 95, 99)
 BMEAN_PCT = 95
@@ -93,24 +96,27 @@ def vmax(x: Sequence[float] | np.ndarray) -> float:
     return float(a.max()) if a.size else _NAN
 
 
-def bmean_k(n: int, pct: float) -> int:
+def bmean_k(n: int, pct: float, convention: Convention = "mmbench") -> int:
     """How many values B-mean keeps: k = max(1, ceil(n·pct/100)).
 
     Rounding up means "at least pct% of the values are kept": at most (100−pct)% of the worst
-    values are dropped, never more.  (MMTests floors, so with n=5 its BAmean.95 drops 20%.)"""
+    values are dropped, never more.  (MMTests floors, so with n=5 its BAmean.95 drops 20%;
+    ``convention="mmtests"`` gives its k = max(1, floor(n·pct/100)), Summarise.pm:323-334.)"""
     if n <= 0:
         return 0
+    if convention == "mmtests":
+        return max(1, min(n, math.floor(n * pct / 100.0 + 1e-9)))
     return max(1, min(n, math.ceil(n * pct / 100.0 - 1e-9)))
 
 
 def bmean(x: Sequence[float] | np.ndarray, pct: float = BMEAN_PCT, better: Better = "lower",
-          kind: MeanKind = "amean") -> float:
+          kind: MeanKind = "amean", convention: Convention = "mmbench") -> float:
     """Mean (of family ``kind``) of the best ``pct``% of the values: the lowest ones when lower is
     better, the highest ones when higher is better.  k is :func:`bmean_k`."""
     a = _arr(x)
     if not a.size:
         return _NAN
-    k = bmean_k(a.size, pct)
+    k = bmean_k(a.size, pct, convention)
     s = np.sort(a)
     best = s[:k] if better == "lower" else s[a.size - k:]
     return mean(best, kind)
@@ -173,13 +179,16 @@ def bmean_label(kind: MeanKind, pct: float = BMEAN_PCT) -> str:
 
 
 def summarise(per_iter: Sequence[Sequence[float] | np.ndarray], *, kind: MeanKind = "amean",
-              better: Better = "lower", latency: bool = False) -> list[tuple[str, float]]:
+              better: Better = "lower", latency: bool = False,
+              convention: Convention = "mmbench") -> list[tuple[str, float]]:
     """The summary rows of one metric of one run, in display order:
 
     Min, <Mean>, Stddev, CoeffVar, Max, B<Mean>.95 and, for latency metrics, P50 P90 P95 P99.
+    ``convention="mmtests"``: the mean and stddev are of all samples pooled (MMTests pools every
+    iteration, Summarise.pm:362) and B-means floor their k (:func:`bmean_k`).
     """
     allv = pooled(per_iter)
-    u, _ = units(per_iter, kind)
+    u = allv if convention == "mmtests" else units(per_iter, kind)[0]
     m = mean(u, kind)
     sd = stddev(u)
     cv = _NAN if (math.isnan(sd) or math.isnan(m) or m == 0) else 100.0 * sd / abs(m)
@@ -189,7 +198,7 @@ def summarise(per_iter: Sequence[Sequence[float] | np.ndarray], *, kind: MeanKin
         ("Stddev", sd),
         ("CoeffVar", cv),
         ("Max", vmax(allv)),
-        (bmean_label(kind), bmean(allv, BMEAN_PCT, better, kind)),
+        (bmean_label(kind), bmean(allv, BMEAN_PCT, better, kind, convention)),
     ]
     if latency:
         rows += [(f"P{p}", v) for p, v in zip(PERCENTILES, percentiles(allv))]

@@ -1,0 +1,123 @@
+"""What every MMTests raw-format reader shares: opening a log that may be gzipped, line errors
+that name the file and line, GNU time's output, and the ``Parsed`` result a reader returns.
+
+MMTests' ``open_log`` (bin/lib/MMTests/Extract.pm:505-520, v0.25) reads ``<file>.gz`` when it
+exists, else ``<file>``; :func:`open_log` does the same, so a tree whose logs were gzipped by
+``MONITORS_GZIP`` or by the shellpack itself reads like a plain one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from mmbench.errors import UsageError
+from mmbench.store.model import MetricDef
+
+
+class MissingLog(Exception):
+    """A raw log the format needs is absent: the iteration is skipped with a warning."""
+
+
+@dataclass
+class Parsed:
+    """What a reader took from one benchmark's ``logs/`` folder of one iter-N: metric → samples
+    (the values MMTests' extractor would ``addData`` for that op, in order) and their definitions."""
+
+    metrics: list[MetricDef] = field(default_factory=list)
+    samples: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, md: MetricDef, value: float) -> None:
+        if md.name not in self.samples:
+            self.metrics.append(md)
+            self.samples[md.name] = []
+        self.samples[md.name].append(value)
+
+
+def find_log(path: Path) -> Path | None:
+    """``path.gz`` if it exists, else ``path``, else None (MMTests' open_log order)."""
+    base = path.with_name(path.name[:-3]) if path.name.endswith(".gz") else path
+    gz = base.with_name(base.name + ".gz")
+    if gz.is_file():
+        return gz
+    return base if base.is_file() else None
+
+
+def read_lines(path: Path) -> list[str]:
+    """The lines of a plain or gzipped text file (gzip is recognised by its ``.gz`` name).  A file
+    that cannot be read or decompressed is a one-line UsageError naming it."""
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                data = fh.read()
+        else:
+            data = path.read_bytes()
+    except (OSError, EOFError, zlib.error) as e:
+        raise UsageError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+def open_log(path: Path) -> tuple[Path, list[str]]:
+    """Find ``path`` (or ``path.gz``) and read it; :class:`MissingLog` when neither exists."""
+    found = find_log(path)
+    if found is None:
+        raise MissingLog(f"{path}[.gz] is missing")
+    return found, read_lines(found)
+
+
+def numbered(lines: list[str]) -> Iterator[tuple[int, str]]:
+    return enumerate(lines, start=1)
+
+
+def bad_line(path: Path, lineno: int, what: str) -> UsageError:
+    return UsageError(f"{path}: line {lineno}: {what}")
+
+
+def number(path: Path, lineno: int, text: str, what: str) -> float:
+    """A finite float from ``text``, else a UsageError naming file, line and field."""
+    try:
+        v = float(text.replace(",", ""))
+    except ValueError:
+        raise bad_line(path, lineno, f"{what} is {text!r}, expected a number") from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise bad_line(path, lineno, f"{what} is {text!r}, expected a finite number")
+    return v
+
+
+_CLOCK = re.compile(r"^(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
+
+
+def gnu_time(path: Path, lineno: int, line: str) -> tuple[float, float, float]:
+    """user, system and elapsed seconds from GNU time's default first line,
+    ``0.01user 0.02system 0:00.03elapsed 66%CPU (...)`` (elapsed is [h:]m:s), as MMTests'
+    _time_to_user/_sys/_elapsed split it (Extract.pm:278-327, v0.25)."""
+    fields = line.split()
+    if len(fields) < 3 or not (fields[0].endswith("user") and fields[1].endswith("system")
+                               and fields[2].endswith("elapsed")):
+        raise bad_line(path, lineno, "expected GNU time's 'Nuser Nsystem [H:]M:S.sselapsed ...'")
+    user = number(path, lineno, fields[0][:-4], "user time")
+    system = number(path, lineno, fields[1][:-6], "system time")
+    m = _CLOCK.match(fields[2][:-7])
+    if not m:
+        raise bad_line(path, lineno, f"elapsed time is {fields[2]!r}, expected [H:]M:S.ss")
+    h, mi, s = m.groups()
+    return user, system, int(h or 0) * 3600 + int(mi) * 60 + float(s)
+
+
+def scaling_files(logs: Path, prefix: str, suffix: str) -> list[tuple[int, Path]]:
+    """``<prefix>N<suffix>`` files (plain or .gz) of a logs folder, by N ascending: MMTests'
+    discover_scaling_parameters (Extract.pm:486-503) with a numeric N."""
+    pat = re.compile(re.escape(prefix) + r"(\d+)" + re.escape(suffix) + r"(?:\.gz)?$")
+    found: dict[int, Path] = {}
+    for p in logs.iterdir():
+        m = pat.match(p.name)
+        if m and p.is_file():
+            n = int(m.group(1))
+            # the .gz wins over a plain file of the same name, as in open_log
+            if n not in found or p.name.endswith(".gz"):
+                found[n] = p
+    return sorted(found.items())

@@ -1,0 +1,41 @@
+"""MMTests ``thpscale`` (v0.25 shellpack_src/src/thpscale/thpscale.c): THP fault latency after
+the address space was fragmented by punching holes and filling them with page cache.
+
+Read: ``logs/threads-<N>.log[.gz]`` for every thread count N (the shellpack gzips them).  Lines
+starting with ``fault`` are ``fault <tid> <huge|base> <latency_us> <sec.usec> <local>``
+(thpscale.c: ``printf("fault %d %s %12lu %lu.%lu %d\\n", ...)``); every other line (anoninit,
+fileinit, banners) is skipped.  Samples: ``fault-<huge|base>-<N>`` and ``fault-both-<N>`` = field
+4, in µs (lower is better), as ExtractThpscale.pm.  Unlike it, a kind of fault that never
+happened gets no samples (MMTests adds a fake sample of 0).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, number, numbered, read_lines,
+                                               scaling_files)
+from mmbench.store.model import MetricDef
+
+NAME = "thpscale"
+
+
+def read(logs: Path) -> Parsed:
+    files = scaling_files(logs, "threads-", ".log")
+    if not files:
+        raise MissingLog(f"{logs}/threads-<N>.log[.gz] is missing")
+    out = Parsed()
+    for n, path in files:
+        defs = {k: MetricDef(f"fault-{k}-{n}", "us", "lower", "latency",
+                             description=f"{k} fault + 2 MiB memset latency, {n} threads")
+                for k in ("base", "huge", "both")}
+        for lineno, line in numbered(read_lines(path)):
+            if not line.startswith("fault"):
+                continue
+            f = line.split()
+            if len(f) < 4 or f[0] != "fault" or f[2] not in ("huge", "base"):
+                raise bad_line(path, lineno, "expected 'fault <tid> <huge|base> <latency_us> ...'")
+            lat = number(path, lineno, f[3], "latency")
+            out.add(defs[f[2]], lat)
+            out.add(defs["both"], lat)
+    return out
