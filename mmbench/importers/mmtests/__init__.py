@@ -179,7 +179,10 @@ def read_run(name: str, path: Path) -> ImportedRun:
         if times is None:
             warnings.append(f"{it}/tests-timestamp is missing: no durations for iter-{n}")
         vmstats = read_sysstate(it)
-        benches = sorted(p for p in it.iterdir() if p.is_dir() and (p / "logs").is_dir())
+        # in the order MMTests ran them (tests-timestamp), then by name
+        order = list(times or {})
+        benches = sorted((p for p in it.iterdir() if p.is_dir() and (p / "logs").is_dir()),
+                         key=lambda p: (order.index(p.name) if p.name in order else len(order), p.name))
         if not benches:
             warnings.append(f"{it}: no <benchmark>/logs folder; iter-{n} skipped")
         for bdir in benches:

@@ -3,7 +3,8 @@ removed 2023-04): huge-page-order allocation success under a background workload
 
 Read: ``logs/mmtests.log[.gz]`` for the lines ``Background workload: <W> pid <P>, highalloc pass
 <N>`` (the workloads W, in order), then every ``logs/highalloc-<W>-<N>.log[.gz]``, whose lines
-``<i> success|failure <latency>`` (highalloc.stp: ``"%d %s %lu\\n"``) are the attempts.  Per W,
+``<i> success|failure <latency>`` (highalloc.stp: ``"%d %s %lu\\n"``) are the attempts (a line
+starting ``<i> success|failure`` that does not end in one integer is an error).  Per W,
 as ExtractHighalloc.pm: ``<W>-pass`` = number of pass files, ``<W>-success`` = successes·100 /
 attempts over all passes (%), ``<W>-mean-lat`` = arithmetic mean of all attempts' latencies in ns
 (the script prints ``ktime_to_ns`` of ktime_get_real() around each allocation).  One sample each.  Success and passes are higher-is-better; unlike MMTests, mean-lat is
@@ -16,12 +17,13 @@ import re
 from pathlib import Path
 
 from mmbench.errors import UsageError
-from mmbench.importers.mmtests._common import MissingLog, Parsed, number, numbered, open_log, read_lines
+from mmbench.importers.mmtests._common import MissingLog, Parsed, bad_line, number, numbered, open_log, read_lines
 from mmbench.store.model import MetricDef
 
 NAME = "highalloc"
 _BG = re.compile(r"Background workload: ([a-z-]+) pid [0-9]+, highalloc pass ([0-9]+)")
 _ATTEMPT = re.compile(r"([0-9]+) (success|failure) ([0-9]+)")
+_ATTEMPT_START = re.compile(r"^[0-9]+ (success|failure)\b")
 
 
 def read(logs: Path) -> Parsed:
@@ -47,7 +49,9 @@ def read(logs: Path) -> Parsed:
         lat_sum = 0.0
         for _, f in sorted(files.items()):
             for lineno, line in numbered(read_lines(f)):
-                m = _ATTEMPT.match(line.strip())
+                m = _ATTEMPT.fullmatch(line.strip())
+                if m is None and _ATTEMPT_START.match(line.strip()):
+                    raise bad_line(f, lineno, "expected '<i> success|failure <latency_ns>'")
                 if m:
                     attempts += 1
                     success += m.group(2) == "success"
