@@ -356,6 +356,11 @@ def test_compare_default_convention_single_iteration(tmp_path, results, capsys):
     rows = _rows(json.loads(out))
     assert _check_rows(rows, exp, "base", "new", pooled_iters=([0], [0]),
                        bmean_k=lambda n: max(1, math.ceil(n * 95 / 100))) > 300
+    # thpscale's proc-vmstat monitor frames (t = 0, 1, 2 s; the first interval moves every counter
+    # by 1) became mmbench's proc-vmstat monitor: per-interval rates, Amean and Max
+    d = exp.vmstat["base"]["thpscale"][0]["pgscan_kswapd"]
+    assert rows[("monitor proc-vmstat: thpscale", "Kswapd scan (pages/s)", "Amean")]["values"]["base"] == d / 2
+    assert rows[("monitor proc-vmstat: thpscale", "Kswapd scan (pages/s)", "Max")]["values"]["base"] == max(1, d - 1)
     # duration and vmstat sections exist for every benchmark
     titles = {s["title"] for s in json.loads(out)["sections"]}
     for b in BENCHES:
@@ -433,6 +438,7 @@ MALFORMED = [
      .replace(" failure ", " failure 1e400", 1), None),
     ("pft", "tests-timestamp", lambda t: t.replace(" user ", " usr ", 1), 4),
     ("pft", "tests-sysstate", lambda t: t.replace("pgfault ", "pgfault x", 1), 7),
+    ("thpscale", "proc-vmstat-thpscale", lambda t: t.replace("pgfault ", "pgfault 1 ", 1), 2),
 ]
 
 

@@ -45,6 +45,8 @@ class ImportedRun:
     workloads: list[WorkloadRun]
     fingerprint: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    # (workload, iteration) → the proc-vmstat monitor's frames as mmbench's proc-vmstat.tsv
+    monitor_tables: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
 def log_root(d: Path) -> Path:
@@ -131,26 +133,43 @@ def read_sysstate(it: Path) -> dict[str, dict[str, int]] | None:
     return out
 
 
-def read_proc_vmstat_monitor(it: Path, bench: str) -> dict[str, int] | None:
-    """Last − first frame of the proc-vmstat monitor (``time: <epoch>`` then /proc/vmstat, repeated),
-    None when the monitor was not run."""
+def read_proc_vmstat_monitor(it: Path, bench: str) -> list[tuple[float, dict[str, int]]] | None:
+    """The frames of the proc-vmstat monitor ``proc-vmstat-<bench>[.gz]`` (watch-proc-vmstat.sh: a
+    ``time: <epoch>`` line, then /proc/vmstat, every MONITOR_UPDATE_FREQUENCY seconds) as
+    (epoch, counters); None when the monitor was not run."""
     path = find_log(it / f"proc-vmstat-{bench}")
     if path is None:
         return None
-    frames: list[dict[str, int]] = []
+    frames: list[tuple[float, dict[str, int]]] = []
     for lineno, line in numbered(read_lines(path)):
         if line.startswith("time:"):
-            frames.append({})
+            f = line.split()
+            if len(f) < 2:
+                raise bad_line(path, lineno, "expected 'time: <epoch>'")
+            frames.append((number(path, lineno, f[1], "epoch"), {}))
         elif line.strip():
             if not frames:
                 raise bad_line(path, lineno, "a counter before the first 'time: <epoch>' line")
             k, v = _vmstat_line(path, lineno, line)
-            frames[-1][k] = v
-    frames = [f for f in frames if f]
+            frames[-1][1][k] = v
+    return [f for f in frames if f[1]]
+
+
+def frames_delta(frames: list[tuple[float, dict[str, int]]]) -> dict[str, int] | None:
+    """Last − first frame (None with fewer than two frames)."""
     if len(frames) < 2:
         return None
-    first, last = frames[0], frames[-1]
+    first, last = frames[0][1], frames[-1][1]
     return {k: last[k] - v for k, v in first.items() if k in last}
+
+
+def frames_tsv(frames: list[tuple[float, dict[str, int]]]) -> str:
+    """The frames as mmbench's proc-vmstat monitor table (``time`` = seconds since the first frame)."""
+    cols = list(dict.fromkeys(k for _, f in frames for k in f))
+    t0 = frames[0][0]
+    rows = ["\t".join(["time", *cols])]
+    rows += ["\t".join([f"{t - t0:.3f}", *(str(f[c]) if c in f else "nan" for c in cols)]) for t, f in frames]
+    return "\n".join(rows) + "\n"
 
 
 def kernel_release(it: Path) -> tuple[str, str]:
@@ -172,6 +191,7 @@ def read_run(name: str, path: Path) -> ImportedRun:
     workloads: dict[str, WorkloadRun] = {}
     release = host = ""
     no_reader: set[str] = set()
+    tables: dict[tuple[str, int], str] = {}
     for n, it in iter_dirs(path):
         if not release:
             release, host = kernel_release(it)
@@ -217,16 +237,21 @@ def read_run(name: str, path: Path) -> ImportedRun:
                     res.duration = times[bench]
                 else:
                     warnings.append(f"{it}/tests-timestamp: no 'time :: {bench}' line: no duration for iter-{n}")
+            frames = read_proc_vmstat_monitor(it, bench)
+            if frames and len(frames) >= 2:
+                tables[(bench, n)] = frames_tsv(frames)
+                res.monitors["proc-vmstat"] = {"files": ["proc-vmstat.tsv"], "samples": len(frames), "errors": [],
+                                               "imported_from": str(find_log(it / f"proc-vmstat-{bench}"))}
             delta = (vmstats or {}).get(bench)
-            if delta is None:
-                delta = read_proc_vmstat_monitor(it, bench)
+            if delta is None and frames:
+                delta = frames_delta(frames)
             if delta is not None:
                 res.vmstat_delta = delta
             w.iterations.append(res)
     if not workloads:
         raise UsageError(f"{path}: no benchmark results in any iter-<N>/<benchmark>/logs folder")
     fp = {"imported_from": "mmtests", "source": str(path), "host": host, "kernel": {"release": release}}
-    return ImportedRun(name, path, list(workloads.values()), fp, warnings)
+    return ImportedRun(name, path, list(workloads.values()), fp, warnings, tables)
 
 
 def write_run(store: Store, run: ImportedRun, store_name: str, *, force: bool) -> Path:
@@ -242,6 +267,12 @@ def write_run(store: Store, run: ImportedRun, store_name: str, *, force: bool) -
             d = writer.iteration_dir(w.label, it.index)
             d.mkdir(parents=True, exist_ok=True)
             it.path = str(d.relative_to(writer.path))
+            table = run.monitor_tables.get((w.label, it.index))
+            if table is not None:
+                mdir = d / "monitors" / "proc-vmstat"
+                mdir.mkdir(parents=True, exist_ok=True)
+                (mdir / "proc-vmstat.tsv").write_text(table)
+                it.monitors["proc-vmstat"]["dir"] = str(mdir.relative_to(writer.path))
             writer.add_iteration(it)
     writer.finish("imported")
     return writer.path
