@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import lzma
 import math
 import random
 from dataclasses import dataclass, field
@@ -34,9 +35,13 @@ class Expected:
     vmstat: dict = field(default_factory=dict)
 
 
-def _write(path: Path, text: str, gz: bool) -> None:
+def _write(path: Path, text: str, gz: bool | str) -> None:
+    """Write ``path`` plain, or as ``path.gz`` (gz true), or as ``path.xz`` (gz == "xz")."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if gz:
+    if gz == "xz":
+        with lzma.open(path.with_name(path.name + ".xz"), "wt") as fh:
+            fh.write(text)
+    elif gz:
         with gzip.open(path.with_name(path.name + ".gz"), "wt") as fh:
             fh.write(text)
     else:
@@ -275,7 +280,7 @@ def results(tmp_path: Path) -> Path:
     return tmp_path / "results"
 
 
-@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("gz", [False, True, "xz"], ids=["plain", "gzip", "xz"])
 def test_imported_values_equal_generated(tmp_path, results, capsys, gz):
     exp = make_tree(tmp_path / "mmtests", {"base": 2, "new": 1}, gz=gz)
     rc, out, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))
@@ -480,7 +485,7 @@ def test_corrupt_gzip_and_missing_logs(tmp_path, results, capsys):
     (it0 / "tests-timestamp").unlink()
     rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))
     assert rc == 0, err
-    assert "threads-<N>.log[.gz] is missing" in err and "tests-timestamp is missing" in err
+    assert "threads-<N>.log[.gz|.xz] is missing" in err and "tests-timestamp is missing" in err
     w = FileStore(results).load_run("base").workload("thpscale")
     assert [(it.index, it.status) for it in w.iterations] == [(0, "failed"), (1, "ok")]
     assert w.iterations[0].vmstat_delta and not w.iterations[0].duration

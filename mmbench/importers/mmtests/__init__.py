@@ -6,7 +6,7 @@ are what MMTests' extractor for that benchmark pools for the iter-N (one module 
 in this package, listed in :data:`FORMATS`).  Every benchmark, with a reader or not, also gets
 its duration (the ``time :: <bench> U user S system E elapsed`` line of ``iter-N/tests-timestamp``)
 and its /proc/vmstat delta (the ``file start|end :: /proc/vmstat`` snapshots around the test in
-``iter-N/tests-sysstate[.gz]``, else the first and last frame of the ``proc-vmstat-<bench>[.gz]``
+``iter-N/tests-sysstate[.gz|.xz]``, else the first and last frame of the ``proc-vmstat-<bench>[.gz|.xz]``
 monitor).  Names from the tree are validated like run names: a name is never a path.  The layout,
 the formats and every deliberate difference from MMTests' own reports are in docs/mmtests-import.md.
 """
@@ -101,7 +101,7 @@ def _vmstat_line(path: Path, lineno: int, line: str) -> tuple[str, int]:
 
 
 def read_sysstate(it: Path) -> dict[str, dict[str, int]] | None:
-    """Per test, /proc/vmstat after − before from ``tests-sysstate[.gz]``: between ``test begin ::
+    """Per test, /proc/vmstat after − before from ``tests-sysstate[.gz|.xz]``: between ``test begin ::
     TEST`` and ``test end :: TEST``, the lines after ``file start :: /proc/vmstat`` (and ``file end
     :: /proc/vmstat``) up to the next ``file start|end ::`` marker (common.sh
     sysstate_log_proc_files, run-mmtests.sh:575-683).  None when the file is absent."""
@@ -134,7 +134,7 @@ def read_sysstate(it: Path) -> dict[str, dict[str, int]] | None:
 
 
 def read_proc_vmstat_monitor(it: Path, bench: str) -> list[tuple[float, dict[str, int]]] | None:
-    """The frames of the proc-vmstat monitor ``proc-vmstat-<bench>[.gz]`` (watch-proc-vmstat.sh: a
+    """The frames of the proc-vmstat monitor ``proc-vmstat-<bench>[.gz|.xz]`` (watch-proc-vmstat.sh: a
     ``time: <epoch>`` line, then /proc/vmstat, every MONITOR_UPDATE_FREQUENCY seconds) as
     (epoch, counters); None when the monitor was not run."""
     path = find_log(it / f"proc-vmstat-{bench}")

@@ -2,13 +2,14 @@
 that name the file and line, GNU time's output, and the ``Parsed`` result a reader returns.
 
 MMTests' ``open_log`` (bin/lib/MMTests/Extract.pm:505-520, v0.25) reads ``<file>.gz`` when it
-exists, else ``<file>``; :func:`open_log` does the same, so a tree whose logs were gzipped by
-``MONITORS_GZIP`` or by the shellpack itself reads like a plain one.
+exists, else ``<file>.xz``, else ``<file>``; :func:`open_log` does the same, so a tree whose logs
+were compressed by ``MONITORS_GZIP``, by the shellpack itself or afterwards reads like a plain one.
 """
 
 from __future__ import annotations
 
 import gzip
+import lzma
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -39,24 +40,28 @@ class Parsed:
 
 
 def find_log(path: Path) -> Path | None:
-    """``path.gz`` if it exists, else ``path``, else None (MMTests' open_log order)."""
-    base = path.with_name(path.name[:-3]) if path.name.endswith(".gz") else path
-    gz = base.with_name(base.name + ".gz")
-    if gz.is_file():
-        return gz
+    """``path.gz`` if it exists, else ``path.xz``, else ``path``, else None (MMTests' open_log order)."""
+    base = path.with_name(path.name[:-3]) if path.name.endswith((".gz", ".xz")) else path
+    for ext in (".gz", ".xz"):
+        packed = base.with_name(base.name + ext)
+        if packed.is_file():
+            return packed
     return base if base.is_file() else None
 
 
 def read_lines(path: Path) -> list[str]:
-    """The lines of a plain or gzipped text file (gzip is recognised by its ``.gz`` name).  A file
-    that cannot be read or decompressed is a one-line UsageError naming it."""
+    """The lines of a plain, gzipped or xz text file (recognised by a ``.gz`` or ``.xz`` name).  A
+    file that cannot be read or decompressed is a one-line UsageError naming it."""
     try:
         if path.name.endswith(".gz"):
             with gzip.open(path, "rb") as fh:
                 data = fh.read()
+        elif path.name.endswith(".xz"):
+            with lzma.open(path, "rb") as fh:
+                data = fh.read()
         else:
             data = path.read_bytes()
-    except (OSError, EOFError, zlib.error) as e:
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
         raise UsageError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     return data.decode("utf-8", errors="replace").splitlines()
 
@@ -65,7 +70,7 @@ def open_log(path: Path) -> tuple[Path, list[str]]:
     """Find ``path`` (or ``path.gz``) and read it; :class:`MissingLog` when neither exists."""
     found = find_log(path)
     if found is None:
-        raise MissingLog(f"{path}[.gz] is missing")
+        raise MissingLog(f"{path}[.gz|.xz] is missing")
     return found, read_lines(found)
 
 
@@ -111,13 +116,11 @@ def gnu_time(path: Path, lineno: int, line: str) -> tuple[float, float, float]:
 def scaling_files(logs: Path, prefix: str, suffix: str) -> list[tuple[int, Path]]:
     """``<prefix>N<suffix>`` files (plain or .gz) of a logs folder, by N ascending: MMTests'
     discover_scaling_parameters (Extract.pm:486-503) with a numeric N."""
-    pat = re.compile(re.escape(prefix) + r"(\d+)" + re.escape(suffix) + r"(?:\.gz)?$")
+    pat = re.compile(re.escape(prefix) + r"(\d+)" + re.escape(suffix) + r"(?:\.gz|\.xz)?$")
     found: dict[int, Path] = {}
     for p in logs.iterdir():
         m = pat.match(p.name)
         if m and p.is_file():
-            n = int(m.group(1))
-            # the .gz wins over a plain file of the same name, as in open_log
-            if n not in found or p.name.endswith(".gz"):
-                found[n] = p
-    return sorted(found.items())
+            found.setdefault(int(m.group(1)), p)
+    # of a plain, .gz and .xz file of the same name, open_log's choice
+    return sorted((n, find_log(p)) for n, p in found.items())  # type: ignore[misc]

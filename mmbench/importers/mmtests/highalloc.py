@@ -1,8 +1,8 @@
 """MMTests ``highalloc`` (v0.25 shellpack_src/src/highalloc + stap-scripts/highalloc.stp,
 removed 2023-04): huge-page-order allocation success under a background workload.
 
-Read: ``logs/mmtests.log[.gz]`` for the lines ``Background workload: <W> pid <P>, highalloc pass
-<N>`` (the workloads W, in order), then every ``logs/highalloc-<W>-<N>.log[.gz]``, whose lines
+Read: ``logs/mmtests.log[.gz|.xz]`` for the lines ``Background workload: <W> pid <P>, highalloc pass
+<N>`` (the workloads W, in order), then every ``logs/highalloc-<W>-<N>.log[.gz|.xz]``, whose lines
 ``<i> success|failure <latency>`` (highalloc.stp: ``"%d %s %lu\\n"``) are the attempts (a line
 starting ``<i> success|failure`` that does not end in one integer is an error).  Per W,
 as ExtractHighalloc.pm: ``<W>-pass`` = number of pass files, ``<W>-success`` = successes·100 /
@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from mmbench.errors import UsageError
-from mmbench.importers.mmtests._common import MissingLog, Parsed, bad_line, number, numbered, open_log, read_lines
+from mmbench.importers.mmtests._common import MissingLog, Parsed, bad_line, find_log, number, numbered, open_log, read_lines
 from mmbench.store.model import MetricDef
 
 NAME = "highalloc"
@@ -37,14 +37,14 @@ def read(logs: Path) -> Parsed:
         raise MissingLog(f"{path}: no 'Background workload: W pid P, highalloc pass N' line")
     out = Parsed()
     for w in workloads:
-        pat = re.compile(rf"^highalloc-{re.escape(w)}-(\d+)\.log(\.gz)?$")
+        pat = re.compile(rf"^highalloc-{re.escape(w)}-(\d+)\.log(\.gz|\.xz)?$")
         files: dict[int, Path] = {}
         for p in logs.iterdir():
             m = pat.match(p.name)
-            if m and (int(m[1]) not in files or m[2]):
-                files[int(m[1])] = p
+            if m and p.is_file():
+                files.setdefault(int(m[1]), find_log(p))  # type: ignore[arg-type]
         if not files:
-            raise MissingLog(f"{logs}/highalloc-{w}-<N>.log[.gz] is missing")
+            raise MissingLog(f"{logs}/highalloc-{w}-<N>.log[.gz|.xz] is missing")
         success = attempts = 0
         lat_sum = 0.0
         for _, f in sorted(files.items()):

@@ -1,7 +1,7 @@
 """MMTests ``pft`` (v0.25 shellpack_src/src/pft; github.com/gormanm/pft): page faults per second
 with N processes or threads, PFT_ITERATIONS runs per client count.
 
-Read: ``logs/pft-<N>.log[.gz]`` for every client count N.  The shellpack appends the output of
+Read: ``logs/pft-<N>.log[.gz|.xz]`` for every client count N.  The shellpack appends the output of
 each run (``pft -m SIZE -n|-t N``).  As ExtractPft.pm does, a line is data when, after deleting
 every ``s`` (the seconds suffix of ``0.12s``), it has no letter left; the header and any other
 text is skipped.  A data line has 8 whitespace-separated fields: MappingSize, Threads, CacheLine,
@@ -26,7 +26,7 @@ _LETTER = re.compile(r"[a-zA-Z]")
 def read(logs: Path) -> Parsed:
     files = scaling_files(logs, "pft-", ".log")
     if not files:
-        raise MissingLog(f"{logs}/pft-<N>.log[.gz] is missing")
+        raise MissingLog(f"{logs}/pft-<N>.log[.gz|.xz] is missing")
     out = Parsed()
     for n, path in files:
         cpu = MetricDef(f"faults/cpu-{n}", "faults/s", "higher", "rate", description=f"faults per CPU second, {n} clients")

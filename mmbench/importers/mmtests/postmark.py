@@ -1,7 +1,7 @@
 """MMTests ``postmark`` (v0.25 shellpack_src/src/postmark; Debian's postmark): small-file
 mail-server transactions, optionally with an anonymous memory hog in the background.
 
-Read: ``logs/postmark.log[.gz]``, postmark's report.  As ExtractPostmark.pm, the number in the
+Read: ``logs/postmark.log[.gz|.xz]``, postmark's report.  As ExtractPostmark.pm, the number in the
 first parenthesis of these lines is one sample (per second, higher is better):
 ``... seconds of transactions (N per second)`` → ``Transactions``;
 ``... megabytes read (N ...`` → ``DataRead/MB``; ``... megabytes written (N ...`` →

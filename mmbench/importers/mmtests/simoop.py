@@ -2,7 +2,7 @@
 config-workload-simoop-short): per-interval read, write and allocation latency percentiles of a
 simulated data-store under memory pressure.
 
-Read: ``logs/simoop.log[.gz]``, from the line starting ``Warmup complete`` up to a line starting
+Read: ``logs/simoop.log[.gz|.xz]``, from the line starting ``Warmup complete`` up to a line starting
 ``Final stats`` (or the end).  Every line there matching
 ``<Op> latency [usec: ](p50: A) (p95: B) (p99: C)[ (max: D)]`` with Op one of Read, Write,
 Allocation gives one sample each of ``p50-<Op>``, ``p95-<Op>``, ``p99-<Op>`` (and ``max-<Op>``

@@ -1,7 +1,7 @@
 """MMTests ``stutterp`` (shellpack_src/src/stutterp, configs pagereclaim-stutterp{,-noreaders}):
 mmap+fault+munmap latency while anon hogs, fio writers and readers push the machine into reclaim.
 
-Read: ``logs/mmap-latency-<W>.log[.gz]`` for every worker count W.  mmap-latency.c prints
+Read: ``logs/mmap-latency-<W>.log[.gz|.xz]`` for every worker count W.  mmap-latency.c prints
 ``printf("%d %llu\\n", count, avg_ns)``: ``count`` consecutive measurements whose mean latency is
 ``avg_ns`` nanoseconds.  Each line gives ``count`` samples of ``mmap-<W>`` = avg_ns/1000 µs
 (lower is better), as ExtractStutterp.pm (v0.25, which divides by 10^6: ms) and HEAD's
@@ -26,7 +26,7 @@ MAX_COUNT = 1_000_000
 def read(logs: Path) -> Parsed:
     files = scaling_files(logs, "mmap-latency-", ".log")
     if not files:
-        raise MissingLog(f"{logs}/mmap-latency-<W>.log[.gz] is missing")
+        raise MissingLog(f"{logs}/mmap-latency-<W>.log[.gz|.xz] is missing")
     out = Parsed()
     for w, path in files:
         md = MetricDef(f"mmap-{w}", "us", "lower", "latency", description=f"mmap+fault+munmap latency, {w} workers")

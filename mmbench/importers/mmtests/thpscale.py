@@ -1,7 +1,7 @@
 """MMTests ``thpscale`` (v0.25 shellpack_src/src/thpscale/thpscale.c): THP fault latency after
 the address space was fragmented by punching holes and filling them with page cache.
 
-Read: ``logs/threads-<N>.log[.gz]`` for every thread count N (the shellpack gzips them).  Lines
+Read: ``logs/threads-<N>.log[.gz|.xz]`` for every thread count N (the shellpack gzips them).  Lines
 starting with ``fault`` are ``fault <tid> <huge|base> <latency_us> <sec.usec> <local>``
 (thpscale.c: ``printf("fault %d %s %12lu %lu.%lu %d\\n", ...)``); every other line (anoninit,
 fileinit, banners) is skipped.  Samples: ``fault-<huge|base>-<N>`` and ``fault-both-<N>`` = field
@@ -23,7 +23,7 @@ NAME = "thpscale"
 def read(logs: Path) -> Parsed:
     files = scaling_files(logs, "threads-", ".log")
     if not files:
-        raise MissingLog(f"{logs}/threads-<N>.log[.gz] is missing")
+        raise MissingLog(f"{logs}/threads-<N>.log[.gz|.xz] is missing")
     out = Parsed()
     for n, path in files:
         defs = {k: MetricDef(f"fault-{k}-{n}", "us", "lower", "latency",

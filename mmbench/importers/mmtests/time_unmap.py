@@ -1,7 +1,7 @@
 """MMTests ``time_unmap`` (v0.25 shellpack_src/src/time_unmap, config-workload-time-unmap): the
 time to munmap a large mapping that NCPU threads faulted, one run per iteration.
 
-Read: every ``logs/unmap-<I>.log[.gz]`` (I = the shellpack's iteration, in I order).  Each
+Read: every ``logs/unmap-<I>.log[.gz|.xz]`` (I = the shellpack's iteration, in I order).  Each
 non-blank line is one sample: ``time-unmap.c`` prints ``printf("%lld\\n", time_diff(...))``, the
 munmap time in microseconds.  Metric ``Time`` (µs, lower is better), as ExtractTime_unmap.pm
 (``addData("Time", ++$iteration, $line)``).  The ``unmap-<I>.time`` GNU time files are not read.
@@ -21,7 +21,7 @@ TIME = MetricDef("Time", "us", "lower", "latency", description="munmap time of t
 def read(logs: Path) -> Parsed:
     files = scaling_files(logs, "unmap-", ".log")
     if not files:
-        raise MissingLog(f"{logs}/unmap-<I>.log[.gz] is missing")
+        raise MissingLog(f"{logs}/unmap-<I>.log[.gz|.xz] is missing")
     out = Parsed()
     for _, path in files:
         for lineno, line in numbered(read_lines(path)):

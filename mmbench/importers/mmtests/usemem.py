@@ -1,7 +1,7 @@
 """MMTests ``usemem`` (v0.25 shellpack_src/src/usemem, config-workload-usemem): N threads
 allocate and touch anonymous (and file) memory in loops; each run timed by GNU time.
 
-Read: ``logs/usemem-<N>-<I>[.gz]`` for every thread count N and iteration I: the output of
+Read: ``logs/usemem-<N>-<I>[.gz|.xz]`` for every thread count N and iteration I: the output of
 ``$TIME_CMD -o usemem-N-I`` (GNU time's default format).  The first line containing ``elapsed``
 gives the samples ``syst-<N>`` (system seconds) and ``elsp-<N>`` (elapsed seconds), lower is
 better, as ExtractUsemem.pm (parse_time_syst_elsp, Extract.pm:551-566).
@@ -12,21 +12,22 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mmbench.importers.mmtests._common import MissingLog, Parsed, bad_line, gnu_time, numbered, read_lines
+from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, find_log, gnu_time, numbered,
+                                               read_lines)
 from mmbench.store.model import MetricDef
 
 NAME = "usemem"
-_FILE = re.compile(r"^usemem-(\d+)-(\d+)(\.gz)?$")
+_FILE = re.compile(r"^usemem-(\d+)-(\d+)(\.gz|\.xz)?$")
 
 
 def read(logs: Path) -> Parsed:
     found: dict[tuple[int, int], Path] = {}
     for p in logs.iterdir():
         m = _FILE.match(p.name)
-        if m and p.is_file() and ((int(m[1]), int(m[2])) not in found or m[3]):
-            found[(int(m[1]), int(m[2]))] = p
+        if m and p.is_file():
+            found.setdefault((int(m[1]), int(m[2])), find_log(p))  # type: ignore[arg-type]
     if not found:
-        raise MissingLog(f"{logs}/usemem-<N>-<I>[.gz] is missing")
+        raise MissingLog(f"{logs}/usemem-<N>-<I>[.gz|.xz] is missing")
     out = Parsed()
     for (n, _), path in sorted(found.items()):
         syst = MetricDef(f"syst-{n}", "s", "lower", "time", description=f"system time, {n} threads")
