@@ -33,6 +33,7 @@ class Expected:
     samples: dict = field(default_factory=dict)
     duration: dict = field(default_factory=dict)
     vmstat: dict = field(default_factory=dict)
+    monitors: dict = field(default_factory=dict)   # [run][bench][iter][monitor] → metric → values
 
 
 def _write(path: Path, text: str, gz: bool | str) -> None:
@@ -193,6 +194,42 @@ def gen_highalloc(logs: Path, rng: random.Random, gz: bool) -> dict:
     return exp
 
 
+def gen_vmstat_monitor(it: Path, bench: str, rng: random.Random, gz: bool) -> dict:
+    """MMTests' vmstat monitor through latency-output (every line prefixed); the first data row is
+    vmstat's since-boot average (not a sample)."""
+    hdr = ["procs -----------memory---------- ---swap-- -----io---- -system-- ------cpu-----",
+           " r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st"]
+    rows = [[rng.randint(0, 99) for _ in range(17)] for _ in range(6)]
+    lines = hdr + [" ".join(str(v) for v in r) for r in rows]
+    text = "".join(f"{1700000000 + i:16.4f} {i:8.4f} {1:10.4f} -- {ln}\n" for i, ln in enumerate(lines))
+    _write(it / f"vmstat-{bench}", text, gz)
+    cols = hdr[1].split()
+    return {c: [float(r[i]) for r in rows[1:]] for i, c in enumerate(cols)}
+
+
+def gen_mpstat_monitor(it: Path, bench: str, rng: random.Random, gz: bool) -> dict:
+    cols = "%usr %nice %sys %iowait %irq %soft %steal %guest %gnice %idle".split()
+    text = "Linux 6.1.0 (testhost) \t11/23/2026 \t_x86_64_\t(2 CPU)\n\n"
+    exp: dict = {f"all {c}": [] for c in cols}
+    exp["max-cpu %busy"] = []
+    for t in range(4):
+        text += f"time: {1700000000 + t}\n10:00:0{t} AM  CPU " + " ".join(cols) + "\n"
+        idles = []
+        for cpu in ("all", "0", "1"):
+            vals = [round(rng.uniform(0, 50), 2) for _ in cols]
+            text += f"10:00:0{t} AM  {cpu:>4} " + " ".join(f"{v:7.2f}" for v in vals) + "\n"
+            if cpu == "all":
+                for c, v in zip(cols, vals):
+                    exp[f"all {c}"].append(v)
+            else:
+                idles.append(vals[-1])
+        exp["max-cpu %busy"].append(100 - min(idles))
+        text += "\n"
+    text += "Average:     all " + " ".join("1.00" for _ in cols) + "\n"
+    _write(it / f"mpstat-{bench}", text, gz)
+    return exp
+
+
 VMSTAT_KEYS = ("pgfault", "pgmajfault", "pswpin", "pswpout", "pgscan_kswapd", "pgsteal_kswapd",
                "pgscan_direct", "pgsteal_direct", "thp_fault_alloc", "thp_fault_fallback", "compact_stall")
 
@@ -215,6 +252,9 @@ def make_tree(root: Path, runs: dict[str, int], *, gz: bool, seed: int = 1,
                 gen = globals()[f"gen_{b}"]
                 s = gen(logs, rng, gz, head_format=bool(r % 2)) if b == "simoop" else gen(logs, rng, gz)
                 exp.samples.setdefault(run, {}).setdefault(b, {})[n] = s
+                if b in ("pft", "simoop"):   # MMTests' vmstat and mpstat monitors for two of them
+                    exp.monitors.setdefault(run, {}).setdefault(b, {})[n] = {
+                        "vmstat": gen_vmstat_monitor(it, b, rng, gz), "mpstat": gen_mpstat_monitor(it, b, rng, gz)}
                 u, sy, el = round(rng.uniform(1, 99), 2), round(rng.uniform(1, 99), 2), round(rng.uniform(100, 999), 2)
                 ts += (f"test begin :: {b} {1700000100 + n}\ntest end :: {b} {1700000900 + n} 0\n"
                        f"time :: {b} {u:.2f} user {sy:.2f} system {el:.2f} elapsed\n")
@@ -366,6 +406,16 @@ def test_compare_default_convention_single_iteration(tmp_path, results, capsys):
     d = exp.vmstat["base"]["thpscale"][0]["pgscan_kswapd"]
     assert rows[("monitor proc-vmstat: thpscale", "Kswapd scan (pages/s)", "Amean")]["values"]["base"] == d / 2
     assert rows[("monitor proc-vmstat: thpscale", "Kswapd scan (pages/s)", "Max")]["values"]["base"] == max(1, d - 1)
+    # MMTests' vmstat and mpstat monitors became mmbench's: Amean and Max of every column
+    for b in ("pft", "simoop"):
+        for mon, metrics in exp.monitors["base"][b][0].items():
+            for metric, vals in metrics.items():
+                for stat, want in (("Amean", sum(vals) / len(vals)), ("Max", max(vals))):
+                    got = rows[(f"monitor {mon}: {b}", metric, stat)]["values"]["base"]
+                    assert got == pytest.approx(want, rel=1e-12), (b, mon, metric, stat)
+    assert rows[("monitor vmstat: pft", "totalcpu", "Amean")]["values"]["base"] == pytest.approx(
+        sum(u + s for u, s in zip(exp.monitors["base"]["pft"][0]["vmstat"]["us"],
+                                  exp.monitors["base"]["pft"][0]["vmstat"]["sy"])) / 5)
     # duration and vmstat sections exist for every benchmark
     titles = {s["title"] for s in json.loads(out)["sections"]}
     for b in BENCHES:
@@ -444,6 +494,8 @@ MALFORMED = [
     ("pft", "tests-timestamp", lambda t: t.replace(" user ", " usr ", 1), 4),
     ("pft", "tests-sysstate", lambda t: t.replace("pgfault ", "pgfault x", 1), 7),
     ("thpscale", "proc-vmstat-thpscale", lambda t: t.replace("pgfault ", "pgfault 1 ", 1), 2),
+    ("pft", "vmstat-pft", lambda t: t.replace(" st\n", " st\n1700000000.0000   0.0000     1.0000 -- 1 2 3\n", 1), 3),
+    ("simoop", "mpstat-simoop", lambda t: t.replace("AM     0", "AM  cpu0", 1), 6),
 ]
 
 

@@ -7,8 +7,10 @@ in this package, listed in :data:`FORMATS`).  Every benchmark, with a reader or 
 its duration (the ``time :: <bench> U user S system E elapsed`` line of ``iter-N/tests-timestamp``)
 and its /proc/vmstat delta (the ``file start|end :: /proc/vmstat`` snapshots around the test in
 ``iter-N/tests-sysstate[.gz|.xz]``, else the first and last frame of the ``proc-vmstat-<bench>[.gz|.xz]``
-monitor).  Names from the tree are validated like run names: a name is never a path.  The layout,
-the formats and every deliberate difference from MMTests' own reports are in docs/mmtests-import.md.
+monitor).  The proc-vmstat, vmstat and mpstat monitor files become the files of mmbench's
+monitors of those names.  Names from the tree are validated like run names: a name is never a
+path.  The layout, the formats and every deliberate difference from MMTests' own reports are in
+docs/mmtests-import.md.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 from mmbench.errors import UsageError
 from mmbench.importers.mmtests import (highalloc, pft, postmark, simoop, stutterp, thpscale, time_unmap,
                                        usemem)
 from mmbench.importers.mmtests._common import MissingLog, bad_line, find_log, number, numbered, read_lines
+from mmbench.monitors import mpstat as mpstat_monitor
+from mmbench.monitors import vmstat as vmstat_monitor
 from mmbench.store.base import RUN_NAME, Store
 from mmbench.store.model import IterationResult, WorkloadRun
 
@@ -45,8 +49,9 @@ class ImportedRun:
     workloads: list[WorkloadRun]
     fingerprint: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
-    # (workload, iteration) → the proc-vmstat monitor's frames as mmbench's proc-vmstat.tsv
-    monitor_tables: dict[tuple[str, int], str] = field(default_factory=dict)
+    # (workload, iteration) → [(mmbench monitor, file name, content)]: MMTests' proc-vmstat,
+    # vmstat and mpstat monitor files as mmbench's proc-vmstat, vmstat and mpstat monitors' files
+    monitor_files: dict[tuple[str, int], list[tuple[str, str, str]]] = field(default_factory=dict)
 
 
 def log_root(d: Path) -> Path:
@@ -172,6 +177,21 @@ def frames_tsv(frames: list[tuple[float, dict[str, int]]]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def read_tool_monitor(it: Path, bench: str, mon: str,
+                      parse: Callable[[list[str]], Any]) -> tuple[Path, str] | None:
+    """MMTests' ``<mon>-<bench>[.gz|.xz]`` (vmstat or mpstat output, as the monitor wrote it), checked
+    with the mmbench monitor's own parser: (file, text), or None when the monitor was not run."""
+    path = find_log(it / f"{mon}-{bench}")
+    if path is None:
+        return None
+    lines = read_lines(path)
+    try:
+        parse(lines)
+    except ValueError as e:
+        raise UsageError(f"{path}: {e}") from None
+    return path, "\n".join(lines) + "\n"
+
+
 def kernel_release(it: Path) -> tuple[str, str]:
     """(release, host) from ``kernel.version`` (``uname -a``: "Linux HOST RELEASE ...")."""
     path = find_log(it / "kernel.version")
@@ -191,7 +211,7 @@ def read_run(name: str, path: Path) -> ImportedRun:
     workloads: dict[str, WorkloadRun] = {}
     release = host = ""
     no_reader: set[str] = set()
-    tables: dict[tuple[str, int], str] = {}
+    files: dict[tuple[str, int], list[tuple[str, str, str]]] = {}
     for n, it in iter_dirs(path):
         if not release:
             release, host = kernel_release(it)
@@ -239,9 +259,14 @@ def read_run(name: str, path: Path) -> ImportedRun:
                     warnings.append(f"{it}/tests-timestamp: no 'time :: {bench}' line: no duration for iter-{n}")
             frames = read_proc_vmstat_monitor(it, bench)
             if frames and len(frames) >= 2:
-                tables[(bench, n)] = frames_tsv(frames)
+                files.setdefault((bench, n), []).append(("proc-vmstat", "proc-vmstat.tsv", frames_tsv(frames)))
                 res.monitors["proc-vmstat"] = {"files": ["proc-vmstat.tsv"], "samples": len(frames), "errors": [],
                                                "imported_from": str(find_log(it / f"proc-vmstat-{bench}"))}
+            for mon, parse in (("vmstat", vmstat_monitor.parse), ("mpstat", mpstat_monitor.parse)):
+                text = read_tool_monitor(it, bench, mon, parse)
+                if text is not None:
+                    files.setdefault((bench, n), []).append((mon, f"{mon}.log", text[1]))
+                    res.monitors[mon] = {"files": [f"{mon}.log"], "errors": [], "imported_from": str(text[0])}
             delta = (vmstats or {}).get(bench)
             if delta is None and frames:
                 delta = frames_delta(frames)
@@ -251,7 +276,7 @@ def read_run(name: str, path: Path) -> ImportedRun:
     if not workloads:
         raise UsageError(f"{path}: no benchmark results in any iter-<N>/<benchmark>/logs folder")
     fp = {"imported_from": "mmtests", "source": str(path), "host": host, "kernel": {"release": release}}
-    return ImportedRun(name, path, list(workloads.values()), fp, warnings, tables)
+    return ImportedRun(name, path, list(workloads.values()), fp, warnings, files)
 
 
 def write_run(store: Store, run: ImportedRun, store_name: str, *, force: bool) -> Path:
@@ -267,12 +292,11 @@ def write_run(store: Store, run: ImportedRun, store_name: str, *, force: bool) -
             d = writer.iteration_dir(w.label, it.index)
             d.mkdir(parents=True, exist_ok=True)
             it.path = str(d.relative_to(writer.path))
-            table = run.monitor_tables.get((w.label, it.index))
-            if table is not None:
-                mdir = d / "monitors" / "proc-vmstat"
+            for mon, fname, content in run.monitor_files.get((w.label, it.index), []):
+                mdir = d / "monitors" / mon
                 mdir.mkdir(parents=True, exist_ok=True)
-                (mdir / "proc-vmstat.tsv").write_text(table)
-                it.monitors["proc-vmstat"]["dir"] = str(mdir.relative_to(writer.path))
+                (mdir / fname).write_text(content)
+                it.monitors[mon]["dir"] = str(mdir.relative_to(writer.path))
             writer.add_iteration(it)
     writer.finish("imported")
     return writer.path
