@@ -167,7 +167,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from mmbench.analysis.compare import build_comparison, regressions
     from mmbench.report.base import exporters
     runs = _load_runs(args, [args.baseline, *args.others])
-    comparison = build_comparison(runs, pvalues=args.pvalues, ratio=args.ratio, convention=getattr(args, "convention", "mmbench"))
+    comparison = build_comparison(runs, pvalues=args.pvalues, ratio=args.ratio,
+                                  convention=getattr(args, "convention", "mmbench"))
     if args.stats:
         _keep_stats(comparison, args.stats)
     fmts = exporters()

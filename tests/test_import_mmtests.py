@@ -245,7 +245,7 @@ def make_tree(root: Path, runs: dict[str, int], *, gz: bool, seed: int = 1,
             it.mkdir(parents=True)
             (it / "kernel.version").write_text(f"Linux testhost 6.1.0-{r} #1 SMP PREEMPT_DYNAMIC x86_64 GNU/Linux\n")
             ts = f"start :: {1700000000 + n}\n"
-            sysstate = f"version :: 638401e0\narch :: x86_64\nfile start :: /proc/meminfo\nMemTotal: 1 kB\n"
+            sysstate = "version :: 638401e0\narch :: x86_64\nfile start :: /proc/meminfo\nMemTotal: 1 kB\n"
             for b in benches:
                 logs = it / b / "logs"
                 logs.mkdir(parents=True)
@@ -500,7 +500,8 @@ MALFORMED = [
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
-@pytest.mark.parametrize("bench,rel,corrupt,line", MALFORMED, ids=[f"{m[0]}:{m[1].rsplit('/', 1)[-1]}" for m in MALFORMED])
+@pytest.mark.parametrize("bench,rel,corrupt,line", MALFORMED,
+                         ids=[f"{m[0]}:{m[1].rsplit('/', 1)[-1]}" for m in MALFORMED])
 def test_malformed_file_exits_2_and_writes_nothing(tmp_path, results, capsys, bench, rel, corrupt, line, gz):
     make_tree(tmp_path / "mmtests", {"base": 1, "new": 1}, gz=gz, benches=(bench,))
     it = tmp_path / "mmtests" / "work" / "log" / "new" / "iter-0"

@@ -41,8 +41,8 @@ class ToolTextMonitor(Monitor):
         self._interval = max(1, round(ctx.interval or 1))
         self._fh = open(ctx.outdir / f"{self.name}.log", "w")
         # LC_ALL=C: mpstat prints 12-hour times with AM/PM in some locales; the parser wants one form
-        self._proc = subprocess.Popen(self.argv(self._interval), stdout=self._fh, stderr=subprocess.PIPE,
-                                      env={"LC_ALL": "C", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "S_TIME_FORMAT": "ISO"})
+        env = {"LC_ALL": "C", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "S_TIME_FORMAT": "ISO"}
+        self._proc = subprocess.Popen(self.argv(self._interval), stdout=self._fh, stderr=subprocess.PIPE, env=env)
         ctx.journal.record("process", pid=self._proc.pid)
 
     def stop(self) -> dict[str, Any]:

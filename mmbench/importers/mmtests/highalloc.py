@@ -7,8 +7,8 @@ Read: ``logs/mmtests.log[.gz|.xz]`` for the lines ``Background workload: <W> pid
 starting ``<i> success|failure`` that does not end in one integer is an error).  Per W,
 as ExtractHighalloc.pm: ``<W>-pass`` = number of pass files, ``<W>-success`` = successes·100 /
 attempts over all passes (%), ``<W>-mean-lat`` = arithmetic mean of all attempts' latencies in ns
-(the script prints ``ktime_to_ns`` of ktime_get_real() around each allocation).  One sample each.  Success and passes are higher-is-better; unlike MMTests, mean-lat is
-lower-is-better.  Other lines (stap banners, "% Success" summaries) are skipped.
+(the script prints ``ktime_to_ns`` of ktime_get_real() around each allocation).  One sample
+each.  Success and passes are higher-is-better; unlike MMTests, mean-lat is lower-is-better.  Other lines (stap banners, "% Success" summaries) are skipped.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import re
 from pathlib import Path
 
 from mmbench.errors import UsageError
-from mmbench.importers.mmtests._common import MissingLog, Parsed, bad_line, find_log, number, numbered, open_log, read_lines
+from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, find_log, number, numbered, open_log,
+                                               read_lines)
 from mmbench.store.model import MetricDef
 
 NAME = "highalloc"

@@ -29,8 +29,10 @@ def read(logs: Path) -> Parsed:
         raise MissingLog(f"{logs}/pft-<N>.log[.gz|.xz] is missing")
     out = Parsed()
     for n, path in files:
-        cpu = MetricDef(f"faults/cpu-{n}", "faults/s", "higher", "rate", description=f"faults per CPU second, {n} clients")
-        sec = MetricDef(f"faults/sec-{n}", "faults/s", "higher", "rate", description=f"faults per wall second, {n} clients")
+        cpu = MetricDef(f"faults/cpu-{n}", "faults/s", "higher", "rate",
+                        description=f"faults per CPU second, {n} clients")
+        sec = MetricDef(f"faults/sec-{n}", "faults/s", "higher", "rate",
+                        description=f"faults per wall second, {n} clients")
         for lineno, line in numbered(read_lines(path)):
             text = line.replace("s", "")
             if _LETTER.search(text) or not text.strip():
