@@ -469,6 +469,11 @@ def test_bad_names_in_the_tree(tmp_path, results, capsys):
     rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))
     assert rc == 2 and "'bad name'" in err and err.count("\n") == 1
     assert _nothing_written(results)
+    # a run that was not asked for does not stand in the way
+    rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), "--prefix", "x-",
+                         str(tmp_path / "mmtests"), "base")
+    assert rc == 0, err
+    results = results.with_name("results2")
     (log / "bad name" / "iter-0").rmdir()
     (log / "bad name").rmdir()
     (log / "base" / "iter-0" / "a b" / "logs").mkdir(parents=True)

@@ -67,13 +67,9 @@ def iter_dirs(run: Path) -> list[tuple[int, Path]]:
 
 
 def find_runs(root: Path) -> dict[str, Path]:
-    """Run folders under ``root``: those holding at least one ``iter-<N>`` folder.  Every name is
-    validated (a folder name that is not a plain name is an error, never a path to follow)."""
-    runs = {}
-    for p in sorted(root.iterdir()):
-        if p.is_dir() and not p.is_symlink() and iter_dirs(p):
-            runs[check_name(p.name, f"{root}: MMTests run folder")] = p
-    return runs
+    """Run folders under ``root``: those holding at least one ``iter-<N>`` folder, by folder name
+    (validated by :func:`import_tree` for the runs it imports)."""
+    return {p.name: p for p in sorted(root.iterdir()) if p.is_dir() and iter_dirs(p)}
 
 
 # ---- iteration-level files ---------------------------------------------------------------------
@@ -319,6 +315,8 @@ def import_tree(store: Store, directory: Path, names: list[str], *, prefix: str 
     missing = [n for n in wanted if n not in runs]
     if missing:
         raise UsageError(f"import-mmtests: no run {missing[0]!r} in {root}; runs: {', '.join(runs)}")
+    for n in wanted:   # a folder name that is not a plain name is an error, never a path to follow
+        check_name(n, f"{root}: MMTests run folder")
     parsed = [read_run(n, runs[n]) for n in wanted]
     targets = [check_name(prefix + r.name, "stored run name") for r in parsed]
     if not force:
