@@ -33,10 +33,15 @@ class Parsed:
     samples: dict[str, list[float]] = field(default_factory=dict)
 
     def add(self, md: MetricDef, value: float) -> None:
+        self.values(md).append(value)
+
+    def values(self, md: MetricDef) -> list[float]:
+        """The sample list of ``md`` (created, and ``md`` registered, on first use): readers of
+        logs with millions of lines append to it directly."""
         if md.name not in self.samples:
             self.metrics.append(md)
             self.samples[md.name] = []
-        self.samples[md.name].append(value)
+        return self.samples[md.name]
 
 
 def find_log(path: Path) -> Path | None:
