@@ -559,3 +559,12 @@ def test_unknown_benchmark_keeps_duration_and_vmstat(tmp_path, results, capsys):
     assert rc == 0 and "no reader for kernbench" in err
     it0 = FileStore(results).load_run("base").workload("kernbench").iterations[0]
     assert it0.samples == {} and it0.duration["elapsed"] > 0 and it0.vmstat_delta["pgfault"] >= 0
+
+
+def test_bmean_k_conventions():
+    from mmbench.analysis.stats import bmean, bmean_k
+    # MMTests: k = max(1, floor(n·95/100)), so n = 5 keeps 4 (notes §3.4); mmbench rounds up
+    assert [bmean_k(n, 95, "mmtests") for n in (1, 2, 5, 19, 20, 21, 40)] == [1, 1, 4, 18, 19, 19, 38]
+    assert [bmean_k(n, 95) for n in (1, 2, 5, 19, 20, 21, 40)] == [1, 2, 5, 19, 19, 20, 38]
+    assert bmean([5, 1, 4, 2, 3], 95, "lower", "amean", "mmtests") == 2.5
+    assert bmean([5, 1, 4, 2, 3], 95, "higher", "amean", "mmtests") == 3.5
