@@ -169,7 +169,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from mmbench.analysis.compare import build_comparison, regressions
     from mmbench.plugins import exporters
     runs = _load_runs(args, [args.baseline, *args.others])
-    comparison = build_comparison(runs, pvalues=args.pvalues, ratio=args.ratio)
+    comparison = build_comparison(runs, pvalues=args.pvalues, ratio=args.ratio,
+                                  convention=getattr(args, "convention", "mmbench"))
     if args.stats:
         _keep_stats(comparison, args.stats)
     fmts = exporters()
@@ -303,11 +304,22 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from mmbench.analysis.importer import read_samples_file
-    from mmbench.store.importer import import_run
+    from mmbench.importers.samples import read_samples_file
+    from mmbench.importers.store import import_run
     workloads = read_samples_file(Path(args.file))
     path = import_run(_store(args), args.name, workloads, source=args.file, force=args.force)
     print(f"imported {args.file} as run {args.name} ({path})")
+    return 0
+
+
+def cmd_import_mmtests(args: argparse.Namespace) -> int:
+    from mmbench.importers.mmtests import import_tree
+    done, warnings = import_tree(_store(args), Path(args.dir), list(args.names), prefix=args.prefix or "",
+                                 force=args.force)
+    for w in warnings:
+        print(f"mmbench: warning: {w}", file=sys.stderr)
+    for name, path in done:
+        print(f"imported MMTests run as {name} ({path})")
     return 0
 
 
@@ -400,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ratio", action="store_true", help="ratios to the baseline and their geometric mean")
     c.add_argument("--stats", metavar="LIST",
                    help="only these rows, e.g. mean,stddev (the seeds' mean and +/- table) or mean,p95,p99")
+    c.add_argument("--convention", choices=["mmbench", "mmtests"], default="mmbench",
+                   help="summary definitions: mmbench's (docs/statistics.md) or MMTests' (samples of all "
+                   "iterations pooled, B-means floored; docs/mmtests-import.md)")
     c.add_argument("--fail-on-regression", action="store_true",
                    help="exit 1 if any significant change in the bad direction exceeds --threshold")
     c.add_argument("--threshold", type=float, default=0.0, metavar="PCT")
@@ -427,6 +442,14 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("file")
     im.add_argument("name")
     im.set_defaults(func=cmd_import)
+
+    imm = sub.add_parser("import-mmtests", help="create runs from an MMTests result tree (work/log/<run>/iter-N)")
+    results_arg(imm)
+    imm.add_argument("--force", action="store_true", help="replace runs of the same name")
+    imm.add_argument("--prefix", metavar="TEXT", help="store run R as TEXT+R")
+    imm.add_argument("dir", metavar="DIR", help="MMTests checkout, its work/log, or a folder of run folders")
+    imm.add_argument("names", nargs="*", metavar="NAME", help="runs to import (default: all)")
+    imm.set_defaults(func=cmd_import_mmtests)
 
     rp = sub.add_parser("report", help="write a self-contained HTML report")
     results_arg(rp)

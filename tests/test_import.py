@@ -5,7 +5,7 @@ import json
 import pytest
 
 from mmbench.analysis.compare import build_comparison
-from mmbench.analysis.importer import read_samples_file
+from mmbench.importers.samples import read_samples_file
 from mmbench.errors import UsageError
 from mmbench.model.results import RunRecord
 

@@ -22,6 +22,9 @@ from typing import Any, Iterable, Literal, Sequence
 
 MeanKind = Literal["amean", "hmean", "gmean"]
 Better = Literal["higher", "lower"]
+# "mmbench": the definitions above; "mmtests": MMTests' (bin/lib/MMTests/Stat.pm, Summarise.pm) for
+# reproducing its compare-kernels tables of imported trees (docs/mmtests-import.md)
+Convention = Literal["mmbench", "mmtests"]
 
 PERCENTILES: tuple[int, ...] = (50, 90, 95, 99)
 BMEAN_PCT = 95
@@ -129,13 +132,16 @@ def vmax(x: Values) -> float:
     return max(a) if not any(v != v for v in a) else _NAN
 
 
-def bmean_k(n: int, pct: float) -> int:
+def bmean_k(n: int, pct: float, convention: Convention = "mmbench") -> int:
     """How many values B-mean keeps: k = max(1, ceil(n·pct/100)).
 
     Rounding up means "at least pct% of the values are kept": at most (100−pct)% of the worst
-    values are dropped, never more.  (MMTests floors, so with n=5 its BAmean.95 drops 20%.)"""
+    values are dropped, never more.  (MMTests floors, so with n=5 its BAmean.95 drops 20%;
+    ``convention="mmtests"`` gives its k = max(1, floor(n·pct/100)), Summarise.pm:323-334.)"""
     if n <= 0:
         return 0
+    if convention == "mmtests":
+        return max(1, min(n, math.floor(n * pct / 100.0 + 1e-9)))
     return max(1, min(n, math.ceil(n * pct / 100.0 - 1e-9)))
 
 
@@ -146,18 +152,19 @@ def sorted_values(a: list[float]) -> list[float]:
     return sorted(a)
 
 
-def _bmean_of_sorted(s: list[float], pct: float, better: Better, kind: MeanKind) -> float:
+def _bmean_of_sorted(s: list[float], pct: float, better: Better, kind: MeanKind,
+                     convention: Convention = "mmbench") -> float:
     if not s:
         return _NAN
-    k = bmean_k(len(s), pct)
+    k = bmean_k(len(s), pct, convention)
     return mean(s[:k] if better == "lower" else s[len(s) - k:], kind)
 
 
 def bmean(x: Values, pct: float = BMEAN_PCT, better: Better = "lower",
-          kind: MeanKind = "amean") -> float:
+          kind: MeanKind = "amean", convention: Convention = "mmbench") -> float:
     """Mean (of family ``kind``) of the best ``pct``% of the values: the lowest ones when lower is
     better, the highest ones when higher is better.  k is :func:`bmean_k`."""
-    return _bmean_of_sorted(sorted_values(floats(x)), pct, better, kind)
+    return _bmean_of_sorted(sorted_values(floats(x)), pct, better, kind, convention)
 
 
 def _percentile_of_sorted(s: list[float], p: float) -> float:
@@ -239,16 +246,21 @@ def bmean_label(kind: MeanKind, pct: float = BMEAN_PCT) -> str:
 def summarise(per_iter: Sequence[Values], *, kind: MeanKind = "amean",
               better: Better = "lower", latency: bool = False,
               iteration_means: list[float] | None = None,
-              pooled_sorted: list[float] | None = None) -> list[tuple[str, float]]:
+              pooled_sorted: list[float] | None = None,
+              convention: Convention = "mmbench") -> list[tuple[str, float]]:
     """The summary rows of one metric of one run, in display order:
 
     Min, <Mean>, Stddev, CoeffVar, Max, B<Mean>.95 and, for latency metrics, P50 P90 P95 P99.
     The pooled samples are sorted once for Min, Max, the B-mean and the percentiles.  A caller
     that already has the iteration means (:func:`iteration_values`) or the sorted pooled samples
-    passes them, so they are not computed again.
+    passes them, so they are not computed again.  ``convention="mmtests"``: the mean and stddev
+    are of all samples pooled (MMTests pools every iteration, Summarise.pm:362) and B-means floor
+    their k (:func:`bmean_k`).
     """
     s = pooled_sorted if pooled_sorted is not None else sorted_values(pooled(per_iter))
-    if iteration_means is not None and len(iteration_means) >= 2:
+    if convention == "mmtests":
+        u = pooled(per_iter)
+    elif iteration_means is not None and len(iteration_means) >= 2:
         u = iteration_means
     else:
         u, _ = units(per_iter, kind)
@@ -262,7 +274,7 @@ def summarise(per_iter: Sequence[Values], *, kind: MeanKind = "amean",
         ("Stddev", sd),
         ("CoeffVar", cv),
         ("Max", _NAN if not s or has_nan else s[-1]),
-        (bmean_label(kind), _bmean_of_sorted(s, BMEAN_PCT, better, kind)),
+        (bmean_label(kind), _bmean_of_sorted(s, BMEAN_PCT, better, kind, convention)),
     ]
     if latency:
         rows += [(f"P{p}", v) for p, v in zip(PERCENTILES, percentiles_of_sorted(s))]

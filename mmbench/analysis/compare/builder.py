@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from mmbench.analysis import significance as sig
+from mmbench.analysis import stats as st
 from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.environment import env_diff, memcg_notes, unique_names, vm_notes
 from mmbench.analysis.compare.model import Comparison, Section
@@ -20,13 +21,14 @@ from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
 
 
 def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: bool = False,
-                     seed: int = 0) -> Comparison:
+                     seed: int = 0, convention: st.Convention = "mmbench") -> Comparison:
     """Compare ``runs`` (the first is the baseline).  ``pvalues`` is recorded for the exporters
-    (p-values are always computed); ``ratio`` adds the per-workload ratio sections."""
+    (p-values are always computed); ``ratio`` adds the per-workload ratio sections.
+    ``convention="mmtests"`` summarises metrics as MMTests does (see :func:`stats.summarise`)."""
     if not runs:
         raise ValueError("build_comparison needs at least one run")
     runs = list(runs)
-    ctx = Context(runs, unique_names(runs))
+    ctx = Context(runs, unique_names(runs), convention=convention)
     cmp = Comparison(baseline=ctx.base, runs=ctx.names, pvalues=pvalues, ratio=ratio, seed=seed)
     if ctx.names != [r.name for r in runs]:
         ctx.note("runs with the same name were renamed: " + ", ".join(

@@ -32,6 +32,8 @@ class Context:
     # row, series per run) for the power warning
     headline: set[str] = field(default_factory=set)
     headline_rows: list[tuple[str, MetricDef, Row, dict[str, Series]]] = field(default_factory=list)
+    # "mmtests": summary rows as MMTests computes them (imported trees; docs/mmtests-import.md)
+    convention: st.Convention = "mmbench"
     _seen: set[str] = field(default_factory=set)
 
     @property
@@ -86,6 +88,8 @@ class Series:
                     out[q].append(v)
         return out
 
-    def summary(self, better: st.Better, latency: bool) -> list[tuple[str, float]]:
+    def summary(self, better: st.Better, latency: bool,
+                convention: st.Convention = "mmbench") -> list[tuple[str, float]]:
         return st.summarise(self.per_iter, kind=self.kind, better=better, latency=latency,
-                            iteration_means=self.iteration_means, pooled_sorted=self.pooled_sorted)
+                            iteration_means=self.iteration_means, pooled_sorted=self.pooled_sorted,
+                            convention=convention)

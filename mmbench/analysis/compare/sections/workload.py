@@ -60,7 +60,7 @@ def metric_rows(ctx: Context, label: str, sec: Section, md: MetricDef,
     summaries: dict[str, list[tuple[str, float]]] = {}
     for n, s in series.items():
         if s.has_samples:
-            summaries[n] = s.summary(md.better, latency)
+            summaries[n] = s.summary(md.better, latency, ctx.convention)
             outlier_notes(ctx, label, md, n, s)
     if not summaries:
         return None

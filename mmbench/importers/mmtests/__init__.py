@@ -1,0 +1,329 @@
+"""Import MMTests result trees (``work/log/<run>/iter-<N>/...``) into the result store as runs.
+
+One MMTests run becomes one mmbench run of the same name; each benchmark folder of an iter-N
+(``iter-N/<bench>/logs/``) becomes iteration N of a workload labelled ``<bench>``, whose samples
+are what MMTests' extractor for that benchmark pools for the iter-N (one module per raw format
+in this package, listed in :data:`FORMATS`).  Every benchmark, with a reader or not, also gets
+its duration (the ``time :: <bench> U user S system E elapsed`` line of ``iter-N/tests-timestamp``)
+and its /proc/vmstat delta (the ``file start|end :: /proc/vmstat`` snapshots around the test in
+``iter-N/tests-sysstate[.gz|.xz]``, else the first and last frame of the ``proc-vmstat-<bench>[.gz|.xz]``
+monitor).  The proc-vmstat, vmstat and mpstat monitor files become the files of mmbench's
+monitors of those names.  Names from the tree are validated like run names: a name is never a
+path.  The layout, the formats and every deliberate difference from MMTests' own reports are in
+docs/mmtests-import.md.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+from mmbench.errors import UsageError
+from mmbench.importers.mmtests import (highalloc, pft, postmark, simoop, stutterp, thpscale, time_unmap,
+                                       usemem)
+from mmbench.importers.mmtests._common import MissingLog, bad_line, find_log, number, numbered, read_lines
+from mmbench.monitors import mpstat as mpstat_monitor
+from mmbench.monitors import vmstat as vmstat_monitor
+from mmbench.model.store import RUN_NAME, Store
+from mmbench.model.results import IterationResult, WorkloadRun
+
+FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (time_unmap, pft, thpscale, usemem, simoop, stutterp,
+                                                      postmark, highalloc)}
+_ITER = re.compile(r"^iter-(\d+)$")
+
+
+def check_name(name: str, what: str) -> str:
+    """``name`` if it is a plain name (letters, digits, '.', '_', '-'; not '.' or '..')."""
+    if not RUN_NAME.match(name) or name in (".", ".."):
+        raise UsageError(f"{what} {name!r}: use letters, digits, '.', '_' and '-' only (a name is never a path)")
+    return name
+
+
+@dataclass
+class ImportedRun:
+    name: str
+    source: Path
+    workloads: list[WorkloadRun]
+    fingerprint: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    # (workload, iteration) → [(mmbench monitor, file name, content)]: MMTests' proc-vmstat,
+    # vmstat and mpstat monitor files as mmbench's proc-vmstat, vmstat and mpstat monitors' files
+    monitor_files: dict[tuple[str, int], list[tuple[str, str, str]]] = field(default_factory=dict)
+
+
+def log_root(d: Path) -> Path:
+    """The folder holding the run folders: ``DIR/work/log`` of an MMTests checkout, else DIR."""
+    if not d.is_dir():
+        raise UsageError(f"import-mmtests: {d}: not a directory")
+    sub = d / "work" / "log"
+    return sub if sub.is_dir() else d
+
+
+def iter_dirs(run: Path) -> list[tuple[int, Path]]:
+    return sorted((int(m.group(1)), p) for p in run.iterdir() if p.is_dir() and (m := _ITER.match(p.name)))
+
+
+def find_runs(root: Path) -> dict[str, Path]:
+    """Run folders under ``root``: those holding at least one ``iter-<N>`` folder, by folder name
+    (validated by :func:`import_tree` for the runs it imports)."""
+    return {p.name: p for p in sorted(root.iterdir()) if p.is_dir() and iter_dirs(p)}
+
+
+# ---- iteration-level files ---------------------------------------------------------------------
+
+
+def read_timestamps(it: Path) -> dict[str, dict[str, float]] | None:
+    """Per test, user/system/elapsed seconds from ``tests-timestamp``'s ``time ::`` lines
+    (run-mmtests.sh writes them with ``/usr/bin/time -f "time :: TEST %U user %S system %e
+    elapsed"``).  None when the file is absent."""
+    path = find_log(it / "tests-timestamp")
+    if path is None:
+        return None
+    out: dict[str, dict[str, float]] = {}
+    for lineno, line in numbered(read_lines(path)):
+        if not line.startswith("time ::"):
+            continue
+        f = line.split()
+        if len(f) != 9 or (f[4], f[6], f[8]) != ("user", "system", "elapsed"):
+            raise bad_line(path, lineno, "expected 'time :: TEST <U> user <S> system <E> elapsed'")
+        out[f[2]] = {"user": number(path, lineno, f[3], "user"), "system": number(path, lineno, f[5], "system"),
+                     "elapsed": number(path, lineno, f[7], "elapsed")}
+    return out
+
+
+def _vmstat_line(path: Path, lineno: int, line: str) -> tuple[str, int]:
+    f = line.split()
+    if len(f) != 2 or not re.fullmatch(r"-?\d+", f[1]):
+        raise bad_line(path, lineno, "expected a /proc/vmstat line '<counter> <integer>'")
+    return f[0], int(f[1])
+
+
+def read_sysstate(it: Path) -> dict[str, dict[str, int]] | None:
+    """Per test, /proc/vmstat after − before from ``tests-sysstate[.gz|.xz]``: between ``test begin ::
+    TEST`` and ``test end :: TEST``, the lines after ``file start :: /proc/vmstat`` (and ``file end
+    :: /proc/vmstat``) up to the next ``file start|end ::`` marker (common.sh
+    sysstate_log_proc_files, run-mmtests.sh:575-683).  None when the file is absent."""
+    path = find_log(it / "tests-sysstate")
+    if path is None:
+        return None
+    out: dict[str, dict[str, int]] = {}
+    test = None
+    section = None
+    snaps: dict[str, dict[str, int]] = {}
+    for lineno, line in numbered(read_lines(path)):
+        if line.startswith("test begin :: "):
+            test, section, snaps = line.split()[3], None, {"start": {}, "end": {}}
+            continue
+        if test is None:
+            continue
+        if line.startswith("test end :: "):
+            if snaps["start"] and snaps["end"]:
+                out[test] = {k: snaps["end"][k] - v for k, v in snaps["start"].items() if k in snaps["end"]}
+            test = None
+            continue
+        m = re.match(r"^file (start|end) :: (\S+)", line)
+        if m:
+            section = m.group(1) if m.group(2) == "/proc/vmstat" else None
+            continue
+        if section and line.strip():
+            k, v = _vmstat_line(path, lineno, line)
+            snaps[section][k] = v
+    return out
+
+
+def read_proc_vmstat_monitor(it: Path, bench: str) -> list[tuple[float, dict[str, int]]] | None:
+    """The frames of the proc-vmstat monitor ``proc-vmstat-<bench>[.gz|.xz]`` (watch-proc-vmstat.sh: a
+    ``time: <epoch>`` line, then /proc/vmstat, every MONITOR_UPDATE_FREQUENCY seconds) as
+    (epoch, counters); None when the monitor was not run."""
+    path = find_log(it / f"proc-vmstat-{bench}")
+    if path is None:
+        return None
+    frames: list[tuple[float, dict[str, int]]] = []
+    for lineno, line in numbered(read_lines(path)):
+        if line.startswith("time:"):
+            f = line.split()
+            if len(f) < 2:
+                raise bad_line(path, lineno, "expected 'time: <epoch>'")
+            frames.append((number(path, lineno, f[1], "epoch"), {}))
+        elif line.strip():
+            if not frames:
+                raise bad_line(path, lineno, "a counter before the first 'time: <epoch>' line")
+            k, v = _vmstat_line(path, lineno, line)
+            frames[-1][1][k] = v
+    return [f for f in frames if f[1]]
+
+
+def frames_delta(frames: list[tuple[float, dict[str, int]]]) -> dict[str, int] | None:
+    """Last − first frame (None with fewer than two frames)."""
+    if len(frames) < 2:
+        return None
+    first, last = frames[0][1], frames[-1][1]
+    return {k: last[k] - v for k, v in first.items() if k in last}
+
+
+def frames_tsv(frames: list[tuple[float, dict[str, int]]]) -> str:
+    """The frames as mmbench's proc-vmstat monitor table (``time`` = seconds since the first frame)."""
+    cols = list(dict.fromkeys(k for _, f in frames for k in f))
+    t0 = frames[0][0]
+    rows = ["\t".join(["time", *cols])]
+    rows += ["\t".join([f"{t - t0:.3f}", *(str(f[c]) if c in f else "nan" for c in cols)]) for t, f in frames]
+    return "\n".join(rows) + "\n"
+
+
+def read_tool_monitor(it: Path, bench: str, mon: str,
+                      parse: Callable[[list[str]], Any]) -> tuple[Path, str] | None:
+    """MMTests' ``<mon>-<bench>[.gz|.xz]`` (vmstat or mpstat output, as the monitor wrote it), checked
+    with the mmbench monitor's own parser: (file, text), or None when the monitor was not run."""
+    path = find_log(it / f"{mon}-{bench}")
+    if path is None:
+        return None
+    lines = read_lines(path)
+    try:
+        parse(lines)
+    except ValueError as e:
+        raise UsageError(f"{path}: {e}") from None
+    return path, "\n".join(lines) + "\n"
+
+
+def kernel_release(it: Path) -> tuple[str, str]:
+    """(release, host) from ``kernel.version`` (``uname -a``: "Linux HOST RELEASE ...")."""
+    path = find_log(it / "kernel.version")
+    if path is None:
+        return "", ""
+    lines = read_lines(path)
+    f = lines[0].split() if lines else []
+    return (f[2], f[1]) if len(f) >= 3 else ("", "")
+
+
+# ---- a run -----------------------------------------------------------------------------------
+
+
+def read_run(name: str, path: Path) -> ImportedRun:
+    """Parse one MMTests run folder (nothing is written)."""
+    warnings: list[str] = []
+    workloads: dict[str, WorkloadRun] = {}
+    release = host = ""
+    no_reader: set[str] = set()
+    files: dict[tuple[str, int], list[tuple[str, str, str]]] = {}
+    for n, it in iter_dirs(path):
+        if not release:
+            release, host = kernel_release(it)
+        times = read_timestamps(it)
+        if times is None:
+            warnings.append(f"{it}/tests-timestamp is missing: no durations for iter-{n}")
+        vmstats = read_sysstate(it)
+        # in the order MMTests ran them (tests-timestamp), then by name
+        order = list(times or {})
+        benches = sorted((p for p in it.iterdir() if p.is_dir() and (p / "logs").is_dir()),
+                         key=lambda p: (order.index(p.name) if p.name in order else len(order), p.name))
+        if not benches:
+            warnings.append(f"{it}: no <benchmark>/logs folder; iter-{n} skipped")
+        for bdir in benches:
+            bench = check_name(bdir.name, f"{it}: benchmark folder")
+            fmt = FORMATS.get(bench)
+            res = IterationResult(workload=bench, index=n, warmup=False, status="ok")
+            w = workloads.get(bench)
+            if w is None:
+                w = workloads[bench] = WorkloadRun(label=bench, plugin=f"mmtests-{bench}" if fmt else "mmtests",
+                                                   params={"mmtests_format": bench if fmt else None}, metrics=[])
+            if fmt is None:
+                if bench not in no_reader:
+                    no_reader.add(bench)
+                    warnings.append(f"{path.name}: no reader for {bench}'s raw logs "
+                                    f"(readers: {', '.join(FORMATS)}): only its duration and vmstat are imported")
+            else:
+                try:
+                    parsed = fmt.read(bdir / "logs")
+                except MissingLog as e:
+                    res.status, res.reason = "failed", f"MMTests raw log missing: {e}"
+                    warnings.append(f"{e}; iter-{n} of {bench} is stored as failed (excluded from statistics)")
+                else:
+                    if not parsed.samples:
+                        res.status, res.reason = "failed", "no samples in the raw logs"
+                        warnings.append(f"{bdir / 'logs'}: no samples; iter-{n} of {bench} is stored as failed")
+                    res.samples = parsed.samples
+                    for md in parsed.metrics:
+                        if w.metric(md.name) is None:
+                            w.metrics.append(md)
+            if times is not None:
+                if bench in times:
+                    res.duration = times[bench]
+                else:
+                    warnings.append(f"{it}/tests-timestamp: no 'time :: {bench}' line: no duration for iter-{n}")
+            frames = read_proc_vmstat_monitor(it, bench)
+            if frames and len(frames) >= 2:
+                files.setdefault((bench, n), []).append(("proc-vmstat", "proc-vmstat.tsv", frames_tsv(frames)))
+                res.monitors["proc-vmstat"] = {"files": ["proc-vmstat.tsv"], "samples": len(frames), "errors": [],
+                                               "imported_from": str(find_log(it / f"proc-vmstat-{bench}"))}
+            for mon, parse in (("vmstat", vmstat_monitor.parse), ("mpstat", mpstat_monitor.parse)):
+                text = read_tool_monitor(it, bench, mon, parse)
+                if text is not None:
+                    files.setdefault((bench, n), []).append((mon, f"{mon}.log", text[1]))
+                    res.monitors[mon] = {"files": [f"{mon}.log"], "errors": [], "imported_from": str(text[0])}
+            delta = (vmstats or {}).get(bench)
+            if delta is None and frames:
+                delta = frames_delta(frames)
+            if delta is not None:
+                res.vmstat_delta = delta
+            w.iterations.append(res)
+    if not workloads:
+        raise UsageError(f"{path}: no benchmark results in any iter-<N>/<benchmark>/logs folder")
+    fp = {"imported_from": "mmtests", "source": str(path), "host": host, "kernel": {"release": release}}
+    return ImportedRun(name, path, list(workloads.values()), fp, warnings, files)
+
+
+def write_run(store: Store, run: ImportedRun, store_name: str, *, force: bool) -> Path:
+    writer = store.create_run(store_name, force=force,
+                              suite_text=f"# imported from the MMTests result tree {run.source}\n",
+                              suite_hash="", suite_effective={"imported_from": "mmtests", "source": str(run.source)},
+                              fingerprint=run.fingerprint, settings={}, status="running",
+                              description=f"imported from MMTests {run.source}")
+    writer.meta["workload_order"] = [w.label for w in run.workloads]
+    for w in run.workloads:
+        writer.add_workload(WorkloadRun(label=w.label, plugin=w.plugin, params=w.params, metrics=w.metrics))
+        for it in w.iterations:
+            d = writer.iteration_dir(w.label, it.index)
+            d.mkdir(parents=True, exist_ok=True)
+            it.path = str(d.relative_to(writer.path))
+            for mon, fname, content in run.monitor_files.get((w.label, it.index), []):
+                mdir = d / "monitors" / mon
+                mdir.mkdir(parents=True, exist_ok=True)
+                (mdir / fname).write_text(content)
+                it.monitors[mon]["dir"] = str(mdir.relative_to(writer.path))
+            writer.add_iteration(it)
+    writer.finish("imported")
+    return writer.path
+
+
+def import_tree(store: Store, directory: Path, names: list[str], *, prefix: str = "",
+                force: bool = False) -> tuple[list[tuple[str, Path]], list[str]]:
+    """Import the runs ``names`` (all when empty) of the MMTests tree ``directory``.  Everything is
+    parsed and checked before the first run is written, so bad input writes nothing.  Returns
+    (stored name, folder) per run and the warnings."""
+    for n in names:
+        check_name(n, "run name")
+    if prefix:
+        check_name(prefix, "--prefix")
+    root = log_root(directory)
+    runs = find_runs(root)
+    if not runs:
+        raise UsageError(f"import-mmtests: {root}: no MMTests run (a folder with iter-<N> folders) in it")
+    wanted = names or list(runs)
+    missing = [n for n in wanted if n not in runs]
+    if missing:
+        raise UsageError(f"import-mmtests: no run {missing[0]!r} in {root}; runs: {', '.join(runs)}")
+    for n in wanted:   # a folder name that is not a plain name is an error, never a path to follow
+        check_name(n, f"{root}: MMTests run folder")
+    parsed = [read_run(n, runs[n]) for n in wanted]
+    targets = [check_name(prefix + r.name, "stored run name") for r in parsed]
+    if not force:
+        for t in targets:
+            if store.exists(t):
+                raise UsageError(f"run {t!r} already exists in {store}; use --force to replace it "
+                                 f"or --prefix to store under other names")
+    warnings = [w for r in parsed for w in r.warnings]
+    done = [(t, write_run(store, r, t, force=force)) for r, t in zip(parsed, targets)]
+    return done, warnings

@@ -1,0 +1,131 @@
+"""What every MMTests raw-format reader shares: opening a log that may be gzipped, line errors
+that name the file and line, GNU time's output, and the ``Parsed`` result a reader returns.
+
+MMTests' ``open_log`` (bin/lib/MMTests/Extract.pm:505-520, v0.25) reads ``<file>.gz`` when it
+exists, else ``<file>.xz``, else ``<file>``; :func:`open_log` does the same, so a tree whose logs
+were compressed by ``MONITORS_GZIP``, by the shellpack itself or afterwards reads like a plain one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import lzma
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from mmbench.errors import UsageError
+from mmbench.model.results import MetricDef
+
+
+class MissingLog(Exception):
+    """A raw log the format needs is absent: the iteration is skipped with a warning."""
+
+
+@dataclass
+class Parsed:
+    """What a reader took from one benchmark's ``logs/`` folder of one iter-N: metric → samples
+    (the values MMTests' extractor would ``addData`` for that op, in order) and their definitions."""
+
+    metrics: list[MetricDef] = field(default_factory=list)
+    samples: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, md: MetricDef, value: float) -> None:
+        self.values(md).append(value)
+
+    def values(self, md: MetricDef) -> list[float]:
+        """The sample list of ``md`` (created, and ``md`` registered, on first use): readers of
+        logs with millions of lines append to it directly."""
+        if md.name not in self.samples:
+            self.metrics.append(md)
+            self.samples[md.name] = []
+        return self.samples[md.name]
+
+
+def find_log(path: Path) -> Path | None:
+    """``path.gz`` if it exists, else ``path.xz``, else ``path``, else None (MMTests' open_log order)."""
+    base = path.with_name(path.name[:-3]) if path.name.endswith((".gz", ".xz")) else path
+    for ext in (".gz", ".xz"):
+        packed = base.with_name(base.name + ext)
+        if packed.is_file():
+            return packed
+    return base if base.is_file() else None
+
+
+def read_lines(path: Path) -> list[str]:
+    """The lines of a plain, gzipped or xz text file (recognised by a ``.gz`` or ``.xz`` name).  A
+    file that cannot be read or decompressed is a one-line UsageError naming it."""
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                data = fh.read()
+        elif path.name.endswith(".xz"):
+            with lzma.open(path, "rb") as fh:
+                data = fh.read()
+        else:
+            data = path.read_bytes()
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
+        raise UsageError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+def open_log(path: Path) -> tuple[Path, list[str]]:
+    """Find ``path`` (or ``path.gz``) and read it; :class:`MissingLog` when neither exists."""
+    found = find_log(path)
+    if found is None:
+        raise MissingLog(f"{path}[.gz|.xz] is missing")
+    return found, read_lines(found)
+
+
+def numbered(lines: list[str]) -> Iterator[tuple[int, str]]:
+    return enumerate(lines, start=1)
+
+
+def bad_line(path: Path, lineno: int, what: str) -> UsageError:
+    return UsageError(f"{path}: line {lineno}: {what}")
+
+
+def number(path: Path, lineno: int, text: str, what: str) -> float:
+    """A finite float from ``text``, else a UsageError naming file, line and field."""
+    try:
+        v = float(text.replace(",", ""))
+    except ValueError:
+        raise bad_line(path, lineno, f"{what} is {text!r}, expected a number") from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise bad_line(path, lineno, f"{what} is {text!r}, expected a finite number")
+    return v
+
+
+_CLOCK = re.compile(r"^(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
+
+
+def gnu_time(path: Path, lineno: int, line: str) -> tuple[float, float, float]:
+    """user, system and elapsed seconds from GNU time's default first line,
+    ``0.01user 0.02system 0:00.03elapsed 66%CPU (...)`` (elapsed is [h:]m:s), as MMTests'
+    _time_to_user/_sys/_elapsed split it (Extract.pm:278-327, v0.25)."""
+    fields = line.split()
+    if len(fields) < 3 or not (fields[0].endswith("user") and fields[1].endswith("system")
+                               and fields[2].endswith("elapsed")):
+        raise bad_line(path, lineno, "expected GNU time's 'Nuser Nsystem [H:]M:S.sselapsed ...'")
+    user = number(path, lineno, fields[0][:-4], "user time")
+    system = number(path, lineno, fields[1][:-6], "system time")
+    m = _CLOCK.match(fields[2][:-7])
+    if not m:
+        raise bad_line(path, lineno, f"elapsed time is {fields[2]!r}, expected [H:]M:S.ss")
+    h, mi, s = m.groups()
+    return user, system, int(h or 0) * 3600 + int(mi) * 60 + float(s)
+
+
+def scaling_files(logs: Path, prefix: str, suffix: str) -> list[tuple[int, Path]]:
+    """``<prefix>N<suffix>`` files (plain or .gz) of a logs folder, by N ascending: MMTests'
+    discover_scaling_parameters (Extract.pm:486-503) with a numeric N."""
+    pat = re.compile(re.escape(prefix) + r"(\d+)" + re.escape(suffix) + r"(?:\.gz|\.xz)?$")
+    found: dict[int, Path] = {}
+    for p in logs.iterdir():
+        m = pat.match(p.name)
+        if m and p.is_file():
+            found.setdefault(int(m.group(1)), p)
+    # of a plain, .gz and .xz file of the same name, open_log's choice
+    return sorted((n, find_log(p)) for n, p in found.items())  # type: ignore[misc]
