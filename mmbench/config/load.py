@@ -216,8 +216,9 @@ def _timeout(value: str | float | int, where: str) -> float:
 def _check_requires(cls: type[Workload], where: str) -> None:
     missing = [tool for tool in cls.requires if shutil.which(tool) is None]
     if missing:
-        raise UsageError(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH "
-                         f"(scripts/setup.sh installs what mmbench uses)")
+        pkgs = sorted({cls.packages.get(tool, tool) for tool in missing})
+        raise UsageError(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH: install Debian's "
+                         f"{', '.join(pkgs)} (scripts/setup.sh installs what mmbench uses)")
 
 
 def memtotal() -> int:

@@ -66,6 +66,7 @@ class Fio(Workload):
     name = "fio"
     summary = "fio buffered read/write on a file larger than the page cache an anonymous hog leaves"
     requires = ["fio"]
+    packages = {"fio": "fio"}
     params = {
         "jobs": Param("str_list", ["read", "randread", "write"], "fio rw modes to run, one after the other",
                       choices=tuple(LABELS)),

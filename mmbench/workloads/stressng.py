@@ -97,6 +97,7 @@ class StressNg(Workload):
     name = "stressng"
     summary = "stress-ng memory stressors (vm, mmap, madvise, pagemove, bigheap, ...): bogo-ops/s each"
     requires = ["stress-ng", "prlimit"]
+    packages = {"stress-ng": "stress-ng", "prlimit": "util-linux"}
     params = {
         "stressors": Param("str_list", _DEFAULT, "stress-ng stressors to run, one after the other"),
         "workers": Param("int", 2, "workers (processes) per stressor", minimum=1),
