@@ -89,11 +89,13 @@ def test_unknown_stressor_is_a_one_line_error(suite_file, results):
 def test_stressng_rejects_duplicates_and_tiny_memory():
     cls = registry()["stressng"]
     base = {"stressors": ["vm"], "workers": 2, "duration": 1.0, "memory": 64 << 20, "page_in": False,
-            "bigheap_growth": 65536}
+            "bigheap_growth": 65536, "vm_method": "write64", "random_madvise": False, "seed": 42}
     with pytest.raises(UsageError, match="named twice"):
         cls().check({**base, "stressors": ["vm", "vm"]}, 256 << 20)
     with pytest.raises(UsageError, match="less than 1M per worker"):
         cls().check({**base, "memory": 1 << 20}, 256 << 20)
+    with pytest.raises(UsageError, match="vm_method: 'write46' is not a vm method.*did you mean 'write64'"):
+        cls().check({**base, "vm_method": "write46"}, 256 << 20)
 
 
 def test_missing_tool_names_the_package(tmp_path, results):
@@ -119,6 +121,8 @@ def test_stressng_runs_the_requested_stressors(tmp_path):
     for name, values in r.samples.items():
         assert len(values) == 1 and values[0] > 0, name
     raw = tmp_path / "stressng" / "iter-0" / "raw"
+    log = (raw / "stressng-vm.out.err").read_text()
+    assert "dispatching hogs: 1 vm" in log
     for s in wanted:
         assert parse_stressng_yaml((raw / f"stressng-{s}.yaml").read_text())[s]["ops"] > 0
     # bigheap stayed inside the budget (RLIMIT_DATA) instead of being OOM-killed

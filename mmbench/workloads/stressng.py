@@ -10,6 +10,10 @@ fails, so its workers run under ``prlimit --data`` (RLIMIT_DATA counts private w
 since Linux 4.7, when the 4.5 accounting rework stopped only warning) at their share of ``memory`` -- realloc then fails inside
 the budget and bigheap starts over instead of being OOM-killed by the memory cgroup.
 ``page_in`` passes ``--page-in`` (stress-ng touches pages not in core before using them).
+For repeatable figures the stressors run with ``--seed`` and ``--no-madvise`` (stress-ng otherwise
+gives each mapping a random madvise advice, huge-page ones included), and the vm stressor with one
+``--vm-method`` (write64): its default, ``all``, rotates through methods of very different cost, so
+the rate depends on where the timeout falls (17k-57k bogo-ops per CPU second in nine 5 s runs).
 
 Stressor names are checked against ``stress-ng --stressors`` before anything runs: which exist
 depends on the stress-ng version (Debian 12's 0.15.06 has no ``compact`` and no ``pagein``
@@ -69,6 +73,14 @@ def size_options() -> frozenset[str]:
 
 
 @functools.cache
+def vm_methods() -> tuple[str, ...]:
+    """The vm stressor's methods (``stress-ng --vm-method which`` lists them)."""
+    out = subprocess.run([_stress_ng(), "--vm-method", "which"], capture_output=True, text=True, timeout=30)
+    text = (out.stdout + out.stderr).strip()
+    return tuple(text.split(":", 1)[1].split()) if ":" in text else ()
+
+
+@functools.cache
 def version() -> str:
     out = subprocess.run([_stress_ng(), "--version"], capture_output=True, text=True, timeout=30)
     m = re.search(r"version ([\w.]+)", out.stdout)
@@ -104,6 +116,9 @@ class StressNg(Workload):
         "duration": Param("duration", "10s", "how long each stressor runs"),
         "memory": Param("size", "0.5x", "memory all workers of a stressor map together (split between them)"),
         "page_in": Param("bool", False, "stress-ng --page-in: touch pages not in core before use"),
+        "vm_method": Param("str", "write64", "--vm-method of the vm stressor ('all' rotates through methods)"),
+        "random_madvise": Param("bool", False, "let stress-ng apply random madvise advice to its mappings"),
+        "seed": Param("int", 42, "stress-ng --seed: its random choices repeat from run to run", minimum=0),
         "bigheap_growth": Param("size", "64K", "bytes bigheap grows its heap by per step"),
     }
 
@@ -127,6 +142,12 @@ class StressNg(Workload):
             if s not in known:
                 raise UsageError(f"{where}.stressors: {s!r} is not a stressor of stress-ng {version()}"
                                  f"{close_match(s, list(known))}; its vm stressors: {', '.join(vm_class())}")
+        if "vm" in params["stressors"]:
+            methods = vm_methods()
+            if methods and params["vm_method"] not in methods:
+                raise UsageError(f"{where}.vm_method: {params['vm_method']!r} is not a vm method of stress-ng "
+                                 f"{version()}{close_match(params['vm_method'], list(methods))}; "
+                                 f"methods: {', '.join(methods)}")
         if params["duration"] < 1:
             raise UsageError(f"{where}.duration: must be at least 1s")
         if params["memory"] >= budget:
@@ -146,8 +167,15 @@ class StressNg(Workload):
             argv += ["--bigheap-growth", str(params["bigheap_growth"])]
             # RLIMIT_DATA bounds the heap inside the budget (see the module docstring)
             argv = ["prlimit", f"--data={per_worker}", "--", *argv]
+        if stressor == "vm":
+            argv += ["--vm-method", params["vm_method"]]
         if params["page_in"]:
             argv.append("--page-in")
+        if not params["random_madvise"]:
+            # by default stress-ng madvises every mapping it makes with a random advice
+            # (MADV_HUGEPAGE or MADV_NOHUGEPAGE among them): rates then swing with the draw
+            argv.append("--no-madvise")
+        argv += ["--seed", str(params["seed"])]
         return argv
 
     def run(self, ctx: WorkloadContext) -> Samples:
