@@ -146,3 +146,18 @@ def test_fio_under_an_anon_hog(tmp_path):
     raw = tmp_path / "fio" / "iter-0" / "raw"
     assert (raw / "fio-randread.json").exists() and (raw / "fio-write.json").exists()
     assert not (tmp_path / "scratch").exists() or not any((tmp_path / "scratch").rglob("fio.data"))
+
+
+@needs_root
+def test_tool_gone_at_run_time_fails_the_iteration_naming_the_package(tmp_path, monkeypatch):
+    import mmbench.workloads.fio as fio_mod
+    import mmbench.workloads.stressng as stressng_mod
+    # the tools vanish after the suite was loaded: shutil.which (one module for both) finds nothing
+    monkeypatch.setattr(fio_mod.shutil, "which", lambda name: None)
+    r = run_workload("fio", {"runtime": "1s"}, budget="64M", outdir=tmp_path / "a")
+    assert r.status == "failed" and r.reason == "fio not found: install Debian's fio package"
+    # (the load-time checks of stressor and method names still answer, as when the suite loaded)
+    monkeypatch.setattr(stressng_mod, "available_stressors", lambda: ("vm",))
+    monkeypatch.setattr(stressng_mod, "vm_methods", lambda: ())
+    r = run_workload("stressng", {"stressors": ["vm"], "duration": "1s"}, budget="64M", outdir=tmp_path / "b")
+    assert r.status == "failed" and r.reason == "stress-ng not found: install Debian's stress-ng package"

@@ -180,6 +180,9 @@ class StressNg(Workload):
 
     def run(self, ctx: WorkloadContext) -> Samples:
         p = ctx.params
+        _stress_ng()   # gone since the suite was loaded: say which package, not "no such file"
+        if "bigheap" in p["stressors"] and shutil.which("prlimit") is None:
+            raise EnvironmentUnsupported("prlimit not found: install Debian's util-linux package")
         samples: Samples = {}
         for s in p["stressors"]:
             yaml_path = ctx.rawdir / f"stressng-{s}.yaml"
