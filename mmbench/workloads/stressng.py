@@ -6,8 +6,8 @@ figure belongs to one stressor.  ``memory`` is what all workers of a stressor ma
 relative to the budget; it is split evenly between the workers and handed to the stressors that
 take a size (``--<stressor>-bytes``: vm, mmap, pagemove, mremap, shm, ...).  ``bigheap`` has no
 size option in stress-ng 0.15: it grows its heap by ``--bigheap-growth`` until an allocation
-fails, so its workers run under ``prlimit --data`` (RLIMIT_DATA counts private writable mappings
-since Linux 4.7, when the 4.5 accounting rework stopped only warning) at their share of ``memory`` -- realloc then fails inside
+fails, so its workers run under ``prlimit --data`` at their share of ``memory`` (RLIMIT_DATA
+covers private writable mappings, enforced by default since Linux 4.7): realloc then fails inside
 the budget and bigheap starts over instead of being OOM-killed by the memory cgroup.
 ``page_in`` passes ``--page-in`` (stress-ng touches pages not in core before using them).
 For repeatable figures the stressors run with ``--seed`` and ``--no-madvise`` (stress-ng otherwise
@@ -39,7 +39,7 @@ from mmbench.store.model import MetricDef
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
 PACKAGE = "stress-ng"
-# stress-ng's own "vm" class: the stressors that exercise the VM subsystem (suggested on a typo)
+# the default set: one stressor per mm path of the brief that Debian's 0.15.06 has (no compact, no pagein)
 _DEFAULT = ["vm", "mmap", "madvise", "pagemove", "bigheap"]
 
 
