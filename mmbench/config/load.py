@@ -216,9 +216,10 @@ def _timeout(value: str | float | int, where: str) -> float:
 def _check_requires(cls: type[Workload], where: str) -> None:
     missing = [tool for tool in cls.requires if shutil.which(tool) is None]
     if missing:
-        pkgs = sorted({cls.packages.get(tool, tool) for tool in missing})
-        raise UsageError(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH: install Debian's "
-                         f"{', '.join(pkgs)} (scripts/setup.sh installs what mmbench uses)")
+        pkgs = sorted({cls.packages[tool] for tool in missing if tool in cls.packages})
+        hint = f": install Debian's {', '.join(pkgs)}" if pkgs else ""
+        raise UsageError(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH{hint} "
+                         f"(scripts/setup.sh installs what mmbench uses)")
 
 
 def memtotal() -> int:
