@@ -9,11 +9,12 @@ want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
 
 # Debian packages: compiler for the C workloads, filesystem and loop tools (thpavail's vfat
-# image, swap files), curl/tar/gzip for largecopy, postmark, perf for the perf-stat monitor,
-# GNU time, sysstat's mpstat for the mpstat monitor, Chromium for the applaunch browser probe and the HTML report test, and kmod
+# image, swap files), curl/tar/gzip for largecopy, postmark, stress-ng and fio (the stressng and
+# fio workloads), perf for the perf-stat monitor, GNU time, sysstat's mpstat for the mpstat
+# monitor, Chromium for the applaunch browser probe and the HTML report test, and kmod
 # (modprobe: inside a VM guest the seed suites load vfat and zram, modules in Debian's kernels).
 pkgs=(gcc libc6-dev make util-linux mount dosfstools e2fsprogs procps time postmark curl tar gzip
-      linux-perf sysstat python3-venv chromium kmod
+      stress-ng fio linux-perf sysstat python3-venv chromium kmod
       qemu-system-x86 busybox-static)   # kernels under test: QEMU (+ its virtiofsd), the guest's initramfs
 # The fleet's tests start a real PostgreSQL server (Debian's) in a temporary directory.
 [ $want_test = 1 ] && pkgs+=(postgresql)

@@ -209,7 +209,9 @@ def _timeout(value: str | float | int, where: str) -> float:
 def _check_requires(cls: type[Workload], where: str) -> None:
     missing = [tool for tool in cls.requires if shutil.which(tool) is None]
     if missing:
-        raise UsageError(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH "
+        pkgs = sorted({cls.packages[tool] for tool in missing if tool in cls.packages})
+        hint = f": install Debian's {', '.join(pkgs)}" if pkgs else ""
+        raise UsageError(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH{hint} "
                          f"(scripts/setup.sh installs what mmbench uses)")
 
 
@@ -218,6 +220,14 @@ def resolve_mode(requested: str) -> str:
     if requested == "auto":
         return "none" if in_guest() else "memcg"
     return requested
+
+
+def _checked(workload: Workload, params: dict[str, Any], budget: int, where: str) -> None:
+    """The workload's own parameter checks, their errors prefixed with the suite file."""
+    try:
+        workload.check(params, budget)
+    except UsageError as e:
+        raise UsageError(f"{where}: {e}") from None
 
 
 def memtotal() -> int:
@@ -288,7 +298,7 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         _check_requires(cls, f"{where}: workload[{label}]")
         wl = cls()
         params = resolve_params(cls.params, spec_w.params, budget, f"{where}: workload[{label}].params")
-        wl.check(params, budget)
+        _checked(wl, params, budget, where)
         companions = []
         for cname, cparams in spec_w.with_.items():
             if cname not in wreg or not wreg[cname].companion:
@@ -299,7 +309,7 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
             _check_requires(ccls, f"{where}: workload[{label}].with.{cname}")
             cw = ccls()
             cp = resolve_params(ccls.params, cparams, budget, f"{where}: workload[{label}].with.{cname}")
-            cw.check(cp, budget)
+            _checked(cw, cp, budget, where)
             companions.append((cw, cp))
         metrics = wl.metric_defs(params) + [m for cw, cp in companions for m in cw.metric_defs(cp)]
         workloads.append(ResolvedWorkload(

@@ -85,6 +85,7 @@ class Workload:
     params: ClassVar[dict[str, Param]] = {}
     metrics: ClassVar[list[MetricDef]] = []
     requires: ClassVar[list[str]] = []     # executables needed on PATH (Debian packages)
+    packages: ClassVar[dict[str, str]] = {}  # executable → Debian package, named when it is missing
     companion: ClassVar[bool] = False      # runs beside another workload until stop_event
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
