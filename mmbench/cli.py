@@ -1,24 +1,24 @@
 """The ``mmbench`` command: a thin layer of argument parsing over the stages.
 
-Bad input (arguments, suite files, ``--set``) is one line on stderr and exit status 2.  A run or
-restore that could not put every change back exits 4 (the last line says what is left); one
-stopped by SIGINT exits 130, by SIGTERM/SIGHUP 143.
+Exit statuses (docs/cli.md): 0 ok; 1 only when ``compare --fail-on-regression`` found a
+significant regression; 2 bad input or usage (one line on stderr naming the file, field or
+argument); 3 a kernel feature or tool is missing; 4 a run or restore could not put every change
+back (the last line says what is left); 5 a run was stored but is not complete; 70 an internal
+error (one line, the traceback saved to a file); 130/143 stopped by SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
 from mmbench import __version__
-from mmbench.errors import EnvironmentUnsupported, UsageError
-
-
-# The machine could not be put back completely: what is left is journaled for `mmbench restore`.
-EXIT_NOT_RESTORED = 4
+from mmbench.errors import (EXIT_INTERNAL, EXIT_NOT_RESTORED, EXIT_REGRESSION, EXIT_RUN_FAILED,
+                            EXIT_UNSUPPORTED, EXIT_USAGE, EnvironmentUnsupported, UsageError)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,7 +75,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if last_restore and not last_restore.get("restored"):
         print("mmbench: machine NOT fully restored: " + str(last_restore.get("summary")), file=sys.stderr)
         return EXIT_NOT_RESTORED
-    return 0 if status == "complete" else 1
+    return 0 if status == "complete" else EXIT_RUN_FAILED
 
 
 def _vm_sets(args: argparse.Namespace) -> list[str]:
@@ -178,7 +178,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         bad = regressions(comparison, args.threshold)
         if bad:
             print(f"mmbench: {len(bad)} significant regression(s) beyond {args.threshold:g}%", file=sys.stderr)
-            return 1
+            return EXIT_REGRESSION
     return 0
 
 
@@ -346,6 +346,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _threshold(text: str) -> float:
+    """A percentage ≥ 0: nan, inf or a negative number would turn the regression gate off or on."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite percentage ≥ 0, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mmbench", description="Benchmark Linux memory management: run suites of workloads "
                 "while the kernel is watched, then compare runs.")
@@ -400,7 +411,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only these rows, e.g. mean,stddev (the seeds' mean and +/- table) or mean,p95,p99")
     c.add_argument("--fail-on-regression", action="store_true",
                    help="exit 1 if any significant change in the bad direction exceeds --threshold")
-    c.add_argument("--threshold", type=float, default=0.0, metavar="PCT")
+    c.add_argument("--threshold", type=_threshold, default=0.0, metavar="PCT",
+                   help="with --fail-on-regression: ignore regressions smaller than PCT percent")
     c.add_argument("baseline")
     c.add_argument("others", nargs="*")
     c.set_defaults(func=cmd_compare)
@@ -451,22 +463,68 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _save_traceback(exc: BaseException) -> str:
+    """Write the traceback of an unexpected exception to a file; return its path (or why not)."""
+    import tempfile
+    import traceback
+    base = os.environ.get("MMBENCH_CRASH_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "mmbench")
+    try:
+        os.makedirs(base, exist_ok=True)
+        fd, path = tempfile.mkstemp(prefix="crash-", suffix=".txt", dir=base)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"mmbench {__version__}: {' '.join(sys.argv)}\n")
+            fh.write("".join(traceback.format_exception(exc)))
+        return path
+    except OSError as e:
+        return f"(could not be saved: {e})"
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
         return args.func(args)
     except UsageError as e:
-        print(f"mmbench: error: {e}", file=sys.stderr)
-        return 2
+        print(f"mmbench: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
     except EnvironmentUnsupported as e:  # the machine lacks something: said plainly, no traceback
-        print(f"mmbench: error: {e}", file=sys.stderr)
-        return 1
+        print(f"mmbench: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_UNSUPPORTED
     except BrokenPipeError:
+        _quiet_stdout()
         return 0
     except KeyboardInterrupt:   # Ctrl-C in a command that changes nothing: no traceback
         print("mmbench: interrupted", file=sys.stderr)
         return 130
+    except OSError as e:
+        if e.filename is None:
+            return _internal(e)
+        # a path the user gave (or the store holds) cannot be read or written: bad input, one line
+        print(f"mmbench: error: {e.filename}: {e.strerror or _one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as e:   # a bug: one line, never exit 1, the traceback kept for a report
+        return _internal(e)
+
+
+def _quiet_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush stays silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _internal(e: BaseException) -> int:
+    path = _save_traceback(e)
+    print(f"mmbench: internal error: {type(e).__name__}: {_one_line(e)[:200]} (traceback saved in {path})",
+          file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":
