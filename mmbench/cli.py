@@ -387,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-time", metavar="DURATION", help="with --until: stop adding rounds after this long")
     r.add_argument("--quiet", action="store_true", help="only warnings and errors")
     r.add_argument("--json-log", action="store_true", help="progress as JSON lines on stderr")
-    r.add_argument("name", help="run name (letters, digits, '.', '_', '-')")
+    r.add_argument("name", help="run name: a folder name, e.g. 6.12.0-rc3+ (no '/', no leading '.')")
     r.set_defaults(func=cmd_run)
 
     m = sub.add_parser("monitor", help="record monitors with no workload (the system under your own load)")

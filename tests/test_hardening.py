@@ -93,3 +93,54 @@ def test_exit_statuses_documented():
     doc = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
     for status in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 70 |"):
         assert status in doc
+
+
+# -- item 2: names are not paths ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("workload", ["../../x", "a/b", ".", "..", "", " ", ".hidden", "a\tb"])
+def test_import_workload_that_is_a_path(tmp_path, workload):
+    results = tmp_path / "results"
+    src = tmp_path / "bad.csv"
+    src.write_text(f'workload,metric,unit,better,iteration,value\nw,t,s,lower,0,1\n"{workload}",t,s,lower,0,1\n')
+    err = one_line_error(mmbench("import", "--results", str(results), str(src), "r"), 2, "line 3")
+    assert "'workload'" in err
+    assert not results.exists() or not any(results.iterdir())   # nothing written
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("name", ["6.12.0-rc3+", "v6.1_patched", "+", "~", "host:6.1", "base~1", "a,b=c@d"])
+def test_run_names_kernel_people_use(tmp_path, name):
+    results = imported(tmp_path, name)
+    assert (results / name / "run.json").is_file()
+    assert mmbench("show", "--results", str(results), name, check=True).stdout.startswith(f"run:      {name}")
+    assert name in mmbench("list", "--results", str(results), check=True).stdout
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", ".", "..", ".hidden", "index.sqlite", "x" * 201, "a\nb"])
+def test_run_names_that_are_not_folder_names(tmp_path, name):
+    results = tmp_path / "results"
+    src = tmp_path / "a.csv"
+    src.write_text(CSV)
+    one_line_error(mmbench("import", "--results", str(results), str(src), name), 2, "run name")
+    assert not results.exists() or not any(p.name != "index.sqlite" for p in results.iterdir())
+    assert not (tmp_path / "x").exists()
+    one_line_error(mmbench("show", "--results", str(results), name), 2, "run name")
+
+
+def test_one_name_check_everywhere():
+    from mmbench.errors import UsageError
+    from mmbench.names import check_name
+    from mmbench.store.base import validate_run_name
+    for bad in ("a/b", "", ".", "-x"):
+        with pytest.raises(UsageError):
+            validate_run_name(bad)
+        with pytest.raises(UsageError):
+            check_name(bad, "label")
+    assert check_name("6.12.0-rc3+") == "6.12.0-rc3+"
+
+
+def test_suite_label_that_is_a_path(tmp_path):
+    suite = tmp_path / "s.toml"
+    suite.write_text('[suite]\nbudget = "64M"\n[[workload]]\nname = "faultin"\nlabel = "../escape"\n')
+    one_line_error(mmbench("run", "--config", str(suite), "--results", str(tmp_path / "r"), "x"), 2,
+                   "workload[../escape].label")

@@ -202,6 +202,14 @@ def _schema_error(path: Path, e: ValidationError, doc: dict[str, Any]) -> UsageE
     return UsageError(f"{path}: {where}: {err['msg']} (got {err.get('input')!r})")
 
 
+def _check_label(label: str, where: str) -> None:
+    """A label is the workload's folder in the run: a name, never a path."""
+    from mmbench.names import name_problem
+    problem = name_problem(label)
+    if problem:
+        raise UsageError(f"{where}: {problem}")
+
+
 def _timeout(value: str | float | int, where: str) -> float:
     """Per-iteration timeout in seconds: a duration ("90s", "2h") or a number of seconds."""
     try:
@@ -289,8 +297,7 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         if label in labels:
             raise UsageError(f"{where}: workload[{label}]: two workloads share the label {label!r}; "
                              f"give one a label = \"...\"")
-        if not all(c.isalnum() or c in "._-" for c in label):
-            raise UsageError(f"{where}: workload[{label}].label: use letters, digits, '.', '_', '-' only")
+        _check_label(label, f"{where}: workload[{label}].label")
         labels.add(label)
         cls = wreg[spec_w.name]
         _check_requires(cls, f"{where}: workload[{label}]")
