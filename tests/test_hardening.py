@@ -32,6 +32,24 @@ def one_line_error(proc, status: int = 2, needle: str | None = None) -> str:
     return err
 
 
+class Proc:
+    """What ``main`` returned and printed, shaped like subprocess.CompletedProcess."""
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def cli(*args: str) -> Proc:
+    """The CLI in this process (fast; an uncaught exception fails the test by itself)."""
+    import contextlib
+    import io
+
+    from mmbench.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    return Proc(status, out.getvalue(), err.getvalue())
+
+
 def imported(tmp_path: Path, name: str = "a", text: str = CSV, results: Path | None = None) -> Path:
     results = results or tmp_path / "results"
     src = tmp_path / f"{name}.csv"
@@ -144,3 +162,108 @@ def test_suite_label_that_is_a_path(tmp_path):
     suite.write_text('[suite]\nbudget = "64M"\n[[workload]]\nname = "faultin"\nlabel = "../escape"\n')
     one_line_error(mmbench("run", "--config", str(suite), "--results", str(tmp_path / "r"), "x"), 2,
                    "workload[../escape].label")
+
+
+# -- item 4: a damaged store ---------------------------------------------------------------------------
+
+DAMAGE = {
+    "empty": b"",
+    "truncated": b'{"name": "a", "status": "comp',
+    "binary": bytes(range(256)),
+    "list": b"[1, 2, 3]",
+    "foreign": b'{"hello": "world"}',
+    "wrong type": b'{"name": "a", "status": "complete", "created": "yesterday"}',
+    "NaN": b'{"name": "a", "status": "complete", "created": NaN}',
+}
+
+
+def _damage(results: Path, which: str, content: bytes) -> Path:
+    target = {"run.json": results / "a" / "run.json",
+              "workload.json": results / "a" / "w" / "workload.json",
+              "result.json": results / "a" / "w" / "iter-1" / "result.json",
+              "fingerprint.json": results / "a" / "fingerprint.json"}[which]
+    target.write_bytes(content)
+    return target
+
+
+@pytest.mark.parametrize("which,kind", [(w, k) for w in ("run.json", "result.json") for k in sorted(DAMAGE)]
+                         + [(w, k) for w in ("workload.json", "fingerprint.json")
+                            for k in ("empty", "binary", "list", "foreign")])
+def test_damaged_file_is_one_line_naming_it(tmp_path, which, kind):
+    results = imported(tmp_path, "a")
+    imported(tmp_path, "b", CSV, results)
+    target = _damage(results, which, DAMAGE[kind])
+    for cmd in (["show", "a"], ["compare", "b", "a"], ["report", "-o", str(tmp_path / "r.html"), "a"]):
+        proc = cli(cmd[0], "--results", str(results), *cmd[1:])
+        if which == "fingerprint.json" and kind == "foreign":
+            assert proc.returncode == 0, proc.stderr   # any JSON object is a fingerprint
+            continue
+        one_line_error(proc, 2, str(target))
+    # list goes on: the damaged run is skipped with a one-line warning, the good one listed
+    ls = cli("list", "--results", str(results))
+    assert ls.returncode == 0 and "Traceback" not in ls.stderr
+    assert any(line.startswith("b ") for line in ls.stdout.splitlines()), ls.stdout
+    if not (which == "fingerprint.json" and kind == "foreign"):
+        assert "skipping run a" in ls.stderr and str(target) in ls.stderr
+        assert not list(tmp_path.glob("r.html*"))
+    assert not list(tmp_path.glob(".r.html*")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_store_written_by_newer_mmbench_is_refused(tmp_path):
+    results = imported(tmp_path, "a")
+    meta = json.loads((results / "a" / "run.json").read_text())
+    assert meta["format"] == 1
+    meta["format"] = 99
+    (results / "a" / "run.json").write_text(json.dumps(meta))
+    one_line_error(mmbench("show", "--results", str(results), "a"), 2, "newer mmbench")
+    del meta["format"]   # a store from before the field: format 1, read as such
+    (results / "a" / "run.json").write_text(json.dumps(meta))
+    assert mmbench("show", "--results", str(results), "a").returncode == 0
+
+
+def test_copied_result_is_not_misread(tmp_path):
+    results = imported(tmp_path, "a")
+    it1 = results / "a" / "w" / "iter-1" / "result.json"
+    (results / "a" / "w" / "iter-0" / "result.json").write_text(it1.read_text())
+    one_line_error(mmbench("show", "--results", str(results), "a"), 2, "iter-0")
+
+
+def test_results_directory_is_a_file(tmp_path):
+    f = tmp_path / "results"
+    f.write_text("not a directory\n")
+    for cmd in (["list"], ["show", "a"], ["compare", "a"], ["import", str(f), "a"]):
+        one_line_error(mmbench(cmd[0], "--results", str(f), *cmd[1:]), 2, str(f))
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage" * 100, bytes(range(256)) * 10])
+def test_damaged_index(tmp_path, content):
+    results = imported(tmp_path, "a")
+    (results / "index.sqlite").write_bytes(content)
+    ls = mmbench("list", "--results", str(results))
+    assert ls.returncode == 0 and "a " in ls.stdout and "Traceback" not in ls.stderr
+    assert mmbench("show", "--results", str(results), "a").returncode == 0
+    imported(tmp_path, "b", CSV, results)   # the folder is the truth: a new run is still stored
+    assert (results / "b" / "run.json").is_file()
+
+
+def test_damaged_summary_cache_is_recomputed(tmp_path):
+    from mmbench.monitors.base import SUMMARY_VERSION, MonitorSummary, load_summary
+    from mmbench.store.model import MetricDef
+
+    class Fake:
+        name = "fake"
+        calls = 0
+
+        @classmethod
+        def summarise(cls, outdir, meta):
+            cls.calls += 1
+            return MonitorSummary([(MetricDef("m", "s", "lower"), [1.0])], [])
+    (tmp_path / "data").write_text("x")
+    bad = {"version": SUMMARY_VERSION, "monitor": "fake", "notes": [],
+           "metrics": [[{"name": "m", "unit": "s", "better": "sideways"}, ["x"]]]}
+    for content in ("", "{", json.dumps(bad), "[]"):
+        (tmp_path / "summary.json").write_text(content)
+        os.utime(tmp_path / "summary.json", ns=(2 * 10**18, 2 * 10**18))
+        s = load_summary(Fake, tmp_path, {})
+        assert s.metrics[0][0].better == "lower"
+    assert Fake.calls == 4
