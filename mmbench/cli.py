@@ -311,9 +311,11 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from mmbench.report.html import write_report
+    from mmbench.report.output import resolve_target
+    resolve_target(args.output)   # a directory, device or FIFO is refused before any work
     runs = _load_runs(args, [args.baseline, *args.others])
-    write_report(runs, Path(args.output))
-    print(f"wrote {args.output}")
+    where = write_report(runs, args.output)
+    print(f"wrote {where}", file=sys.stderr if where == "stdout" else sys.stdout)
     return 0
 
 
@@ -440,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="write a self-contained HTML report")
     results_arg(rp)
-    rp.add_argument("-o", "--output", required=True, metavar="FILE.html")
+    rp.add_argument("-o", "--output", required=True, metavar="FILE.html", help="a regular file, or - for stdout")
     rp.add_argument("baseline")
     rp.add_argument("others", nargs="*")
     rp.set_defaults(func=cmd_report)

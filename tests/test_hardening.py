@@ -267,3 +267,69 @@ def test_damaged_summary_cache_is_recomputed(tmp_path):
         s = load_summary(Fake, tmp_path, {})
         assert s.metrics[0][0].better == "lower"
     assert Fake.calls == 4
+
+
+# -- item 3: report -o writes only regular files ------------------------------------------------------
+
+def _no_temp_left(folder: Path) -> None:
+    assert not [p for p in folder.rglob(".*tmp*")], list(folder.rglob(".*tmp*"))
+
+
+def test_report_to_stdout(tmp_path):
+    results = imported(tmp_path)
+    proc = mmbench("report", "--results", str(results), "-o", "-", "a")
+    assert proc.returncode == 0 and proc.stdout.lstrip().lower().startswith("<!doctype html")
+    assert proc.stdout.rstrip().endswith("</html>") and "wrote stdout" in proc.stderr
+    dev = mmbench("report", "--results", str(results), "-o", "/dev/stdout", "a")
+    assert dev.returncode == 0 and dev.stdout.rstrip().endswith("</html>") and len(dev.stdout) == len(proc.stdout)
+    _no_temp_left(tmp_path)
+
+
+def test_report_refuses_what_is_not_a_regular_file(tmp_path):
+    results = imported(tmp_path)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "keep").write_text("x")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere" / "x.html")
+    to_dir = tmp_path / "to-dir"
+    to_dir.symlink_to(folder)
+    for target, needle in ((folder, "directory"), (fifo, "FIFO"), (Path("/dev/null"), "character device"),
+                           (dangling, "symlink"), (to_dir, "directory"), (Path(f"{folder}/"), "directory")):
+        one_line_error(cli("report", "--results", str(results), "-o", str(target), "a"), 2, needle)
+    assert (folder / "keep").read_text() == "x" and fifo.is_fifo() and dangling.is_symlink()
+    assert Path("/dev/null").is_char_device() and to_dir.is_symlink()
+    assert not (tmp_path / "nowhere").exists()
+    _no_temp_left(tmp_path)
+
+
+def test_report_through_symlink_and_over_a_file(tmp_path):
+    results = imported(tmp_path)
+    real = tmp_path / "real.html"
+    real.write_text("old")
+    link = tmp_path / "link.html"
+    link.symlink_to(real)
+    assert cli("report", "--results", str(results), "-o", str(link), "a").returncode == 0
+    assert link.is_symlink() and "</html>" in real.read_text()
+    new = tmp_path / "sub" / "new.html"
+    assert cli("report", "--results", str(results), "-o", str(new), "a").returncode == 0 and new.is_file()
+    _no_temp_left(tmp_path)
+
+
+def test_report_unwritable_folder_leaves_nothing(tmp_path):
+    results = imported(tmp_path)
+    parent = tmp_path / "file"
+    parent.write_text("x")
+    one_line_error(cli("report", "--results", str(results), "-o", str(parent / "r.html"), "a"), 2, str(parent))
+    assert parent.read_text() == "x"
+    _no_temp_left(tmp_path)
+
+
+def test_plot_output_dir_that_is_a_file(tmp_path):
+    results = imported(tmp_path)
+    f = tmp_path / "plots"
+    f.write_text("x")
+    one_line_error(cli("plot", "--results", str(results), "-o", str(f), "a"), 2, "not a directory")
+    assert f.read_text() == "x"
