@@ -330,10 +330,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     if args.kind == "irqsoff":
-        from mmbench.analysis.irqsoff import analyze
-        missing = [f for f in args.files if not Path(f).is_file()]
-        if missing:
-            raise UsageError(f"analyze irqsoff: no such file: {missing[0]}")
+        from mmbench.analysis.irqsoff import analyze, check_trace_file
+        for f in args.files:   # an empty, binary or unrelated file is refused, not "0 us"
+            check_trace_file(f)
         sys.stdout.write(analyze([Path(f) for f in args.files]))
     return 0
 

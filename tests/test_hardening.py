@@ -333,3 +333,26 @@ def test_plot_output_dir_that_is_a_file(tmp_path):
     f.write_text("x")
     one_line_error(cli("plot", "--results", str(results), "-o", str(f), "a"), 2, "not a directory")
     assert f.read_text() == "x"
+
+
+# -- item 6: analyze irqsoff -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content,needle", [
+    (b"", "empty"), (b"\n\n", "empty"), (bytes(range(256)) * 4, "binary"),
+    (b"# mmbench\n\nA benchmark framework.\n", "no irqsoff trace"),
+    (b"# tracer: function\n#\n  bash-1 [000] .... 1.0: foo <-bar\n", "no irqsoff trace"),
+    (b"\xff\xfe garbage \xc3\x28\n", "no irqsoff trace"),
+])
+def test_analyze_irqsoff_refuses_what_is_no_trace(tmp_path, content, needle):
+    f = tmp_path / "README"
+    f.write_bytes(content)
+    err = one_line_error(cli("analyze", "irqsoff", str(f)), 2, needle)
+    assert str(f) in err and "0 us" not in err
+    one_line_error(cli("analyze", "irqsoff", str(tmp_path)), 2, "directory")
+    one_line_error(cli("analyze", "irqsoff", str(tmp_path / "missing")), 2, "no such file")
+
+
+def test_analyze_irqsoff_reads_a_real_trace():
+    sample = Path(__file__).resolve().parent / "data" / "irqsoff" / "sample-modern.txt"
+    out = cli("analyze", "irqsoff", str(sample))
+    assert out.returncode == 0 and out.stdout.startswith("Total sampled time IRQs off") and "Event " in out.stdout
