@@ -356,3 +356,66 @@ def test_analyze_irqsoff_reads_a_real_trace():
     sample = Path(__file__).resolve().parent / "data" / "irqsoff" / "sample-modern.txt"
     out = cli("analyze", "irqsoff", str(sample))
     assert out.returncode == 0 and out.stdout.startswith("Total sampled time IRQs off") and "Event " in out.stdout
+
+
+# -- item 7: the suite loader ------------------------------------------------------------------------
+
+GOOD_SUITE = '[suite]\nbudget = "64M"\niterations = 1\n[[workload]]\nname = "faultin"\n[workload.params]\nsize = "4M"\n'
+
+
+def load_error(tmp_path: Path, content: bytes | str, *sets: str) -> str:
+    from mmbench.config.load import load_suite
+    from mmbench.errors import UsageError
+    f = tmp_path / "suite.toml"
+    f.write_bytes(content.encode() if isinstance(content, str) else content)
+    with pytest.raises(UsageError) as e:
+        load_suite(str(f), list(sets))
+    msg = str(e.value)
+    assert "\n" not in msg and str(f) in msg, msg
+    return msg
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"", "empty suite"), (b"   \n# only a comment\n", "empty suite"),
+    (bytes(range(256)), "binary"), (b'[suite]\ndescription = "caf\xe9"\n', "line 2: not UTF-8"),
+    (b'[suite]\nbudget = "64M"\n', "no workloads"),
+    (b"[suite]\n" + b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n", "TOML"),
+])
+def test_suite_file_that_is_no_suite(tmp_path, content, needle):
+    assert needle in load_error(tmp_path, content)
+
+
+def test_suite_that_is_a_directory(tmp_path):
+    one_line_error(mmbench("run", "--config", str(tmp_path), "--results", str(tmp_path / "r"), "x"), 2, "directory")
+
+
+@pytest.mark.parametrize("size", ['"3x"', '"65M"', '"2G"'])
+def test_workload_larger_than_budget_refused(tmp_path, size):
+    msg = load_error(tmp_path, GOOD_SUITE.replace('"4M"', size))
+    assert "workload[faultin].params.size" in msg and "budget" in msg
+
+
+def test_workload_larger_than_budget_with_swap_is_allowed(tmp_path):
+    from mmbench.config.load import load_suite
+    f = tmp_path / "s.toml"
+    f.write_text(GOOD_SUITE.replace('"4M"', '"2x"') + '[swap]\ntype = "zram"\nsize = "1x"\n')
+    assert load_suite(str(f)).workloads[0].params["size"] == 128 << 20
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="settings are validated against writable knobs (root)")
+@pytest.mark.parametrize("setting,needle", [
+    ("vm.swappiness=500", "outside 0..200"), ("vm.dirty_ratio=101", "outside 0..100"),
+    ("vm.overcommit_memory=7", "outside 0..2"), ("thp.khugepaged.max_ptes_none=512", "outside 0..511"),
+    ("thp.khugepaged.pages_to_scan=0", "outside 1"), ("vm.min_free_kbytes=-5", "outside"),
+    ("vm.swappiness=lots", "expected an integer"), ("thp.enabled=sometimes", "not one of"),
+])
+def test_setting_the_kernel_would_reject(tmp_path, setting, needle):
+    before = Path("/proc/sys/vm/swappiness").read_text()
+    msg = load_error(tmp_path, GOOD_SUITE, setting)
+    assert f"settings.{setting.split('=')[0]}" in msg and needle in msg
+    # the whole run is refused before any setting (or anything else) is applied
+    f = tmp_path / "suite.toml"
+    proc = mmbench("run", "--config", str(f), "--set", "vm.dirty_background_ratio=5", "--set", setting,
+                   "--results", str(tmp_path / "r"), "x")
+    one_line_error(proc, 2, setting.split("=")[0])
+    assert not (tmp_path / "r").exists() and Path("/proc/sys/vm/swappiness").read_text() == before

@@ -202,6 +202,37 @@ def _schema_error(path: Path, e: ValidationError, doc: dict[str, Any]) -> UsageE
     return UsageError(f"{path}: {where}: {err['msg']} (got {err.get('input')!r})")
 
 
+def _read_suite_text(path: Path) -> str:
+    """The suite file as text; a directory, binary or non-UTF-8 file or an empty one is one line."""
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise UsageError(f"--config {path}: is a directory, not a suite file") from None
+    except OSError as e:
+        raise UsageError(f"--config {path}: cannot read: {e.strerror or e}") from None
+    if b"\0" in raw:
+        raise UsageError(f"{path}: a binary file, not a TOML suite")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise UsageError(f"{path}: line {line}: not UTF-8 text (a TOML suite is UTF-8)") from None
+    if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines()):
+        raise UsageError(f"{path}: empty suite (expected [suite] and at least one [[workload]])")
+    return text
+
+
+def _check_resident(cls: type[Workload], params: dict[str, Any], budget: int, swap: bool, where: str) -> None:
+    """Anonymous memory above the budget could only be OOM-killed: refused before anything runs."""
+    from mmbench.config.sizes import format_size
+    for name in cls.resident:
+        value = params.get(name)
+        if isinstance(value, int) and value > budget and not swap:
+            raise UsageError(f"{where}.{name}: {format_size(value)} is more than the memory budget "
+                             f"({format_size(budget)}); it cannot fit in the sandbox (lower it, raise "
+                             f"suite.budget, or configure [swap])")
+
+
 def _check_label(label: str, where: str) -> None:
     """A label is the workload's folder in the run: a name, never a path."""
     from mmbench.names import name_problem
@@ -242,11 +273,13 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
     from mmbench.workloads import registry as workload_registry
 
     path = find_suite(spec)
-    text = path.read_text()
+    text = _read_suite_text(path)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: not valid TOML: nested too deeply") from None
     # TOML dotted keys under [settings] nest (thp.enabled → {"thp": {"enabled": ...}}): flatten.
     if isinstance(doc.get("settings"), dict):
         doc["settings"] = _flatten(doc["settings"])
@@ -259,6 +292,9 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
     except ValidationError as e:
         raise _schema_error(path, e, doc) from None
     where = str(path)
+    if not sf.workload:
+        raise UsageError(f"{where}: no workloads: add a [[workload]] table with a name "
+                         f"(a suite that only records monitors uses name = \"idle\")")
 
     from mmbench.run.sandbox import resolve_mode
     mode = resolve_mode(sf.suite.sandbox)
@@ -283,7 +319,7 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
 
     try:
         validate_settings(sf.settings)
-    except UsageError as e:
+    except UsageError as e:   # before anything is applied: the whole suite is checked first
         raise UsageError(f"{where}: {e}") from None
 
     wreg = workload_registry()
@@ -303,7 +339,11 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         _check_requires(cls, f"{where}: workload[{label}]")
         wl = cls()
         params = resolve_params(cls.params, spec_w.params, budget, f"{where}: workload[{label}].params")
-        wl.check(params, budget)
+        _check_resident(cls, params, budget, sf.swap.type != "none", f"{where}: workload[{label}].params")
+        try:
+            wl.check(params, budget)
+        except UsageError as e:
+            raise UsageError(f"{where}: {e}" if not str(e).startswith(where) else str(e)) from None
         companions = []
         for cname, cparams in spec_w.with_.items():
             if cname not in wreg or not wreg[cname].companion:
