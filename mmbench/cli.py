@@ -204,11 +204,18 @@ def cmd_list(args: argparse.Namespace) -> int:
         runs = _store(args).list_runs()
         if not runs:
             print(f"no runs in {_store(args)}")
+            return 0
         import time
+        # measured iterations and warm-ups counted apart (a warm-up is never in a comparison)
+        width = max(24, *(len(r["name"]) for r in runs))
+        print(f"{'NAME':{width}} {'STATUS':10} {'CREATED':16}  {'KERNEL':24} {'MEASURED':>8} {'WARM-UP':>7}  "
+              f"DESCRIPTION")
         for r in runs:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"] or 0))
-            print(f"{r['name']:24} {r['status']:10} {when}  {r['kernel']:24} {r['iterations']:3} iterations  "
-                  f"{r['description']}")
+            failed = r.get("failed") or 0
+            measured = f"{r['iterations']}" + (f" ({failed} failed)" if failed else "")
+            print(f"{r['name']:{width}} {r['status']:10} {when:16}  {r['kernel']:24} {measured:>8} "
+                  f"{r.get('warmup', 0):>7}  {r['description']}")
     elif what == "workloads":
         from mmbench.workloads import LOAD_ERRORS, registry
         for name, cls in registry().items():
@@ -298,6 +305,39 @@ def cmd_restore(args: argparse.Namespace) -> int:
     for msg in messages:
         print(msg)
     return 0 if ok else EXIT_NOT_RESTORED
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """Rebuild index.sqlite from the run folders (the folders are the truth)."""
+    from mmbench.store.fs import FileStore
+    store = _store(args)
+    if not isinstance(store, FileStore):
+        raise UsageError("reindex: --results must be a results directory (a PostgreSQL store has no index file)")
+    store._check_root()
+    if not store.root.is_dir():
+        raise UsageError(f"reindex: {store.root}: no such results directory")
+    indexed, _, damaged = store.sync(rebuild=True)
+    print(f"indexed {indexed} run(s) in {store.root / 'index.sqlite'}"
+          + (f"; skipped {len(damaged)} damaged: {', '.join(damaged)}" if damaged else ""))
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    """Remove runs from the folders and the index; every name is checked before anything goes."""
+    from mmbench.store.base import validate_run_name
+    store = _store(args)
+    names = [validate_run_name(n) for n in args.names]
+    listed = {r["name"]: r for r in store.list_runs()}
+    for n in names:
+        if n not in listed and not store.exists(n):
+            from mmbench.config.params import close_match
+            raise UsageError(f"rm: no run named {n!r} in {store}{close_match(n, list(listed))}; nothing removed")
+        if listed.get(n, {}).get("status") == "running":
+            raise UsageError(f"rm: run {n!r} is still running; stop it first; nothing removed")
+    for n in dict.fromkeys(names):
+        store.remove_run(n)
+        print(f"removed {n}")
+    return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -431,6 +471,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     rs = sub.add_parser("restore", help="put back whatever a killed mmbench run left changed")
     rs.set_defaults(func=cmd_restore)
+
+    ri = sub.add_parser("reindex", help="rebuild the results directory's index.sqlite from its run folders")
+    results_arg(ri)
+    ri.set_defaults(func=cmd_reindex)
+
+    rm = sub.add_parser("rm", help="remove runs (folders and index)")
+    results_arg(rm)
+    rm.add_argument("names", nargs="+", metavar="NAME")
+    rm.set_defaults(func=cmd_rm)
 
     im = sub.add_parser("import", help="create a run from a CSV or JSON file of samples")
     results_arg(im)

@@ -419,3 +419,71 @@ def test_setting_the_kernel_would_reject(tmp_path, setting, needle):
                    "--results", str(tmp_path / "r"), "x")
     one_line_error(proc, 2, setting.split("=")[0])
     assert not (tmp_path / "r").exists() and Path("/proc/sys/vm/swappiness").read_text() == before
+
+
+# -- item 8: the SQLite index is the store's index ------------------------------------------------------
+
+def _index_runs(results: Path) -> dict[str, str]:
+    import sqlite3
+    conn = sqlite3.connect(results / "index.sqlite")
+    try:
+        return dict(conn.execute("SELECT name, status FROM runs").fetchall())
+    finally:
+        conn.close()
+
+
+def _listed(results: Path) -> list[str]:
+    out = cli("list", "--results", str(results))
+    assert out.returncode == 0, out.stderr
+    return [line.split()[0] for line in out.stdout.splitlines()[1:]]
+
+
+def test_folders_and_index_disagree(tmp_path):
+    import shutil
+    results = imported(tmp_path, "a")
+    imported(tmp_path, "b", CSV, results)
+    assert _listed(results) == ["a", "b"] and set(_index_runs(results)) == {"a", "b"}
+    shutil.rmtree(results / "a")                               # folder gone, row left
+    shutil.copytree(results / "b", results / "c")              # folder added by hand, no row
+    meta = json.loads((results / "b" / "run.json").read_text())
+    meta["status"] = "failed"                                  # run.json changed after indexing
+    (results / "b" / "run.json").write_text(json.dumps(meta))
+    assert sorted(_listed(results)) == ["b", "c"]
+    assert _index_runs(results) == {"b": "failed", "c": "imported"}
+    (results / "index.sqlite").unlink()                        # index gone: rebuilt from the folders
+    assert sorted(_listed(results)) == ["b", "c"] and set(_index_runs(results)) == {"b", "c"}
+
+
+def test_reindex_replaces_a_damaged_index(tmp_path):
+    results = imported(tmp_path, "a")
+    imported(tmp_path, "b", CSV, results)
+    (results / "b" / "w" / "iter-0" / "result.json").write_text("{")
+    (results / "index.sqlite").write_bytes(b"\0garbage" * 64)
+    out = cli("reindex", "--results", str(results))
+    assert out.returncode == 0 and "indexed 1 run(s)" in out.stdout and "damaged: b" in out.stdout
+    assert _index_runs(results) == {"a": "imported"}
+    assert not list(results.glob(".index.sqlite*"))
+    one_line_error(cli("reindex", "--results", str(tmp_path / "none")), 2, "no such results directory")
+
+
+def test_rm_removes_from_folders_and_index(tmp_path):
+    results = imported(tmp_path, "a")
+    imported(tmp_path, "b", CSV, results)
+    imported(tmp_path, "c", CSV, results)
+    one_line_error(cli("rm", "--results", str(results), "a", "nosuch"), 2, "nothing removed")
+    one_line_error(cli("rm", "--results", str(results), "../a"), 2, "run name")
+    assert (results / "a").is_dir()
+    out = cli("rm", "--results", str(results), "a", "c")
+    assert out.returncode == 0 and out.stdout.split() == ["removed", "a", "removed", "c"]
+    assert not (results / "a").exists() and not (results / "c").exists()
+    assert set(_index_runs(results)) == {"b"} and _listed(results) == ["b"]
+
+
+def test_rm_refuses_a_live_run(tmp_path):
+    results = imported(tmp_path, "a")
+    meta = json.loads((results / "a" / "run.json").read_text())
+    from mmbench.store.fs import _boot_id, _proc_start_time
+    meta.update(status="running", pid=os.getpid(), pid_start=_proc_start_time(os.getpid()), boot_id=_boot_id())
+    (results / "a" / "run.json").write_text(json.dumps(meta))
+    one_line_error(cli("rm", "--results", str(results), "a"), 2, "still running")
+    assert (results / "a" / "run.json").is_file()
