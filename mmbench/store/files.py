@@ -146,7 +146,7 @@ def read_model(path: Path, model: type[M]) -> M:
         return model.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "document"
+        where = ".".join(_key(p) for p in err["loc"]) or "document"
         raise StoreError(f"{path}: {where}: {_short(err['msg'])}") from None
     except RecursionError:
         raise StoreError(f"{path}: nested too deeply to be an mmbench file") from None
@@ -169,6 +169,14 @@ def kernel_release(fingerprint: dict[str, Any]) -> str:
     """The fingerprint's kernel release, or "" when it has none (an imported run, a foreign file)."""
     kernel = fingerprint.get("kernel")
     return str(kernel.get("release", "")) if isinstance(kernel, dict) else ""
+
+
+def _key(part: object) -> str:
+    """A key of the document as it can be shown on one line (odd keys quoted)."""
+    text = str(part)
+    if text and text.isprintable() and not any(c.isspace() for c in text) and len(text) <= 40:
+        return text
+    return repr(text)[:40]
 
 
 def _short(e: object) -> str:
