@@ -167,6 +167,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from mmbench.analysis.compare import build_comparison, regressions
     from mmbench.report.base import exporters
     runs = _load_runs(args, [args.baseline, *args.others])
+    from mmbench.analysis.runstatus import run_status_notes
+    for text in run_status_notes(runs, [r.name for r in runs]):   # also in the notes: said up front
+        print(f"mmbench: warning: {text}", file=sys.stderr)
     comparison = build_comparison(runs, pvalues=args.pvalues, ratio=args.ratio)
     if args.stats:
         _keep_stats(comparison, args.stats)

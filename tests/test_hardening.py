@@ -487,3 +487,88 @@ def test_rm_refuses_a_live_run(tmp_path):
     (results / "a" / "run.json").write_text(json.dumps(meta))
     one_line_error(cli("rm", "--results", str(results), "a"), 2, "still running")
     assert (results / "a" / "run.json").is_file()
+
+
+# -- item 11: what users misread ----------------------------------------------------------------------
+
+def test_text_comparison_units_and_legend(tmp_path):
+    results = imported(tmp_path, "a")
+    imported(tmp_path, "b", CSV.replace(",1.1\n", ",1.3\n"), results)
+    out = cli("compare", "--results", str(results), "a", "b").stdout
+    assert out.count("positive = better") == 1
+    rows = [line for line in out.splitlines() if line.startswith(("Amean", "Stddev", "Min", "Max"))]
+    assert rows and all("time [s]" in line for line in rows if " time" in line)
+    solo = cli("compare", "--results", str(results), "a").stdout
+    assert "positive = better" not in solo   # one run: no percentages to explain
+
+
+def test_one_counter_one_direction():
+    from mmbench.analysis import vmstat as vm
+    from mmbench.analysis.counters import ALIASES, DIRECTION, direction
+    from mmbench.monitors import meminfo, proc_vmstat
+    for row in vm.ROWS:
+        if row.counter is not None:
+            assert row.better == direction(row.counter), row.name
+    for _title, names in proc_vmstat.GAUGES + proc_vmstat.RATES:
+        assert len({direction(n) for n in names if n in DIRECTION}) == 1
+    for field in meminfo.SUMMARY_FIELDS:
+        direction(field)   # every field shown has an entry
+    # the examples: one direction in every section
+    assert vm.ROW_BY_NAME["THP fault alloc"].better == direction("thp_fault_alloc") == "higher"
+    assert direction("MemFree") == direction("nr_free_pages") == "higher"
+    assert all(ALIASES[k] in DIRECTION for k in ALIASES)
+    # volume counters are never compared as counts
+    assert direction("numa_hit") is None
+    assert not any(r.counter in ("numa_hit", "numa_local", "numa_interleave") for r in vm.ROWS)
+    delta = {"numa_hit": 8290_00, "numa_miss": 10_00, "numa_local": 8290_00, "numa_other": 10_00}
+    rows = vm.derive(delta)
+    assert rows["NUMA alloc hit %"] == pytest.approx(100 * 829000 / 830000) and "NUMA alloc hit" not in rows
+
+
+def _proc_vmstat_directions() -> dict[str, str]:
+    import numpy as np
+    from mmbench.monitors.proc_vmstat import ProcVmstat
+    cols = ["nr_free_pages", "thp_fault_alloc", "pgfault"]
+    arr = np.array([[0.0, 100, 0, 0], [1.0, 90, 5, 10], [2.0, 80, 9, 30]])
+    return {m.name: m.better for m, _ in ProcVmstat.summarise_table(cols, arr, {}).metrics}
+
+
+def test_monitor_sections_read_the_same_table():
+    got = _proc_vmstat_directions()
+    assert got["THP fault alloc (/s)"] == "higher" and got["Free memory (MiB)"] == "higher"
+    assert got["Page faults (/s)"] == "lower"
+
+
+def test_compare_says_when_a_run_is_incomplete_or_failed(tmp_path):
+    results = imported(tmp_path, "a")
+    imported(tmp_path, "b", CSV, results)
+    meta = json.loads((results / "b" / "run.json").read_text())
+    for status, said in (("failed", "run b is failed"), ("incomplete", "run b is incomplete")):
+        meta["status"] = status
+        (results / "b" / "run.json").write_text(json.dumps(meta))
+        out = cli("compare", "--results", str(results), "a", "b")
+        assert out.returncode == 0 and said in out.stderr and said in out.stdout
+        assert "3 measured iteration(s) completed" in out.stdout
+        js = json.loads(cli("compare", "--results", str(results), "--format", "json", "a", "b").stdout)
+        assert any(said in n for n in js["notes"])
+    assert "is complete" not in cli("compare", "--results", str(results), "a").stdout
+
+
+def test_list_header_warmup_apart_and_iteration_numbers(tmp_path):
+    results = imported(tmp_path, "a")
+    res = results / "a" / "w" / "iter-0" / "result.json"
+    data = json.loads(res.read_text())
+    data["warmup"] = True
+    res.write_text(json.dumps(data))
+    lines = cli("list", "--results", str(results)).stdout.splitlines()
+    assert lines[0].split()[:3] == ["NAME", "STATUS", "CREATED"] and "WARM-UP" in lines[0]
+    fields = lines[1].split()
+    header = lines[0].split()
+    assert fields[0] == "a" and "MEASURED" in header
+    # imported runs have no kernel: MEASURED and WARM-UP are the two numbers before the description
+    numbers = [f for f in fields if f.isdigit()]
+    assert numbers[:2] == ["2", "1"]
+    show = cli("show", "--results", str(results), "a").stdout
+    shown = sorted(int(line.split()[1].rstrip(":")) for line in show.splitlines() if line.strip().startswith("iteration"))
+    folders = sorted(int(p.name.split("-")[1]) for p in (results / "a" / "w").glob("iter-*"))
+    assert shown == folders == [0, 1, 2] and "iteration 0 warm-up" in show

@@ -228,6 +228,9 @@ class _Builder:
                 self.note(f"{n}: {warning}")
         for text in vm_notes(self.runs, self.names):
             self.note(text)
+        from mmbench.analysis.runstatus import run_status_notes   # incomplete/failed runs said so
+        for text in run_status_notes(self.runs, self.names):
+            self.note(text)
         labels: dict[str, None] = {}
         for r in self.runs:
             labels.update(dict.fromkeys(w.label for w in r.workloads))
