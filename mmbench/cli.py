@@ -41,6 +41,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mmbench.run.progress import make_progress
     from mmbench.run import signals
     from mmbench.run.runner import last_restore, require_root, run_suite
+    if getattr(args, "check", False):   # validate the suite (files, sizes, settings) and stop
+        suite = load_suite(args.config, list(args.set or []) + _vm_sets(args), args.iterations)
+        from mmbench.store.base import validate_run_name
+        validate_run_name(args.name)
+        print(f"{suite.path}: ok: {len(suite.workloads)} workload(s), {len(suite.settings)} setting(s), "
+              f"{len(suite.monitors)} monitor(s); nothing was run")
+        return 0
     require_root()
     signals.ignore_after_exit()
     if getattr(args, "until", None) is None:
@@ -330,12 +337,15 @@ def cmd_rm(args: argparse.Namespace) -> int:
     from mmbench.store.base import validate_run_name
     store = _store(args)
     names = [validate_run_name(n) for n in args.names]
-    listed = {r["name"]: r for r in store.list_runs()}
+    if hasattr(store, "run_status"):   # a results directory: run.json alone (a damaged run can go too)
+        status = {n: store.run_status(n) for n in names}
+    else:
+        listed = {r["name"]: r["status"] for r in store.list_runs()}
+        status = {n: listed.get(n) for n in names}
     for n in names:
-        if n not in listed and not store.exists(n):
-            from mmbench.config.params import close_match
-            raise UsageError(f"rm: no run named {n!r} in {store}{close_match(n, list(listed))}; nothing removed")
-        if listed.get(n, {}).get("status") == "running":
+        if status[n] is None:
+            raise UsageError(f"rm: no run named {n!r} in {store}; nothing removed")
+        if status[n] == "running":
             raise UsageError(f"rm: run {n!r} is still running; stop it first; nothing removed")
     for n in dict.fromkeys(names):
         store.remove_run(n)
@@ -429,6 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --until: run the baseline as this configuration, alternating (A B A B ...)")
     r.add_argument("--max-iterations", type=_positive_int, metavar="N", help="with --until (default 30)")
     r.add_argument("--max-time", metavar="DURATION", help="with --until: stop adding rounds after this long")
+    r.add_argument("--check", action="store_true", help="only validate the suite, its sizes and settings; run nothing")
     r.add_argument("--quiet", action="store_true", help="only warnings and errors")
     r.add_argument("--json-log", action="store_true", help="progress as JSON lines on stderr")
     r.add_argument("name", help="run name: a folder name, e.g. 6.12.0-rc3+ (no '/', no leading '.')")

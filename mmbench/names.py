@@ -26,7 +26,7 @@ def name_problem(name: object) -> str | None:
     if not name:
         return "is empty"
     if name in (".", ".."):
-        return f"{name!r} is a path, not a name"
+        return "is a path, not a name"
     if "/" in name:
         return "contains '/': a name is not a path"
     if name.startswith("."):
@@ -44,7 +44,7 @@ def name_problem(name: object) -> str | None:
     if size > MAX_BYTES:
         return f"is {size} bytes long (at most {MAX_BYTES})"
     if name in RESERVED:
-        return f"{name!r} is the store's own file"
+        return "is the name of the store's own index file"
     return None
 
 

@@ -26,6 +26,8 @@ MAX_ITERATION = 1_000_000   # iteration numbers name folders (iter-N); no benchm
 
 def read_samples_file(path: str | Path) -> list[WorkloadRun]:
     p = Path(path)
+    if p.exists() and not p.is_file():   # a directory, FIFO or device: reading could hang or mislead
+        raise UsageError(f"{p}: not a regular file")
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
@@ -65,6 +67,8 @@ def _json_records(p: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise UsageError(f"{p}: line {e.lineno}: invalid JSON: {e.msg}") from None
+    except RecursionError:
+        raise UsageError(f"{p}: JSON nested too deeply to be samples") from None
     if isinstance(data, dict):
         if "samples" not in data:
             raise UsageError(f"{p}: a JSON object needs a \"samples\" list")
@@ -95,7 +99,7 @@ def _build(p: Path, records: list[tuple[str, dict[str, Any]]]) -> list[WorkloadR
         wl = _field(p, where, rec, "workload")
         problem = name_problem(wl)   # the label becomes the workload's folder: a name, not a path
         if problem:
-            raise UsageError(f"{p}: {where}: field 'workload' {str(wl)[:60]!r} {problem}")
+            raise UsageError(f"{p}: {where}: field 'workload' {str(wl)[:60]!r}: {problem}")
         metric = _field(p, where, rec, "metric")
         if not isinstance(metric, str) or any(ord(c) < 32 for c in metric):
             raise UsageError(f"{p}: {where}: field 'metric' {str(metric)[:60]!r}: expected text "

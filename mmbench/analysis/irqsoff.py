@@ -88,6 +88,8 @@ def check_trace_file(path: str | Path) -> None:
     p = Path(path)
     if p.is_dir():
         raise UsageError(f"analyze irqsoff: {p}: is a directory; give the monitor's irqsoff.txt or a saved trace file")
+    if p.exists() and not p.is_file():   # a FIFO or device could block or never end
+        raise UsageError(f"analyze irqsoff: {p}: not a regular file")
     try:
         raw = p.read_bytes()
     except FileNotFoundError:

@@ -147,7 +147,8 @@ def read_model(path: Path, model: type[M]) -> M:
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(_key(p) for p in err["loc"]) or "document"
-        raise StoreError(f"{path}: {where}: {_short(err['msg'])}") from None
+        msg = err["msg"].removeprefix("Value error, ")
+        raise StoreError(f"{path}: {where}: {_short(msg)}") from None
     except RecursionError:
         raise StoreError(f"{path}: nested too deeply to be an mmbench file") from None
 

@@ -264,6 +264,17 @@ class FileStore(Store):
                         kernel_release(fingerprint), description, str(path)))
         return FileRunWriter(self, name, path, meta)
 
+    def run_status(self, name: str) -> str | None:
+        """A run's status from its run.json alone: None if there is no such run folder,
+        "damaged" if run.json cannot be read (``mmbench rm`` can still remove it)."""
+        path = self.run_path(name)
+        if not path.is_dir():
+            return None
+        try:
+            return self._status(read_model(path / "run.json", RunMeta))
+        except UsageError:
+            return "damaged"
+
     def _status(self, meta: dict[str, Any] | RunMeta) -> str:
         # A run whose process died without finishing (SIGKILL, power loss) is incomplete; the
         # index is corrected too, so nothing reading it sees "running" for a dead run.
@@ -300,8 +311,10 @@ class FileStore(Store):
         fp_path = path / "fingerprint.json"
         try:
             suite_text = (path / "suite.toml").read_text() if (path / "suite.toml").exists() else ""
-        except (OSError, UnicodeDecodeError) as e:
-            raise StoreError(f"{path / 'suite.toml'}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+        except UnicodeDecodeError:
+            raise StoreError(f"{path / 'suite.toml'}: not UTF-8 text (damaged or foreign)") from None
+        except OSError as e:
+            raise StoreError(f"{path / 'suite.toml'}: cannot read: {e.strerror or e}") from None
         rec = RunRecord(name=name, status=status, created=meta.created,  # type: ignore[arg-type]
                         finished=meta.finished, suite_text=suite_text, suite_hash=meta.suite_hash,
                         fingerprint=read_object(fp_path) if fp_path.exists() else {},
