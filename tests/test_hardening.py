@@ -54,7 +54,8 @@ def imported(tmp_path: Path, name: str = "a", text: str = CSV, results: Path | N
     results = results or tmp_path / "results"
     src = tmp_path / f"{name}.csv"
     src.write_text(text)
-    mmbench("import", "--results", str(results), str(src), name, check=True)
+    proc = cli("import", "--results", str(results), str(src), name)
+    assert proc.returncode == 0, proc.stderr
     return results
 
 
@@ -130,8 +131,8 @@ def test_import_workload_that_is_a_path(tmp_path, workload):
 def test_run_names_kernel_people_use(tmp_path, name):
     results = imported(tmp_path, name)
     assert (results / name / "run.json").is_file()
-    assert mmbench("show", "--results", str(results), name, check=True).stdout.startswith(f"run:      {name}")
-    assert name in mmbench("list", "--results", str(results), check=True).stdout
+    assert cli("show", "--results", str(results), name).stdout.startswith(f"run:      {name}")
+    assert name in cli("list", "--results", str(results)).stdout
 
 
 @pytest.mark.parametrize("name", ["../x", "a/b", ".", "..", ".hidden", "index.sqlite", "x" * 201, "a\nb"])
