@@ -573,3 +573,20 @@ def test_list_header_warmup_apart_and_iteration_numbers(tmp_path):
     shown = sorted(int(line.split()[1].rstrip(":")) for line in show.splitlines() if line.strip().startswith("iteration"))
     folders = sorted(int(p.name.split("-")[1]) for p in (results / "a" / "w").glob("iter-*"))
     assert shown == folders == [0, 1, 2] and "iteration 0 warm-up" in show
+
+
+def test_missing_tool_is_exit_3(tmp_path, monkeypatch):
+    from mmbench.workloads import registry
+    monkeypatch.setattr(registry()["faultin"], "requires", ["no-such-tool-mmbench"])
+    f = tmp_path / "s.toml"
+    f.write_text(GOOD_SUITE)
+    err = one_line_error(cli("run", "--check", "--config", str(f), "x"), 3, "no-such-tool-mmbench")
+    assert str(f) in err
+
+
+def test_run_check_runs_nothing(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_text(GOOD_SUITE)
+    out = cli("run", "--check", "--config", str(f), "--results", str(tmp_path / "r"), "6.12.0-rc3+")
+    assert out.returncode == 0 and "nothing was run" in out.stdout and not (tmp_path / "r").exists()
+    one_line_error(cli("run", "--check", "--config", str(f), "../x"), 2, "run name")

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from mmbench.config.params import close_match, resolve_params
 from mmbench.config.schema import SuiteFile
 from mmbench.config.sizes import parse_duration, parse_size
-from mmbench.errors import UsageError
+from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.monitors.base import Monitor
 from mmbench.store.model import MetricDef
 from mmbench.workloads.base import Workload
@@ -255,7 +255,7 @@ def _timeout(value: str | float | int, where: str) -> float:
 def _check_requires(cls: type[Workload], where: str) -> None:
     missing = [tool for tool in cls.requires if shutil.which(tool) is None]
     if missing:
-        raise UsageError(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH "
+        raise EnvironmentUnsupported(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH "
                          f"(scripts/setup.sh installs what mmbench uses)")
 
 
@@ -321,6 +321,8 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         validate_settings(sf.settings)
     except UsageError as e:   # before anything is applied: the whole suite is checked first
         raise UsageError(f"{where}: {e}") from None
+    except EnvironmentUnsupported as e:
+        raise EnvironmentUnsupported(f"{where}: {e}") from None
 
     wreg = workload_registry()
     workloads: list[ResolvedWorkload] = []

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbench.config.params import close_match
-from mmbench.errors import UsageError
+from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.run.journal import Journal, read_knob
 
 # namespace → directory; a dotted name below it maps to sub-directories ("khugepaged.defrag").
@@ -52,7 +52,8 @@ def knob_path(name: str) -> Path:
         parent = path.parent
         options = sorted(p.name for p in parent.iterdir() if p.is_file()) if parent.is_dir() else []
         raise UsageError(f"settings.{name}: this kernel has no {path}{close_match(path.name, options)}")
-    raise UsageError(f"settings.{name}: this kernel has no {NAMESPACES[ns][0]} (feature not built in)")
+    # a whole namespace missing is a kernel feature not built in (exit 3), not a typo (exit 2)
+    raise EnvironmentUnsupported(f"settings.{name}: this kernel has no {NAMESPACES[ns][0]} (feature not built in)")
 
 
 def _choices(path: Path) -> list[str] | None:
