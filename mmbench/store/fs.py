@@ -353,6 +353,9 @@ class FileStore(Store):
         except IndexDamaged as e:
             _warn(f"{e}; listing from the run folders")
             return self._runs_from_folders()
+        except sqlite3.Error as e:   # read-only or locked: the folders still answer
+            _warn(f"{self.root / 'index.sqlite'}: {e}; listing from the run folders")
+            return self._runs_from_folders()
 
     def _folders(self) -> dict[str, int]:
         """Run folders: name → run.json's mtime (ns), the index's staleness check."""
