@@ -514,6 +514,9 @@ def test_one_counter_one_direction():
         assert len({direction(n) for n in names if n in DIRECTION}) == 1
     for field in meminfo.SUMMARY_FIELDS:
         direction(field)   # every field shown has an entry
+    from mmbench.monitors import memcg
+    for counter in memcg.RATE_SUMMARY:
+        assert direction(counter) == "lower"
     # the examples: one direction in every section
     assert vm.ROW_BY_NAME["THP fault alloc"].better == direction("thp_fault_alloc") == "higher"
     assert direction("MemFree") == direction("nr_free_pages") == "higher"

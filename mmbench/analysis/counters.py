@@ -22,6 +22,7 @@ DIRECTION: dict[str, Better | None] = {
     "workingset_refault": "lower", "workingset_refault_anon": "lower", "workingset_refault_file": "lower",
     # reclaim work (scanned, reclaimed, written): less work for the same job
     "pgscan_direct": "lower", "pgscan_kswapd": "lower", "pgsteal_direct": "lower", "pgsteal_kswapd": "lower",
+    "pgscan": "lower", "pgsteal": "lower",   # memory.stat's totals (cgroup v2)
     "pgscan_anon": "lower", "pgscan_file": "lower", "pgsteal_anon": "lower", "pgsteal_file": "lower",
     "kswapd_low_wmark_hit_quickly": "lower", "kswapd_high_wmark_hit_quickly": "lower",
     "nr_vmscan_write": "lower", "nr_vmscan_immediate_reclaim": "lower", "slabs_scanned": "lower",
