@@ -9,7 +9,6 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from mmbench.errors import UsageError
