@@ -1,13 +1,16 @@
 """The ``mmbench`` command: a thin layer of argument parsing over the stages.
 
-Bad input (arguments, suite files, ``--set``) is one line on stderr and exit status 2.  A run or
-restore that could not put every change back exits 4 (the last line says what is left); one
-stopped by SIGINT exits 130, by SIGTERM/SIGHUP 143.
+Exit statuses (docs/cli.md): 0 ok; 1 only when ``compare --fail-on-regression`` found a
+significant regression; 2 bad input or usage (one line on stderr naming the file, field or
+argument); 3 a kernel feature or tool is missing; 4 a run or restore could not put every change
+back (the last line says what is left); 5 a run was stored but is not complete; 70 an internal
+error (one line, the traceback saved to a file); 130/143 stopped by SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -15,11 +18,8 @@ from typing import Any, NoReturn
 
 from mmbench import __version__
 from mmbench.plugins import module_names
-from mmbench.errors import EnvironmentUnsupported, UsageError
-
-
-# The machine could not be put back completely: what is left is journaled for `mmbench restore`.
-EXIT_NOT_RESTORED = 4
+from mmbench.errors import (EXIT_INTERNAL, EXIT_NOT_RESTORED, EXIT_REGRESSION, EXIT_RUN_FAILED,
+                            EXIT_UNSUPPORTED, EXIT_USAGE, EnvironmentUnsupported, UsageError)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,6 +42,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mmbench.run.progress import make_progress
     from mmbench.run import signals
     from mmbench.run.runner import last_restore, require_root, run_suite
+    if getattr(args, "check", False):   # validate the suite (files, sizes, settings) and stop
+        suite = load_suite(args.config, list(args.set or []) + _vm_sets(args), args.iterations)
+        from mmbench.model.store import validate_run_name
+        validate_run_name(args.name)
+        from mmbench.guest import in_guest
+        if suite.vm.get("kernel") and not in_guest():
+            print("settings are checked by the kernel under test when the run boots it")
+        else:
+            from mmbench.run.settings import validate_suite_settings
+            validate_suite_settings(suite)
+        print(f"{suite.path}: ok: {len(suite.workloads)} workload(s), {len(suite.settings)} setting(s), "
+              f"{len(suite.monitors)} monitor(s); nothing was run")
+        return 0
     require_root()
     signals.ignore_after_exit()
     if getattr(args, "until", None) is None:
@@ -76,7 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if last_restore and not last_restore.get("restored"):
         print("mmbench: machine NOT fully restored: " + str(last_restore.get("summary")), file=sys.stderr)
         return EXIT_NOT_RESTORED
-    return 0 if status == "complete" else 1
+    return 0 if status == "complete" else EXIT_RUN_FAILED
 
 
 def _vm_sets(args: argparse.Namespace) -> list[str]:
@@ -169,6 +182,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from mmbench.analysis.compare import build_comparison, regressions
     from mmbench.plugins import exporters
     runs = _load_runs(args, [args.baseline, *args.others])
+    from mmbench.analysis.runstatus import run_status_notes
+    for text in run_status_notes(runs, [r.name for r in runs]):   # also in the notes: said up front
+        print(f"mmbench: warning: {text}", file=sys.stderr)
     comparison = build_comparison(runs, pvalues=args.pvalues, ratio=args.ratio,
                                   convention=getattr(args, "convention", "mmbench"))
     if args.stats:
@@ -181,7 +197,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         bad = regressions(comparison, args.threshold)
         if bad:
             print(f"mmbench: {len(bad)} significant regression(s) beyond {args.threshold:g}%", file=sys.stderr)
-            return 1
+            return EXIT_REGRESSION
     return 0
 
 
@@ -207,11 +223,18 @@ def cmd_list(args: argparse.Namespace) -> int:
         runs = _store(args).list_runs()
         if not runs:
             print(f"no runs in {_store(args)}")
+            return 0
         import time
+        # measured iterations and warm-ups counted apart (a warm-up is never in a comparison)
+        width = max(24, *(len(r["name"]) for r in runs))
+        print(f"{'NAME':{width}} {'STATUS':10} {'CREATED':16}  {'KERNEL':24} {'MEASURED':>8} {'WARM-UP':>7}  "
+              f"DESCRIPTION")
         for r in runs:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"] or 0))
-            print(f"{r['name']:24} {r['status']:10} {when}  {r['kernel']:24} {r['iterations']:3} iterations  "
-                  f"{r['description']}")
+            failed = r.get("failed") or 0
+            measured = f"{r['iterations']}" + (f" ({failed} failed)" if failed else "")
+            print(f"{r['name']:{width}} {r['status']:10} {when:16}  {r['kernel']:24} {measured:>8} "
+                  f"{r.get('warmup', 0):>7}  {r['description']}")
     elif what == "workloads":
         from mmbench.plugins import LOAD_ERRORS, workloads
         for name, cls in workloads().items():
@@ -303,6 +326,42 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 0 if ok else EXIT_NOT_RESTORED
 
 
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """Rebuild index.sqlite from the run folders (the folders are the truth)."""
+    from mmbench.store.fs import FileStore
+    store = _store(args)
+    if not isinstance(store, FileStore):
+        raise UsageError("reindex: --results must be a results directory (a PostgreSQL store has no index file)")
+    store._check_root()
+    if not store.root.is_dir():
+        raise UsageError(f"reindex: {store.root}: no such results directory")
+    indexed, _, damaged = store.sync(rebuild=True)
+    print(f"indexed {indexed} run(s) in {store.root / 'index.sqlite'}"
+          + (f"; skipped {len(damaged)} damaged: {', '.join(damaged)}" if damaged else ""))
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    """Remove runs from the folders and the index; every name is checked before anything goes."""
+    from mmbench.model.store import validate_run_name
+    store = _store(args)
+    names = [validate_run_name(n) for n in args.names]
+    if hasattr(store, "run_status"):   # a results directory: run.json alone (a damaged run can go too)
+        status = {n: store.run_status(n) for n in names}
+    else:
+        listed = {r["name"]: r["status"] for r in store.list_runs()}
+        status = {n: listed.get(n) for n in names}
+    for n in names:
+        if status[n] is None:
+            raise UsageError(f"rm: no run named {n!r} in {store}; nothing removed")
+        if status[n] == "running":
+            raise UsageError(f"rm: run {n!r} is still running; stop it first; nothing removed")
+    for n in dict.fromkeys(names):
+        store.remove_run(n)
+        print(f"removed {n}")
+    return 0
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from mmbench.importers.samples import read_samples_file
     from mmbench.importers.store import import_run
@@ -325,9 +384,11 @@ def cmd_import_mmtests(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from mmbench.report.html import write_report
+    from mmbench.report.output import resolve_target
+    resolve_target(args.output)   # a directory, device or FIFO is refused before any work
     runs = _load_runs(args, [args.baseline, *args.others])
-    write_report(runs, Path(args.output))
-    print(f"wrote {args.output}")
+    where = write_report(runs, args.output)
+    print(f"wrote {where}", file=sys.stderr if where == "stdout" else sys.stdout)
     return 0
 
 
@@ -342,10 +403,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     if args.kind == "irqsoff":
-        from mmbench.monitors.trace.irqsoff_trace import analyze
-        missing = [f for f in args.files if not Path(f).is_file()]
-        if missing:
-            raise UsageError(f"analyze irqsoff: no such file: {missing[0]}")
+        from mmbench.monitors.trace.irqsoff_trace import analyze, check_trace_file
+        for f in args.files:   # an empty, binary or unrelated file is refused, not "0 us"
+            check_trace_file(f)
         sys.stdout.write(analyze([Path(f) for f in args.files]))
     return 0
 
@@ -357,6 +417,17 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _threshold(text: str) -> float:
+    """A percentage ≥ 0: nan, inf or a negative number would turn the regression gate off or on."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite percentage ≥ 0, got {text!r}")
     return value
 
 
@@ -388,9 +459,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --until: run the baseline as this configuration, alternating (A B A B ...)")
     r.add_argument("--max-iterations", type=_positive_int, metavar="N", help="with --until (default 30)")
     r.add_argument("--max-time", metavar="DURATION", help="with --until: stop adding rounds after this long")
+    r.add_argument("--check", action="store_true", help="only validate the suite, its sizes and settings; run nothing")
     r.add_argument("--quiet", action="store_true", help="only warnings and errors")
     r.add_argument("--json-log", action="store_true", help="progress as JSON lines on stderr")
-    r.add_argument("name", help="run name (letters, digits, '.', '_', '-')")
+    r.add_argument("name", help="run name: a folder name, e.g. 6.12.0-rc3+ (no '/', no leading '.')")
     r.set_defaults(func=cmd_run)
 
     m = sub.add_parser("monitor", help="record monitors with no workload (the system under your own load)")
@@ -417,7 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "iterations pooled, B-means floored; docs/mmtests-import.md)")
     c.add_argument("--fail-on-regression", action="store_true",
                    help="exit 1 if any significant change in the bad direction exceeds --threshold")
-    c.add_argument("--threshold", type=float, default=0.0, metavar="PCT")
+    c.add_argument("--threshold", type=_threshold, default=0.0, metavar="PCT",
+                   help="with --fail-on-regression: ignore regressions smaller than PCT percent")
     c.add_argument("baseline")
     c.add_argument("others", nargs="*")
     c.set_defaults(func=cmd_compare)
@@ -436,6 +509,15 @@ def build_parser() -> argparse.ArgumentParser:
     rs = sub.add_parser("restore", help="put back whatever a killed mmbench run left changed")
     rs.set_defaults(func=cmd_restore)
 
+    ri = sub.add_parser("reindex", help="rebuild the results directory's index.sqlite from its run folders")
+    results_arg(ri)
+    ri.set_defaults(func=cmd_reindex)
+
+    rm = sub.add_parser("rm", help="remove runs (folders and index)")
+    results_arg(rm)
+    rm.add_argument("names", nargs="+", metavar="NAME")
+    rm.set_defaults(func=cmd_rm)
+
     im = sub.add_parser("import", help="create a run from a CSV or JSON file of samples")
     results_arg(im)
     im.add_argument("--force", action="store_true")
@@ -453,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="write a self-contained HTML report")
     results_arg(rp)
-    rp.add_argument("-o", "--output", required=True, metavar="FILE.html")
+    rp.add_argument("-o", "--output", required=True, metavar="FILE.html", help="a regular file, or - for stdout")
     rp.add_argument("baseline")
     rp.add_argument("others", nargs="*")
     rp.set_defaults(func=cmd_report)
@@ -476,22 +558,68 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _save_traceback(exc: BaseException) -> str:
+    """Write the traceback of an unexpected exception to a file; return its path (or why not)."""
+    import tempfile
+    import traceback
+    base = os.environ.get("MMBENCH_CRASH_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "mmbench")
+    try:
+        os.makedirs(base, exist_ok=True)
+        fd, path = tempfile.mkstemp(prefix="crash-", suffix=".txt", dir=base)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"mmbench {__version__}: {' '.join(sys.argv)}\n")
+            fh.write("".join(traceback.format_exception(exc)))
+        return path
+    except OSError as e:
+        return f"(could not be saved: {e})"
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
         return args.func(args)
     except UsageError as e:
-        print(f"mmbench: error: {e}", file=sys.stderr)
-        return 2
+        print(f"mmbench: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
     except EnvironmentUnsupported as e:  # the machine lacks something: said plainly, no traceback
-        print(f"mmbench: error: {e}", file=sys.stderr)
-        return 1
+        print(f"mmbench: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_UNSUPPORTED
     except BrokenPipeError:
+        _quiet_stdout()
         return 0
     except KeyboardInterrupt:   # Ctrl-C in a command that changes nothing: no traceback
         print("mmbench: interrupted", file=sys.stderr)
         return 130
+    except OSError as e:
+        if e.filename is None:
+            return _internal(e)
+        # a path the user gave (or the store holds) cannot be read or written: bad input, one line
+        print(f"mmbench: error: {e.filename}: {e.strerror or _one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as e:   # a bug: one line, never exit 1, the traceback kept for a report
+        return _internal(e)
+
+
+def _quiet_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush stays silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _internal(e: BaseException) -> int:
+    path = _save_traceback(e)
+    print(f"mmbench: internal error: {type(e).__name__}: {_one_line(e)[:200]} (traceback saved in {path})",
+          file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -49,10 +49,10 @@ def test_plain_lines(clock: FakeClock) -> None:
     text = [ln.split("] ", 1)[1] for ln in lines]
     assert text[0] == "run x: 2 workload(s)"
     assert text[1] == "monitors active: proc-vmstat, meminfo"
-    assert text[2] == "smoke: a iteration 1/3 (warm-up)"
-    assert text[3] == "  a iteration 1: ok in 1.50 s; 1/5 done, about 8s left"
-    assert "smoke: b iteration 1/2" in text
-    assert "  b iteration 2: oom in 3.50 s (killed by the OOM killer)" in text   # the last: no estimate
+    assert text[2] == "smoke: a iteration 0 (1 of 3) (warm-up)"
+    assert text[3] == "  a iteration 0: ok in 1.50 s; 1/5 done, about 8s left"
+    assert "smoke: b iteration 0 (1 of 2)" in text
+    assert "  b iteration 1: oom in 3.50 s (killed by the OOM killer)" in text   # the last: no estimate
     assert text[-1] == "warning: something odd"
     assert lines[-1].startswith("[   14.0s]")
 
@@ -117,12 +117,12 @@ def test_live_status_block(clock: FakeClock, monkeypatch) -> None:
     p.start_iteration("smoke", "faultin", 1, 4, False)
     clock.t += 1
     status = p.status_text().plain
-    assert "smoke" in status and "faultin" in status and "iteration 2/4" in status
+    assert "smoke" in status and "faultin" in status and "iteration 1 (2 of 4)" in status
     assert "1/4 iterations" in status and "elapsed 4s" in status and "left ~8s" in status
     assert "monitors: psi, memcg" in status
     p.close()
     assert "\x1b[3" not in out.getvalue()           # no colour codes with NO_COLOR
-    assert "faultin iteration 1: ok" in out.getvalue()
+    assert "faultin iteration 0: ok" in out.getvalue()
 
 
 def test_make_progress_picks_mode(monkeypatch) -> None:

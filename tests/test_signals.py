@@ -159,7 +159,7 @@ size = "16M"
 passes = 100000
 """)
     out = mmbench("run", "--config", str(path), "--results", str(tmp_path / "r"), "slow", timeout=120)
-    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 5 and "Traceback" not in out.stderr, out.stderr
     res = json.loads(next((tmp_path / "r" / "slow").glob("*/iter-0/result.json")).read_text())
     assert res["status"] == "failed" and "timed out" in res["reason"] and "0.5 s" in res["reason"]
     bad = mmbench("run", "--config", str(path), "--set", "suite.timeout=soon", "--results",

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Literal, Mapping
 
+from mmbench.model.counters import better
 from mmbench.model.quirks import COUNTERS, PGSTEAL_OLD
 
 Better = Literal["higher", "lower"]
@@ -36,6 +37,12 @@ class RowDef:
     better: Better
     formula: Callable[["_Ctx"], float | None]
     numa: bool = False       # shown only when non-zero
+    counter: str | None = None   # the one counter a plain row reads (its direction: counters.py)
+
+
+def _plain(name: str, unit: str, counter: str, numa: bool = False) -> RowDef:
+    """A row that is one counter's delta; its direction comes from analysis/counters.py."""
+    return RowDef(name, unit, better(counter), lambda x: x(counter), numa=numa, counter=counter)
 
 
 class _Ctx:
@@ -86,80 +93,79 @@ def _sum(*vals: float | None) -> float | None:
 
 ROWS: list[RowDef] = [
     RowDef("Minor Faults", "faults", "lower", lambda x: _sub(x("pgfault"), x("pgmajfault"))),
-    RowDef("Major Faults", "faults", "lower", lambda x: x("pgmajfault")),
-    RowDef("Swap Ins", "pages", "lower", lambda x: x("pswpin")),
-    RowDef("Swap Outs", "pages", "lower", lambda x: x("pswpout")),
-    RowDef("Allocation stalls", "stalls", "lower", lambda x: x("allocstall")),
-    RowDef("Direct pages scanned", "pages", "lower", lambda x: x("pgscan_direct")),
-    RowDef("Kswapd pages scanned", "pages", "lower", lambda x: x("pgscan_kswapd")),
-    RowDef("Kswapd pages reclaimed", "pages", "lower", lambda x: x("pgsteal_kswapd")),
-    RowDef("Direct pages reclaimed", "pages", "lower", lambda x: x("pgsteal_direct")),
+    _plain("Major Faults", "faults", "pgmajfault"),
+    _plain("Swap Ins", "pages", "pswpin"),
+    _plain("Swap Outs", "pages", "pswpout"),
+    _plain("Allocation stalls", "stalls", "allocstall"),
+    _plain("Direct pages scanned", "pages", "pgscan_direct"),
+    _plain("Kswapd pages scanned", "pages", "pgscan_kswapd"),
+    _plain("Kswapd pages reclaimed", "pages", "pgsteal_kswapd"),
+    _plain("Direct pages reclaimed", "pages", "pgsteal_direct"),
     RowDef("Kswapd efficiency %", "%", "higher",
            lambda x: _ratio(x("pgsteal_kswapd"), x("pgscan_kswapd"))),
     RowDef("Kswapd velocity", "pages/s", "lower", lambda x: _velocity(x, "pgscan_kswapd")),
-    RowDef("Kswapd low wmark quickly", "events", "lower", lambda x: x("kswapd_low_wmark_hit_quickly")),
-    RowDef("Kswapd high wmark quickly", "events", "lower", lambda x: x("kswapd_high_wmark_hit_quickly")),
+    _plain("Kswapd low wmark quickly", "events", "kswapd_low_wmark_hit_quickly"),
+    _plain("Kswapd high wmark quickly", "events", "kswapd_high_wmark_hit_quickly"),
     RowDef("Direct efficiency %", "%", "higher",
            lambda x: _ratio(x("pgsteal_direct"), x("pgscan_direct"))),
     RowDef("Direct velocity", "pages/s", "lower", lambda x: _velocity(x, "pgscan_direct")),
     RowDef("Percentage direct scans", "%", "lower",
            lambda x: _ratio(x("pgscan_direct"), _sum(x("pgscan_direct"), x("pgscan_kswapd")))),
-    RowDef("Pages scanned anon", "pages", "lower", lambda x: x("pgscan_anon")),
-    RowDef("Pages scanned file", "pages", "lower", lambda x: x("pgscan_file")),
-    RowDef("Pages reclaimed anon", "pages", "lower", lambda x: x("pgsteal_anon")),
-    RowDef("Pages reclaimed file", "pages", "lower", lambda x: x("pgsteal_file")),
+    _plain("Pages scanned anon", "pages", "pgscan_anon"),
+    _plain("Pages scanned file", "pages", "pgscan_file"),
+    _plain("Pages reclaimed anon", "pages", "pgsteal_anon"),
+    _plain("Pages reclaimed file", "pages", "pgsteal_file"),
     RowDef("Memcg limit pages scanned", "pages", "lower", lambda x: _limit(x, "pgscan")),
     RowDef("Memcg limit pages reclaimed", "pages", "lower", lambda x: _limit(x, "pgsteal")),
     RowDef("Memcg efficiency %", "%", "higher",
            lambda x: _ratio(_sum(x("pgsteal_anon"), x("pgsteal_file")),
                             _sum(x("pgscan_anon"), x("pgscan_file")))),
-    RowDef("Page writes by reclaim", "pages", "lower", lambda x: x("nr_vmscan_write")),
+    _plain("Page writes by reclaim", "pages", "nr_vmscan_write"),
     RowDef("Page writes file", "pages", "lower", lambda x: _sub(x("nr_vmscan_write"), x("pswpout"))),
-    RowDef("Page writes anon", "pages", "lower", lambda x: x("pswpout")),
-    RowDef("Page reclaim immediate", "pages", "lower", lambda x: x("nr_vmscan_immediate_reclaim")),
-    RowDef("Slabs scanned", "objects", "lower", lambda x: x("slabs_scanned")),
-    RowDef("Workingset refaults anon", "pages", "lower", lambda x: x("workingset_refault_anon")),
-    RowDef("Workingset refaults file", "pages", "lower", lambda x: x("workingset_refault_file")),
-    RowDef("Zswap ins", "pages", "lower", lambda x: x("zswpin")),
-    RowDef("Zswap outs", "pages", "lower", lambda x: x("zswpout")),
-    RowDef("Sector Reads", "KiB", "lower", lambda x: x("pgpgin")),
-    RowDef("Sector Writes", "KiB", "lower", lambda x: x("pgpgout")),
-    RowDef("THP fault alloc", "THPs", "higher", lambda x: x("thp_fault_alloc")),
-    RowDef("THP fault fallback", "faults", "lower", lambda x: x("thp_fault_fallback")),
-    RowDef("THP collapse alloc", "THPs", "higher", lambda x: x("thp_collapse_alloc")),
-    RowDef("THP collapse fail", "events", "lower", lambda x: x("thp_collapse_alloc_failed")),
-    RowDef("THP split", "THPs", "lower", lambda x: x("thp_split")),
-    RowDef("Compaction stalls", "stalls", "lower", lambda x: x("compact_stall")),
-    RowDef("Compaction success", "events", "higher", lambda x: x("compact_success")),
-    RowDef("Compaction failures", "events", "lower", lambda x: x("compact_fail")),
+    _plain("Page writes anon", "pages", "pswpout"),
+    _plain("Page reclaim immediate", "pages", "nr_vmscan_immediate_reclaim"),
+    _plain("Slabs scanned", "objects", "slabs_scanned"),
+    _plain("Workingset refaults anon", "pages", "workingset_refault_anon"),
+    _plain("Workingset refaults file", "pages", "workingset_refault_file"),
+    _plain("Zswap ins", "pages", "zswpin"),
+    _plain("Zswap outs", "pages", "zswpout"),
+    _plain("Sector Reads", "KiB", "pgpgin"),
+    _plain("Sector Writes", "KiB", "pgpgout"),
+    _plain("THP fault alloc", "THPs", "thp_fault_alloc"),
+    _plain("THP fault fallback", "faults", "thp_fault_fallback"),
+    _plain("THP collapse alloc", "THPs", "thp_collapse_alloc"),
+    _plain("THP collapse fail", "events", "thp_collapse_alloc_failed"),
+    _plain("THP split", "THPs", "thp_split"),
+    _plain("Compaction stalls", "stalls", "compact_stall"),
+    _plain("Compaction success", "events", "compact_success"),
+    _plain("Compaction failures", "events", "compact_fail"),
     RowDef("Compaction efficiency", "%", "higher",
            lambda x: _ratio(x("compact_success"), x("compact_stall"))),
-    RowDef("Page migrate success", "pages", "higher", lambda x: x("pgmigrate_success")),
-    RowDef("Page migrate failure", "pages", "lower", lambda x: x("pgmigrate_fail")),
-    RowDef("Compaction pages isolated", "pages", "lower", lambda x: x("compact_isolated")),
-    RowDef("Compaction migrate scanned", "pages", "lower", lambda x: x("compact_migrate_scanned")),
-    RowDef("Compaction free scanned", "pages", "lower", lambda x: x("compact_free_scanned")),
-    RowDef("Kcompactd wake", "wakeups", "lower", lambda x: x("compact_daemon_wake")),
-    RowDef("NUMA alloc hit", "pages", "higher", lambda x: x("numa_hit"), numa=True),
-    RowDef("NUMA alloc miss", "pages", "lower", lambda x: x("numa_miss"), numa=True),
-    RowDef("NUMA interleave hit", "pages", "higher", lambda x: x("numa_interleave"), numa=True),
-    RowDef("NUMA alloc local", "pages", "higher", lambda x: x("numa_local"), numa=True),
+    _plain("Page migrate success", "pages", "pgmigrate_success"),
+    _plain("Page migrate failure", "pages", "pgmigrate_fail"),
+    _plain("Compaction pages isolated", "pages", "compact_isolated"),
+    _plain("Compaction migrate scanned", "pages", "compact_migrate_scanned"),
+    _plain("Compaction free scanned", "pages", "compact_free_scanned"),
+    _plain("Kcompactd wake", "wakeups", "compact_daemon_wake"),
+    # numa_hit and numa_local count every allocation (volume, no direction): shown as shares
+    RowDef("NUMA alloc hit %", "%", "higher",
+           lambda x: _ratio(x("numa_hit"), _sum(x("numa_hit"), x("numa_miss"))), numa=True),
+    _plain("NUMA alloc miss", "pages", "numa_miss", numa=True),
+    RowDef("NUMA alloc local %", "%", "higher",
+           lambda x: _ratio(x("numa_local"), _sum(x("numa_local"), x("numa_other"))), numa=True),
     # As MMTests: numa_pte_updates counts a huge PMD as 512 base pages (change_prot_numa), so the
     # raw counter is the "base-page range" and PTEs alone are raw - 512 * numa_huge_pte_updates
     # (MMTests reports: 2517600 range = 1754720 PTE + 512 * 1490 PMD).  Was swapped (issue 13).
-    RowDef("NUMA base-page range updates", "pages", "lower", lambda x: x("numa_pte_updates"),
-           numa=True),
+    _plain("NUMA base-page range updates", "pages", "numa_pte_updates", numa=True),
     RowDef("NUMA PTE updates", "PTEs", "lower",
            lambda x: _sub(x("numa_pte_updates"),
                           None if x("numa_huge_pte_updates") is None
                           else 512 * x("numa_huge_pte_updates")), numa=True),  # type: ignore
-    RowDef("NUMA PMD updates", "PMDs", "lower", lambda x: x("numa_huge_pte_updates"), numa=True),
-    RowDef("NUMA hint faults", "faults", "lower", lambda x: x("numa_hint_faults"), numa=True),
-    RowDef("NUMA hint local faults", "faults", "higher",
-           lambda x: x("numa_hint_faults_local"), numa=True),
+    _plain("NUMA PMD updates", "PMDs", "numa_huge_pte_updates", numa=True),
+    _plain("NUMA hint faults", "faults", "numa_hint_faults", numa=True),
     RowDef("NUMA hint local percent", "%", "higher",
            lambda x: _ratio(x("numa_hint_faults_local"), x("numa_hint_faults")), numa=True),
-    RowDef("NUMA pages migrated", "pages", "lower", lambda x: x("numa_pages_migrated"), numa=True),
+    _plain("NUMA pages migrated", "pages", "numa_pages_migrated", numa=True),
 ]
 
 

@@ -21,7 +21,7 @@ from mmbench.model.params import close_match, resolve_params
 from mmbench.config.schema import Actions, SuiteFile, SuiteMeta, SwapSpec, VmSpec, WorkloadSpec
 from mmbench.model import quirks
 from mmbench.model.sizes import parse_duration, parse_size
-from mmbench.errors import UsageError
+from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.guest import in_guest
 from mmbench.model.kernel import meminfo_bytes
 from mmbench.model.results import MetricDef, flatten
@@ -195,6 +195,45 @@ def _schema_error(path: Path, e: ValidationError, doc: dict[str, Any]) -> UsageE
     return UsageError(f"{path}: {where}: {err['msg']} (got {err.get('input')!r})")
 
 
+def _read_suite_text(path: Path) -> str:
+    """The suite file as text; a directory, binary or non-UTF-8 file or an empty one is one line."""
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise UsageError(f"--config {path}: is a directory, not a suite file") from None
+    except OSError as e:
+        raise UsageError(f"--config {path}: cannot read: {e.strerror or e}") from None
+    if b"\0" in raw:
+        raise UsageError(f"{path}: a binary file, not a TOML suite")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise UsageError(f"{path}: line {line}: not UTF-8 text (a TOML suite is UTF-8)") from None
+    if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines()):
+        raise UsageError(f"{path}: empty suite (expected [suite] and at least one [[workload]])")
+    return text
+
+
+def _check_resident(cls: type[Workload], params: dict[str, Any], budget: int, swap: bool, where: str) -> None:
+    """Anonymous memory above the budget could only be OOM-killed: refused before anything runs."""
+    from mmbench.model.sizes import format_size
+    for name in cls.resident:
+        value = params.get(name)
+        if isinstance(value, int) and value > budget and not swap:
+            raise UsageError(f"{where}.{name}: {format_size(value)} is more than the memory budget "
+                             f"({format_size(budget)}); it cannot fit in the sandbox (lower it, raise "
+                             f"suite.budget, or configure [swap])")
+
+
+def _check_label(label: str, where: str) -> None:
+    """A label is the workload's folder in the run: a name, never a path."""
+    from mmbench.model.names import name_problem
+    problem = name_problem(label)
+    if problem:
+        raise UsageError(f"{where}: {problem}")
+
+
 def _timeout(value: str | float | int, where: str) -> float:
     """Per-iteration timeout in seconds: a duration ("90s", "2h") or a number of seconds."""
     try:
@@ -211,7 +250,7 @@ def _check_requires(cls: type[Workload], where: str) -> None:
     if missing:
         pkgs = sorted({cls.packages[tool] for tool in missing if tool in cls.packages})
         hint = f": install Debian's {', '.join(pkgs)}" if pkgs else ""
-        raise UsageError(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH{hint} "
+        raise EnvironmentUnsupported(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH{hint} "
                          f"(scripts/setup.sh installs what mmbench uses)")
 
 
@@ -227,7 +266,7 @@ def _checked(workload: Workload, params: dict[str, Any], budget: int, where: str
     try:
         workload.check(params, budget)
     except UsageError as e:
-        raise UsageError(f"{where}: {e}") from None
+        raise UsageError(f"{where}: {e}" if not str(e).startswith(where) else str(e)) from None
 
 
 def memtotal() -> int:
@@ -239,11 +278,13 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
     from mmbench.plugins import workloads as workload_registry
 
     path = find_suite(spec)
-    text = path.read_text()
+    text = _read_suite_text(path)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: not valid TOML: nested too deeply") from None
     # TOML dotted keys under [settings] nest (thp.enabled → {"thp": {"enabled": ...}}): flatten.
     if isinstance(doc.get("settings"), dict):
         doc["settings"] = flatten(doc["settings"])
@@ -256,6 +297,9 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
     except ValidationError as e:
         raise _schema_error(path, e, doc) from None
     where = str(path)
+    if not sf.workload:
+        raise UsageError(f"{where}: no workloads: add a [[workload]] table with a name "
+                         f"(a suite that only records monitors uses name = \"idle\")")
 
     mode = resolve_mode(sf.suite.sandbox)
     notes: list[str] = []
@@ -277,8 +321,9 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         raise UsageError(f"{where}: suite.budget: {sf.suite.budget} is more than this machine's "
                          f"MemTotal ({total >> 20} MiB)")
 
-    # Settings are checked against the running kernel by the runner, before any is applied: loading
-    # a suite reads no sysfs knob and needs no root (and under --kernel the guest's kernel decides).
+    # Settings are checked against the running kernel by the runner (and `run --check`) before
+    # any is applied: loading a suite reads no sysfs knob and needs no root, and under --kernel
+    # the guest's kernel decides.
 
     wreg = workload_registry()
     workloads: list[ResolvedWorkload] = []
@@ -291,13 +336,13 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         if label in labels:
             raise UsageError(f"{where}: workload[{label}]: two workloads share the label {label!r}; "
                              f"give one a label = \"...\"")
-        if not all(c.isalnum() or c in "._-" for c in label):
-            raise UsageError(f"{where}: workload[{label}].label: use letters, digits, '.', '_', '-' only")
+        _check_label(label, f"{where}: workload[{label}].label")
         labels.add(label)
         cls = wreg[spec_w.name]
         _check_requires(cls, f"{where}: workload[{label}]")
         wl = cls()
         params = resolve_params(cls.params, spec_w.params, budget, f"{where}: workload[{label}].params")
+        _check_resident(cls, params, budget, sf.swap.type != "none", f"{where}: workload[{label}].params")
         _checked(wl, params, budget, where)
         companions = []
         for cname, cparams in spec_w.with_.items():

@@ -9,7 +9,6 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from mmbench.errors import UsageError
@@ -107,14 +106,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     metrics = [m.strip() for m in (args.metric or []) for m in m.split(",") if m.strip()]
     series = build_history(_store(args.results), machine=args.machine, suite=args.suite, metrics=metrics)
     if args.output:
-        out = Path(args.output)
-        if out.exists() and not out.is_file():
-            raise UsageError(f"-o {out}: not a regular file")
+        from mmbench.report.output import write_output
         title = f"{args.suite or 'all suites'} on {args.machine or 'all machines'}"
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(render_html(series, title))
-        os.replace(tmp, out)
-        print(f"wrote {out}")
+        where = write_output(args.output, render_html(series, title))
+        print(f"wrote {where}", file=sys.stderr if where == "stdout" else sys.stdout)
     else:
         sys.stdout.write(render_text(series))
     return 0

@@ -16,14 +16,18 @@ from pathlib import Path
 from typing import Any, get_args
 
 from mmbench.errors import UsageError
+from mmbench.model.names import name_problem
 from mmbench.model.results import IterationResult, MetricDef, MetricKind, WorkloadRun
 
 REQUIRED = ("workload", "metric", "unit", "better", "iteration", "value")
 KINDS = set(get_args(MetricKind))
+MAX_ITERATION = 1_000_000   # iteration numbers name folders (iter-N); no benchmark runs more
 
 
 def read_samples_file(path: str | Path) -> list[WorkloadRun]:
     p = Path(path)
+    if p.exists() and not p.is_file():   # a directory, FIFO or device: reading could hang or mislead
+        raise UsageError(f"{p}: not a regular file")
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
@@ -63,6 +67,8 @@ def _json_records(p: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise UsageError(f"{p}: line {e.lineno}: invalid JSON: {e.msg}") from None
+    except RecursionError:
+        raise UsageError(f"{p}: JSON nested too deeply to be samples") from None
     if isinstance(data, dict):
         if "samples" not in data:
             raise UsageError(f"{p}: a JSON object needs a \"samples\" list")
@@ -90,9 +96,17 @@ def _build(p: Path, records: list[tuple[str, dict[str, Any]]]) -> list[WorkloadR
     workloads: dict[str, WorkloadRun] = {}
     iters: dict[tuple[str, int], IterationResult] = {}
     for where, rec in records:
-        wl = str(_field(p, where, rec, "workload"))
-        metric = str(_field(p, where, rec, "metric"))
-        unit = str(rec.get("unit") if rec.get("unit") is not None else "")
+        wl = _field(p, where, rec, "workload")
+        problem = name_problem(wl)   # the label becomes the workload's folder: a name, not a path
+        if problem:
+            raise UsageError(f"{p}: {where}: field 'workload' {str(wl)[:60]!r}: {problem}")
+        metric = _field(p, where, rec, "metric")
+        if not isinstance(metric, str) or any(ord(c) < 32 for c in metric):
+            raise UsageError(f"{p}: {where}: field 'metric' {str(metric)[:60]!r}: expected text "
+                             f"without control characters")
+        unit = rec.get("unit") if rec.get("unit") is not None else ""
+        if not isinstance(unit, str) or any(ord(c) < 32 for c in unit):
+            raise UsageError(f"{p}: {where}: field 'unit' {str(unit)[:60]!r}: expected text")
         better = str(_field(p, where, rec, "better")).strip().lower()
         if better not in ("higher", "lower"):
             raise UsageError(f"{p}: {where}: field 'better' is {better!r}, expected higher or lower")
@@ -101,10 +115,10 @@ def _build(p: Path, records: list[tuple[str, dict[str, Any]]]) -> list[WorkloadR
             if isinstance(raw_it, bool) or (isinstance(raw_it, float) and not raw_it.is_integer()):
                 raise ValueError
             it_no = int(raw_it)
-            if it_no < 0:
+            if not 0 <= it_no <= MAX_ITERATION:
                 raise ValueError
         except (TypeError, ValueError):
-            raise UsageError(f"{p}: {where}: field 'iteration' is {raw_it!r}, expected an integer ≥ 0") from None
+            raise UsageError(f"{p}: {where}: field 'iteration' is {raw_it!r}, expected an integer 0..{MAX_ITERATION}") from None
         raw_v = _field(p, where, rec, "value")
         try:
             if isinstance(raw_v, bool):

@@ -123,3 +123,12 @@ def pageblock_order() -> int:
             return int(fh.readline().split(":")[1])
     except (OSError, ValueError, IndexError):
         return max(0, (thp_size() // page_size()).bit_length() - 1)
+
+
+def proc_start_time(pid: int) -> str | None:
+    """Start time of ``pid`` in clock ticks since boot (/proc/PID/stat field 22), None if gone:
+    with the pid it names one process, never a later one that reused the pid."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None

@@ -76,6 +76,7 @@ COUNTERS: dict[str, list[str]] = {
     "numa_miss": ["numa_miss"],
     "numa_interleave": ["numa_interleave"],
     "numa_local": ["numa_local"],
+    "numa_other": ["numa_other"],
     "numa_pte_updates": ["numa_pte_updates"],                 # 3.8 (automatic NUMA balancing)
     "numa_huge_pte_updates": ["numa_huge_pte_updates"],       # 3.13
     "numa_hint_faults": ["numa_hint_faults"],

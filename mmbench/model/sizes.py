@@ -47,3 +47,12 @@ def parse_duration(text: str | int | float) -> float:
         raise ValueError(f"expected a duration like '30s', '5m' or '250ms', got {text!r}")
     unit = m.group(2).lower() if m.group(2) else None
     return float(m.group(1)) * _DUR_UNITS[unit]
+
+
+def format_size(n: int | float) -> str:
+    """Short human form: 536870912 → '512M'."""
+    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if abs(n) >= div:
+            v = n / div
+            return f"{v:.0f}{unit}" if v == int(v) else f"{v:.1f}{unit}"
+    return f"{int(n)}"

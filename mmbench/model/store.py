@@ -6,21 +6,17 @@ The embedded default is ``FileStore`` (one folder per run plus an SQLite index);
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
 from mmbench.errors import UsageError
+from mmbench.model.names import check_name
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
 
-RUN_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
-
-
 def validate_run_name(name: str) -> str:
-    if not RUN_NAME.match(name) or name in (".", ".."):
-        raise UsageError(f"run name {name!r}: use letters, digits, '.', '_' and '-' only")
-    return name
+    """A run name is a folder name, never a path (mmbench/names.py)."""
+    return check_name(name, "run name")
 
 
 class RunWriter(ABC):

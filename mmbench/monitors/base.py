@@ -73,11 +73,13 @@ def load_summary(cls: type["Monitor"], outdir: Path, meta: dict[str, Any]) -> Mo
         st = cache.stat()
         newest = max((p.stat().st_mtime_ns for p in Path(outdir).iterdir() if p.name != SUMMARY_CACHE), default=0)
         if st.st_mtime_ns >= newest:
-            data = json.loads(cache.read_text())
-            if data.get("version") == SUMMARY_VERSION and data.get("monitor") == getattr(cls, "name", ""):
-                return MonitorSummary(metrics=[(MetricDef.from_dict(m), v) for m, v in data["metrics"]],
-                                      notes=data["notes"])
-    except (OSError, ValueError, KeyError, TypeError):
+            # validated (model/files.py): a damaged or foreign cache is recomputed, never misread
+            from mmbench.model.files import SummaryFile
+            data = SummaryFile.model_validate_json(cache.read_bytes())
+            if data.version == SUMMARY_VERSION and data.monitor == getattr(cls, "name", ""):
+                return MonitorSummary(metrics=[(MetricDef.from_dict(m.model_dump()), v) for m, v in data.metrics],
+                                      notes=data.notes)
+    except (OSError, ValueError, RecursionError):   # pydantic's ValidationError is a ValueError
         pass
     summary = cls.summarise(outdir, meta)
     try:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from mmbench.model.counters import better as direction
 from mmbench.model.quirks import CGROUP_FILES, cgroup_file
 from mmbench.monitors._common import clean, gauge_metric, rate_metric, rates, read_text
 from mmbench.monitors.base import SeriesSpec, MonitorContext, MonitorSummary, SamplingMonitor
@@ -110,7 +111,8 @@ class Memcg(SamplingMonitor):
             base = c[5:]
             if is_counter(c):
                 if base in RATE_SUMMARY:
-                    out.metrics.append((rate_metric(f"{base}/s"), clean(rates(t, col(c)))))
+                    # the memcg's own copy of a vmstat counter: the same direction (analysis/counters.py)
+                    out.metrics.append((rate_metric(f"{base}/s", "/s", direction(base)), clean(rates(t, col(c)))))
             elif base in SIZE_SUMMARY:
                 out.metrics.append((gauge_metric(f"{base} (MiB)", "MiB"), clean(col(c) / 2**20)))
         return out

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from mmbench.model.counters import better as direction
 from mmbench.model.kernel import parse_meminfo
 from mmbench.monitors._common import clean, gauge_metric, read_text
 from mmbench.monitors.base import SeriesSpec, MonitorSummary, SamplingMonitor
@@ -44,8 +45,8 @@ class Meminfo(SamplingMonitor):
             if f in cols:
                 col = arr[:, cols.index(f) + 1]
                 if f.startswith("HugePages_"):
-                    out.metrics.append((gauge_metric(f, "pages", kind="count"), clean(col)))
+                    out.metrics.append((gauge_metric(f, "pages", direction(f), kind="count"), clean(col)))
                 else:
-                    better = "higher" if f in ("MemFree", "MemAvailable") else "lower"
-                    out.metrics.append((gauge_metric(f"{f} (MiB)", "MiB", better), clean(col / 1024.0)))
+                    # the same direction as the vmstat counter it reports (analysis/counters.py)
+                    out.metrics.append((gauge_metric(f"{f} (MiB)", "MiB", direction(f)), clean(col / 1024.0)))
         return out

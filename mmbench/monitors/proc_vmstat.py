@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from mmbench.model.counters import better as direction
 from mmbench.monitors._common import clean, gauge_metric, rate_metric, rates, read_text
 from mmbench.monitors.base import SeriesSpec, MonitorSummary, SamplingMonitor
 from mmbench.model.kernel import parse_vmstat
@@ -137,9 +138,10 @@ class ProcVmstat(SamplingMonitor):
         for title, names in GAUGES:
             g = _sum(cols, arr, names)
             if g is not None:
-                out.metrics.append((gauge_metric(f"{title} (MiB)", "MiB", kind="size"), clean(g * page_mib)))
+                out.metrics.append((gauge_metric(f"{title} (MiB)", "MiB", direction(names[0]), kind="size"),
+                                    clean(g * page_mib)))
         for title, names in RATES:
             series = r([n for n in names if n in cols] or names)
-            if series is not None:
-                out.metrics.append((rate_metric(f"{title} (/s)", "/s"), clean(series)))
+            if series is not None:   # one direction per counter everywhere (analysis/counters.py)
+                out.metrics.append((rate_metric(f"{title} (/s)", "/s", direction(names[0])), clean(series)))
         return out

@@ -171,13 +171,8 @@ def _safe_script(js: str) -> str:
     return js
 
 
-def write_report(runs: list[RunRecord], path: Path) -> Path:
-    """Write the self-contained HTML report of ``runs`` (the first is the baseline) to ``path``."""
-    path = Path(path)
-    html = render_report(runs)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
-    return path
+def write_report(runs: list[RunRecord], path: str | Path) -> str:
+    """Write the self-contained HTML report of ``runs`` (the first is the baseline) to ``path``
+    (a regular file, or ``-`` for stdout: report/output.py); returns where it went."""
+    from mmbench.report.output import write_output
+    return write_output(str(path), render_report(runs))

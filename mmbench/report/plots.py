@@ -7,11 +7,14 @@ series, stall latency CDFs); one file per figure, named after the figure id
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from mmbench.errors import EnvironmentUnsupported
 from mmbench.report import figures as figs
+from mmbench.errors import UsageError
 from mmbench.model.results import RunRecord
+from mmbench.report.output import write_output
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
@@ -96,6 +99,8 @@ def write_plots(runs: list[RunRecord], outdir: Path, fmt: str = "png") -> list[P
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     outdir = Path(outdir)
+    if outdir.exists() and not outdir.is_dir():
+        raise UsageError(f"-o {outdir}: not a directory (plot writes one file per figure into a folder)")
     outdir.mkdir(parents=True, exist_ok=True)
     names = _names(runs)
     figures = figs.collect(runs, names)
@@ -109,6 +114,8 @@ def write_plots(runs: list[RunRecord], outdir: Path, fmt: str = "png") -> list[P
         FigureCanvasAgg(mf)
         _draw(mf.add_subplot(), f, names)
         path = outdir / f"{stem}.{fmt}"
-        mf.savefig(path, format=fmt)
+        buf = io.BytesIO()
+        mf.savefig(buf, format=fmt)
+        write_output(str(path), buf.getvalue())   # only ever a regular file, replaced atomically
         paths.append(path)
     return paths

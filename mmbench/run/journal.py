@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mmbench.model.kernel import proc_start_time
 from mmbench.model.kernel import read_knob, write_knob
 from mmbench.errors import UsageError
 from mmbench.run import signals
@@ -28,13 +29,6 @@ def state_dir() -> Path:
     return Path(os.environ.get("MMBENCH_STATE_DIR", "/var/lib/mmbench"))
 
 
-
-
-def proc_start_time(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
 
 
 class Journal:

@@ -1,4 +1,5 @@
-"""Progress of ``mmbench run``: what runs now, iteration i/N, elapsed and estimated time left.
+"""Progress of ``mmbench run``: what runs now, iteration i (the number of its ``iter-i`` folder
+and of ``mmbench show``, from 0) and how far along, elapsed and estimated time left.
 
 ``make_progress`` picks one of:
 
@@ -107,7 +108,7 @@ class Progress:
             self._monitors_announced = True
             self.event("monitors", f"monitors active: {', '.join(self.monitors)}", monitors=list(self.monitors))
         tag = " (warm-up)" if warmup else ""
-        self.event("iteration-start", f"{suite}: {workload} iteration {index + 1}/{count}{tag}",
+        self.event("iteration-start", f"{suite}: {workload} iteration {index} ({index + 1} of {count}){tag}",
                    suite=suite, workload=workload, iteration=index, of=count, warmup=warmup,
                    done=self.done, total=self.total, monitors=list(self.monitors), eta=_round(self.eta()))
 
@@ -119,7 +120,7 @@ class Progress:
         self.durations.append(took)
         self.by_workload.setdefault(workload, []).append(took)
         eta = self.eta()
-        msg = f"  {workload} iteration {index + 1}: {status} in {elapsed:.2f} s"
+        msg = f"  {workload} iteration {index}: {status} in {elapsed:.2f} s"
         if reason:
             msg += f" ({reason})"
         if eta is not None:
@@ -183,7 +184,7 @@ class LiveProgress(PlainProgress):
             return t
         t.append(f"{self.suite}", style="bold")
         t.append(f"  {self.workload}", style="bold cyan")
-        t.append(f"  iteration {self.index + 1}/{self.count}")
+        t.append(f"  iteration {self.index} ({self.index + 1} of {self.count})")
         if self.warmup:
             t.append(" (warm-up)", style="dim")
         if self._it_t0 is not None:

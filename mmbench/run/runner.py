@@ -20,7 +20,7 @@ from mmbench.run.fingerprint import fingerprint
 from mmbench.run.iteration import CompanionSpec, IterationPlan, MonitorSpec, run_iteration
 from mmbench.run.journal import Journal
 from mmbench.run.progress import PlainProgress, Progress
-from mmbench.run.settings import apply_settings, validate_settings
+from mmbench.run.settings import apply_settings, validate_suite_settings
 from mmbench.model.store import Store, validate_run_name
 from mmbench.model.results import WorkloadRun
 
@@ -65,10 +65,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
     status = "failed"
     try:
         signals.checkpoint()
-        try:  # before any setting is applied, against the kernel that runs the suite
-            validated = validate_settings(suite.settings)
-        except UsageError as e:
-            raise UsageError(f"{suite.path}: {e}") from None
+        validated = validate_suite_settings(suite)   # before any is applied, on the kernel that runs it
         apply_settings(validated, journal)
         if not suite.scratch.exists():  # workloads' scratch space: removed with the run
             journal.record("remove", path=str(suite.scratch))

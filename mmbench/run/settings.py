@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mmbench.model.params import close_match
-from mmbench.errors import UsageError
+from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.model.kernel import read_knob
+from mmbench.model.params import close_match
 from mmbench.run.journal import Journal
 
 from mmbench.model.quirks import SETTING_ACTIONS as ACTIONS
@@ -43,7 +43,8 @@ def knob_path(name: str) -> Path:
         parent = path.parent
         options = sorted(p.name for p in parent.iterdir() if p.is_file()) if parent.is_dir() else []
         raise UsageError(f"settings.{name}: this kernel has no {path}{close_match(path.name, options)}")
-    raise UsageError(f"settings.{name}: this kernel has no {NAMESPACES[ns][0]} (feature not built in)")
+    # a whole namespace missing is a kernel feature not built in (exit 3), not a typo (exit 2)
+    raise EnvironmentUnsupported(f"settings.{name}: this kernel has no {NAMESPACES[ns][0]} (feature not built in)")
 
 
 def _choices(path: Path) -> list[str] | None:
@@ -51,6 +52,62 @@ def _choices(path: Path) -> list[str] | None:
     if "[" in text and "]" in text:
         return text.replace("[", "").replace("]", "").split()
     return None
+
+
+# Ranges the kernel enforces on integer knobs (proc_dointvec_minmax and sysfs stores): a value
+# outside is refused with EINVAL, found here before any setting of the suite is written.
+RANGES: dict[str, tuple[int, int]] = {
+    "vm.dirty_ratio": (0, 100),
+    "vm.dirty_background_ratio": (0, 100),
+    "vm.overcommit_memory": (0, 2),
+    "vm.overcommit_ratio": (0, 2**63 - 1),
+    "vm.compaction_proactiveness": (0, 100),
+    "vm.extfrag_threshold": (0, 1000),
+    "vm.watermark_scale_factor": (1, 3000),   # older kernels stop at 1000 (and say EINVAL)
+    "vm.min_free_kbytes": (0, 2**31 - 1),
+    "vm.vfs_cache_pressure": (0, 2**31 - 1),
+    "vm.watermark_boost_factor": (0, 2**31 - 1),
+    "vm.zone_reclaim_mode": (0, 2**31 - 1),
+    "vm.page-cluster": (0, 2**31 - 1),
+    "vm.nr_hugepages": (0, 2**63 - 1),
+    "vm.dirty_expire_centisecs": (0, 2**31 - 1),
+    "vm.dirty_writeback_centisecs": (0, 2**31 - 1),
+    # khugepaged: 0 pages per scan is -EINVAL; max_ptes_* at most HPAGE_PMD_NR - 1 (x86-64: 511)
+    "thp.khugepaged.pages_to_scan": (1, 2**32 - 1),
+    "thp.khugepaged.max_ptes_none": (0, 511),
+    "thp.khugepaged.max_ptes_swap": (0, 511),
+    "thp.khugepaged.max_ptes_shared": (0, 511),
+    "thp.khugepaged.scan_sleep_millisecs": (0, 2**32 - 1),
+    "thp.khugepaged.alloc_sleep_millisecs": (0, 2**32 - 1),
+}
+
+
+def _kernel_at_least(major: int, minor: int) -> bool:
+    try:
+        release = os.uname().release.split("-")[0].split(".")
+        return (int(release[0]), int(release[1])) >= (major, minor)
+    except (ValueError, IndexError):
+        return True
+
+
+def _check_range(name: str, text: str, current: str) -> None:
+    lo_hi = RANGES.get(name)
+    if name == "vm.swappiness":
+        # 0..200 since v5.8 (c843966c556d: anon may be preferred over file), 0..100 before
+        lo_hi = (0, 200 if _kernel_at_least(5, 8) else 100)
+    if lo_hi is None:
+        if text.lstrip("-").isdigit() and abs(int(text)) >= 2**63:
+            raise UsageError(f"settings.{name}: {text} does not fit the kernel's integer")
+        if text.startswith("-") and current.isdigit() and text.lstrip("-").isdigit() and int(text) != -1:
+            raise UsageError(f"settings.{name}: {text} is negative; the knob holds {current}")
+        return
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"settings.{name}: expected an integer, got {text!r}") from None
+    if not lo_hi[0] <= value <= lo_hi[1]:
+        raise UsageError(f"settings.{name}: {value} is outside {lo_hi[0]}..{lo_hi[1]}, which this kernel "
+                         f"refuses")
 
 
 def validate_settings(settings: dict[str, Any]) -> dict[str, tuple[Path, str]]:
@@ -70,8 +127,20 @@ def validate_settings(settings: dict[str, Any]) -> dict[str, tuple[Path, str]]:
         current = read_knob(path)
         if choices is None and current.lstrip("-").isdigit() and not text.lstrip("-").isdigit():
             raise UsageError(f"settings.{name}: expected an integer, got {text!r}")
+        if "\n" in text or len(text) > 4096:
+            raise UsageError(f"settings.{name}: a knob takes one short line, got {text[:40]!r}...")
+        _check_range(name, text, current)
         out[name] = (path, text)
     return out
+
+
+def validate_suite_settings(suite: Any) -> dict[str, tuple[Path, str]]:
+    """``validate_settings`` of a loaded suite, its errors naming the suite file: run before any
+    setting is applied (by the runner, and by ``run --check``)."""
+    try:
+        return validate_settings(suite.settings)
+    except (UsageError, EnvironmentUnsupported) as e:
+        raise type(e)(f"{suite.path}: {e}") from None
 
 
 def apply_settings(validated: dict[str, tuple[Path, str]], journal: Journal) -> None:

@@ -8,8 +8,12 @@ Layout (docs/results-format.md)::
     <results>/<run>/<workload>/workload.json     plugin, params, metric definitions
     <results>/<run>/<workload>/iter-<N>/result.json, raw/, vmstat-before, vmstat-after, monitors/
 
-JSON files are the truth (written to a temporary name, fsynced, renamed); the SQLite index is
-updated after each and can be rebuilt from them.
+JSON files are the truth (written to a temporary name, fsynced, renamed) and are read through
+the validated models of ``model/files.py``: a damaged file is one line naming it.  The SQLite
+index is the store's index: ``list`` and ``history`` read it, and it is brought up to date from
+the folders first (a run whose ``run.json`` changed since it was indexed is indexed again, a row
+whose folder is gone is dropped); ``mmbench reindex`` rebuilds it whole, ``mmbench rm`` removes a
+run from folders and index.  The writer's own index updates are best effort for that reason.
 """
 
 from __future__ import annotations
@@ -19,13 +23,18 @@ import math
 import os
 import shutil
 import sqlite3
+import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
 from mmbench import __version__
+from mmbench.model.kernel import proc_start_time
 from mmbench.errors import UsageError
 from mmbench.model.store import RunWriter, Store, validate_run_name
+from mmbench.model.files import (STORE_FORMAT, ResultFile, RunMeta, StoreError, WorkloadFile, kernel_release,
+                                 read_model, read_object, samples_from_json)
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 SCHEMA = """
@@ -41,6 +50,7 @@ CREATE TABLE IF NOT EXISTS iterations (run TEXT, workload TEXT, idx INTEGER, war
 CREATE TABLE IF NOT EXISTS samples (run TEXT, workload TEXT, idx INTEGER, metric TEXT, seq INTEGER,
     value REAL);
 CREATE INDEX IF NOT EXISTS samples_by_run ON samples (run, workload, metric);
+CREATE TABLE IF NOT EXISTS indexed (run TEXT PRIMARY KEY, mtime_ns INTEGER, host TEXT, suite TEXT);
 """
 
 
@@ -81,14 +91,6 @@ def _fsync_dir(path: Path) -> None:
         os.close(dfd)
 
 
-def proc_start_time(pid: int) -> str | None:
-    """Start time of ``pid`` in clock ticks since boot (/proc/PID/stat field 22), None if gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 def _boot_id() -> str:
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
@@ -126,7 +128,7 @@ class FileRunWriter(RunWriter):
         write_json(wdir / "workload.json", {"label": workload.label, "plugin": workload.plugin,
                                             "params": workload.params,
                                             "metrics": [m.to_dict() for m in workload.metrics]})
-        with self.store.db() as db:
+        with self.store.index_quietly() as db:
             db.execute("INSERT OR REPLACE INTO workloads VALUES (?,?,?,?)",
                        (self.name, workload.label, workload.plugin, json.dumps(workload.params)))
             db.executemany("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
@@ -156,7 +158,7 @@ class FileRunWriter(RunWriter):
             itdir.mkdir(parents=True, exist_ok=True)
             write_json(itdir / "result.json", data)
         d = result.duration
-        with self.store.db() as db:
+        with self.store.index_quietly() as db:
             db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
                        (self.name, result.workload, result.index, int(result.warmup), result.status,
                         result.reason, d.get("user"), d.get("system"), d.get("elapsed"), result.path))
@@ -176,7 +178,7 @@ class FileRunWriter(RunWriter):
         if note:
             self.meta["note"] = note
         write_json(self.path / "run.json", self.meta)
-        with self.store.db() as db:
+        with self.store.index_quietly() as db:
             db.execute("UPDATE runs SET status=?, finished=? WHERE name=?", (status, self.meta["finished"], self.name))
 
 
@@ -187,16 +189,45 @@ class FileStore(Store):
     def __str__(self) -> str:
         return str(self.root)
 
+    def _check_root(self) -> None:
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"{self.root}: the results directory is not a directory")
+
     def db(self) -> sqlite3.Connection:
+        """The index, opened (and created); a damaged one is a StoreError naming it."""
+        self._check_root()
         self.root.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.root / "index.sqlite", timeout=30)
-        conn.executescript(SCHEMA)
+        index = self.root / "index.sqlite"
+        try:
+            conn = sqlite3.connect(index, timeout=30)
+            conn.executescript(SCHEMA)
+        except sqlite3.Error as e:
+            raise IndexDamaged(f"{index}: {e} (run 'mmbench reindex' to rebuild it from the run folders)") from None
         return conn
+
+    @contextmanager
+    def index_quietly(self) -> Iterator[Any]:
+        """A writer's index update: if the index is damaged or busy, the run folder (the truth)
+        is still written and the next ``list`` or ``mmbench reindex`` brings the index up to date."""
+        try:
+            conn = self.db()
+        except IndexDamaged as e:
+            _warn(f"index not updated ({e})")
+            conn = sqlite3.connect(":memory:")   # the update goes nowhere; the folder is written
+            conn.executescript(SCHEMA)
+        try:
+            with conn:
+                yield conn
+        except sqlite3.Error as e:
+            _warn(f"index not updated ({self.root / 'index.sqlite'}: {e})")
+        finally:
+            conn.close()
 
     def run_path(self, name: str) -> Path:
         return self.root / validate_run_name(name)
 
     def exists(self, name: str) -> bool:
+        self._check_root()
         return (self.run_path(name) / "run.json").exists()
 
     def create_run(self, name: str, *, force: bool, suite_text: str, suite_hash: str,
@@ -213,22 +244,35 @@ class FileStore(Store):
         (path / "suite.toml").write_text(suite_text)
         write_json(path / "suite-effective.json", suite_effective)
         write_json(path / "fingerprint.json", fingerprint)
-        meta = {"name": name, "status": status, "created": time.time(), "finished": None, "pid": os.getpid(),
-                "pid_start": proc_start_time(os.getpid()), "boot_id": _boot_id(),
+        meta = {"name": name, "format": STORE_FORMAT, "status": status, "created": time.time(), "finished": None,
+                "pid": os.getpid(), "pid_start": proc_start_time(os.getpid()), "boot_id": _boot_id(),
                 "suite_hash": suite_hash, "settings": settings, "mmbench_version": __version__,
                 "description": description}
         write_json(path / "run.json", meta)
-        with self.db() as db:
+        with self.index_quietly() as db:
             for table in ("workloads", "metrics", "iterations", "samples"):
                 db.execute(f"DELETE FROM {table} WHERE run=?", (name,))
             db.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
                        (name, status, meta["created"], None, suite_hash,
-                        str(fingerprint.get("kernel", {}).get("release", "")), description, str(path)))
+                        kernel_release(fingerprint), description, str(path)))
         return FileRunWriter(self, name, path, meta)
 
-    def _status(self, meta: dict[str, Any]) -> str:
+    def run_status(self, name: str) -> str | None:
+        """A run's status from its run.json alone: None if there is no such run folder,
+        "damaged" if run.json cannot be read (``mmbench rm`` can still remove it)."""
+        path = self.run_path(name)
+        if not path.is_dir():
+            return None
+        try:
+            return self._status(read_model(path / "run.json", RunMeta))
+        except UsageError:
+            return "damaged"
+
+    def _status(self, meta: dict[str, Any] | RunMeta) -> str:
         # A run whose process died without finishing (SIGKILL, power loss) is incomplete; the
         # index is corrected too, so nothing reading it sees "running" for a dead run.
+        if isinstance(meta, RunMeta):
+            meta = meta.model_dump()
         if meta.get("status") == "running" and not _owner_alive(meta):
             return "incomplete"
         return meta.get("status", "incomplete")
@@ -243,64 +287,173 @@ class FileStore(Store):
                 rows = dict(db.execute("SELECT name, status FROM runs").fetchall())
                 db.executemany("UPDATE runs SET status=? WHERE name=?",
                                [(st, n) for n, st in statuses.items() if n in rows and rows[n] != st])
-        except sqlite3.Error:
+        except (sqlite3.Error, IndexDamaged):
             pass   # a read-only or damaged index: the folders still answer
 
     def load_run(self, name: str) -> RunRecord:
+        self._check_root()
         path = self.run_path(name)
         if not (path / "run.json").exists():
-            known = [r["name"] for r in self.list_runs()]
+            known = sorted(p.parent.name for p in self.root.glob("*/run.json")) if self.root.is_dir() else []
             from mmbench.model.params import close_match
             raise UsageError(f"no run named {name!r} in {self.root}{close_match(name, known)}"
                              + (f"; runs: {', '.join(known)}" if known else " (it holds no runs)"))
-        meta = json.loads((path / "run.json").read_text())
-        self._sync_index({name: self._status(meta)})
+        meta = read_model(path / "run.json", RunMeta)
+        status = self._status(meta)
+        self._sync_index({name: status})
         fp_path = path / "fingerprint.json"
-        rec = RunRecord(name=name, status=self._status(meta), created=meta.get("created", 0.0),
-                        finished=meta.get("finished"), suite_text=(path / "suite.toml").read_text()
-                        if (path / "suite.toml").exists() else "",
-                        suite_hash=meta.get("suite_hash", ""),
-                        fingerprint=json.loads(fp_path.read_text()) if fp_path.exists() else {},
-                        settings=meta.get("settings", {}), path=path,
-                        mmbench_version=meta.get("mmbench_version", ""))
+        try:
+            suite_text = (path / "suite.toml").read_text() if (path / "suite.toml").exists() else ""
+        except UnicodeDecodeError:
+            raise StoreError(f"{path / 'suite.toml'}: not UTF-8 text (damaged or foreign)") from None
+        except OSError as e:
+            raise StoreError(f"{path / 'suite.toml'}: cannot read: {e.strerror or e}") from None
+        rec = RunRecord(name=name, status=status, created=meta.created,  # type: ignore[arg-type]
+                        finished=meta.finished, suite_text=suite_text, suite_hash=meta.suite_hash,
+                        fingerprint=read_object(fp_path) if fp_path.exists() else {},
+                        settings=meta.settings, path=path, mmbench_version=meta.mmbench_version)
         for wfile in sorted(path.glob("*/workload.json"), key=lambda p: p.stat().st_mtime_ns):
-            w = json.loads(wfile.read_text())
-            wr = WorkloadRun(label=w["label"], plugin=w["plugin"], params=w["params"],
-                             metrics=[MetricDef.from_dict(m) for m in w["metrics"]])
+            w = read_model(wfile, WorkloadFile)
+            if w.label != wfile.parent.name:
+                raise StoreError(f"{wfile}: label {w.label!r} but its folder is {wfile.parent.name!r} "
+                                 f"(a copied or foreign file)")
+            wr = WorkloadRun(label=w.label, plugin=w.plugin, params=w.params,
+                             metrics=[MetricDef.from_dict(m.model_dump()) for m in w.metrics])
             its = []
             for rfile in wfile.parent.glob("iter-*/result.json"):
-                d = json.loads(rfile.read_text())
-                d["samples"] = {k: [math.nan if v is None else v for v in vals] for k, vals in d["samples"].items()}
-                its.append(IterationResult.from_dict(d))
+                d = read_model(rfile, ResultFile)
+                if rfile.parent.name != f"iter-{d.index}" or d.workload != w.label:
+                    raise StoreError(f"{rfile}: says workload {d.workload!r} iteration {d.index}, but it is in "
+                                     f"{w.label}/{rfile.parent.name} (a copied or foreign file)")
+                fields = d.model_dump(include=set(ResultFile.model_fields))
+                fields["samples"] = samples_from_json(d.samples)
+                its.append(IterationResult(**fields))
             wr.iterations = sorted(its, key=lambda it: it.index)
             rec.workloads.append(wr)
-        order = meta.get("workload_order")
+        order = meta.workload_order
         if order:
             rec.workloads.sort(key=lambda w: order.index(w.label) if w.label in order else len(order))
         return rec
 
     def list_runs(self) -> list[dict[str, Any]]:
-        out = []
+        """Every run, through the index (brought up to date from the folders first).  A damaged run
+        is skipped with a one-line warning; a damaged index falls back to reading the folders."""
+        self._check_root()
         if not self.root.is_dir():
-            return out
-        for rj in sorted(self.root.glob("*/run.json")):
-            try:
-                meta = json.loads(rj.read_text())
-            except (OSError, json.JSONDecodeError):
+            return []
+        try:
+            return self._runs_from_index()
+        except IndexDamaged as e:
+            _warn(f"{e}; listing from the run folders")
+            return self._runs_from_folders()
+        except sqlite3.Error as e:   # read-only or locked: the folders still answer
+            _warn(f"{self.root / 'index.sqlite'}: {e}; listing from the run folders")
+            return self._runs_from_folders()
+
+    def _folders(self) -> dict[str, int]:
+        """Run folders: name → run.json's mtime (ns), the index's staleness check."""
+        out = {}
+        for rj in self.root.glob("*/run.json"):
+            if rj.parent.name.startswith("."):
                 continue
-            fp = rj.parent / "fingerprint.json"
-            kernel = host = ""
-            if fp.exists():
+            try:
+                out[rj.parent.name] = rj.stat().st_mtime_ns
+            except OSError:
+                continue
+        return out
+
+    def sync(self, *, rebuild: bool = False) -> tuple[int, int, list[str]]:
+        """Bring the index up to date with the folders: (runs indexed, rows dropped, damaged runs).
+
+        ``rebuild`` builds a new index from every folder beside the old one and renames it into
+        place (``mmbench reindex``): a damaged index file is replaced, never patched."""
+        folders = self._folders()
+        if rebuild:
+            target = self.root / "index.sqlite"
+            if target.exists() and not target.is_file():
+                raise StoreError(f"{target}: not a regular file; move it away first")
+            tmp = self.root / f".index.sqlite.new-{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            try:
+                conn = sqlite3.connect(tmp)
+                conn.executescript(SCHEMA)
+                damaged = [n for n in sorted(folders) if not self._index_one(conn, n, folders[n])]
+                conn.commit()
+                conn.close()
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
+            return len(folders) - len(damaged), 0, damaged
+        indexed = dropped = 0
+        damaged = []
+        with self.db() as db:
+            known = dict(db.execute("SELECT run, mtime_ns FROM indexed").fetchall())
+            rows = {r[0] for r in db.execute("SELECT name FROM runs").fetchall()}
+            for name, mtime in sorted(folders.items()):
+                if known.get(name) != mtime or name not in rows:
+                    if self._index_one(db, name, mtime):
+                        indexed += 1
+                    else:
+                        damaged.append(name)
+            for name in (set(known) | rows) - set(folders):
+                _drop(db, name)
+                dropped += 1
+        return indexed, dropped, damaged
+
+    def _index_one(self, db: sqlite3.Connection, name: str, mtime: int | None) -> bool:
+        """Index one run folder; a damaged one is dropped from the index with a warning."""
+        try:
+            validate_run_name(name)
+            rec = self.load_run(name)
+            meta = read_model(self.run_path(name) / "run.json", RunMeta)
+        except UsageError as e:
+            _warn(f"skipping run {name}: {e}")
+            _drop(db, name)
+            return False
+        _drop(db, name)
+        _insert_run(db, name, rec, meta, str(self.run_path(name)))
+        db.execute("INSERT OR REPLACE INTO indexed VALUES (?,?,?,?)",
+                   (name, mtime, str(rec.fingerprint.get("host", "")), meta.suite))
+        return True
+
+    def _runs_from_index(self) -> list[dict[str, Any]]:
+        self.sync()
+        with self.db() as db:
+            rows = db.execute(
+                "SELECT r.name, r.status, r.created, r.kernel, r.description, x.host, x.suite, "
+                "(SELECT count(*) FROM iterations i WHERE i.run=r.name AND i.warmup=0), "
+                "(SELECT count(*) FROM iterations i WHERE i.run=r.name AND i.warmup=1), "
+                "(SELECT count(*) FROM iterations i WHERE i.run=r.name AND i.warmup=0 AND i.status!='ok') "
+                "FROM runs r JOIN indexed x ON x.run=r.name").fetchall()
+        out = [{"name": n, "status": st, "created": c, "kernel": k or "", "description": d or "",
+                "host": h or "", "suite": su or "", "iterations": it, "warmup": wu, "failed": bad}
+               for n, st, c, k, d, h, su, it, wu, bad in rows]
+        # a "running" row whose process has died is incomplete (and corrected in the index)
+        for r in out:
+            if r["status"] == "running":
                 try:
-                    fpd = json.loads(fp.read_text())
-                    kernel, host = fpd.get("kernel", {}).get("release", ""), fpd.get("host", "")
-                except json.JSONDecodeError:
-                    pass
-            n_it = len(list(rj.parent.glob("*/iter-*/result.json")))
-            out.append({"name": meta["name"], "status": self._status(meta), "created": meta.get("created"),
-                        "kernel": kernel, "iterations": n_it, "description": meta.get("description", ""),
-                        "host": host, "suite": meta.get("suite", "")})
+                    r["status"] = self._status(read_model(self.run_path(r["name"]) / "run.json", RunMeta))
+                except UsageError:
+                    r["status"] = "incomplete"
         self._sync_index({r["name"]: r["status"] for r in out})
+        return sorted(out, key=lambda r: r["created"] or 0)
+
+    def _runs_from_folders(self) -> list[dict[str, Any]]:
+        out = []
+        for name in sorted(self._folders()):
+            try:
+                rec = self.load_run(name)
+                meta = read_model(self.run_path(name) / "run.json", RunMeta)
+            except UsageError as e:
+                _warn(f"skipping run {name}: {e}")
+                continue
+            its = [it for w in rec.workloads for it in w.iterations]
+            out.append({"name": name, "status": rec.status, "created": rec.created,
+                        "kernel": kernel_release(rec.fingerprint), "iterations": sum(not i.warmup for i in its),
+                        "warmup": sum(i.warmup for i in its),
+                        "failed": sum(not i.warmup and i.status != "ok" for i in its),
+                        "description": meta.description, "host": str(rec.fingerprint.get("host", "")),
+                        "suite": meta.suite})
         return sorted(out, key=lambda r: r["created"] or 0)
 
     # -- whole-run transfer (push/pull) and history ----------------------------------------------
@@ -327,7 +480,11 @@ class FileStore(Store):
                 raise UsageError(f"run {name!r}: file {rel!r} would land outside the run folder")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        meta = json.loads((tmp / "run.json").read_text())
+        try:
+            meta = read_model(tmp / "run.json", RunMeta).model_dump(exclude_none=True)
+        except UsageError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         if meta.get("status") == "running":  # a copy is never the live run
             meta["status"] = "incomplete"
         meta["name"] = name
@@ -339,30 +496,10 @@ class FileStore(Store):
 
     def index_run(self, name: str) -> None:
         """(Re)write a run's rows of the SQLite index from its files."""
-        rec = self.load_run(name)
-        meta = json.loads((self.run_path(name) / "run.json").read_text())
+        path = self.run_path(name) / "run.json"
         with self.db() as db:
-            for table in ("workloads", "metrics", "iterations", "samples"):
-                db.execute(f"DELETE FROM {table} WHERE run=?", (name,))
-            db.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
-                       (name, rec.status, rec.created, rec.finished, rec.suite_hash,
-                        str(rec.fingerprint.get("kernel", {}).get("release", "")),
-                        meta.get("description", ""), str(self.run_path(name))))
-            for w in rec.workloads:
-                db.execute("INSERT OR REPLACE INTO workloads VALUES (?,?,?,?)",
-                           (name, w.label, w.plugin, json.dumps(w.params)))
-                db.executemany("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
-                               [(name, w.label, m.name, m.unit, m.better, m.kind, m.mean_kind)
-                                for m in w.metrics])
-                for it in w.iterations:
-                    d = it.duration
-                    db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
-                               (name, w.label, it.index, int(it.warmup), it.status, it.reason,
-                                d.get("user"), d.get("system"), d.get("elapsed"), it.path))
-                    db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
-                                   [(name, w.label, it.index, metric, seq, v)
-                                    for metric, vals in it.samples.items()
-                                    for seq, v in enumerate(_clean(vals))])
+            if not self._index_one(db, name, path.stat().st_mtime_ns if path.exists() else None):
+                raise StoreError(f"run {name!r} could not be indexed (see the warning above)")
 
     def iteration_values(self, runs: list[str]) -> list[tuple[str, str, str, int, float | None]]:
         """(run, workload, metric, index, mean) of the measured, completed iterations of ``runs``."""
@@ -377,7 +514,44 @@ class FileStore(Store):
                 f"ORDER BY s.run, s.workload, s.metric, s.idx", runs).fetchall()
 
     def remove_run(self, name: str) -> None:
-        shutil.rmtree(self.run_path(name), ignore_errors=True)
-        with self.db() as db:
-            for table in ("runs", "workloads", "metrics", "iterations", "samples"):
-                db.execute(f"DELETE FROM {table} WHERE {'name' if table == 'runs' else 'run'}=?", (name,))
+        """Remove a run from the folders and from the index (``mmbench rm``)."""
+        path = self.run_path(name)
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            path.unlink()
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+        if path.exists():
+            raise StoreError(f"{path}: could not be removed completely")
+        with self.index_quietly() as db:
+            _drop(db, name)
+
+
+def _warn(text: str) -> None:
+    print(f"mmbench: warning: {' '.join(text.split())}", file=sys.stderr)
+
+
+def _drop(db: sqlite3.Connection, name: str) -> None:
+    for table in ("runs", "workloads", "metrics", "iterations", "samples", "indexed"):
+        db.execute(f"DELETE FROM {table} WHERE {'name' if table == 'runs' else 'run'}=?", (name,))
+
+
+def _insert_run(db: sqlite3.Connection, name: str, rec: RunRecord, meta: RunMeta, path: str) -> None:
+    db.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
+               (name, rec.status, rec.created, rec.finished, rec.suite_hash, kernel_release(rec.fingerprint),
+                meta.description, path))
+    for w in rec.workloads:
+        db.execute("INSERT OR REPLACE INTO workloads VALUES (?,?,?,?)", (name, w.label, w.plugin, json.dumps(w.params)))
+        db.executemany("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
+                       [(name, w.label, m.name, m.unit, m.better, m.kind, m.mean_kind) for m in w.metrics])
+        for it in w.iterations:
+            d = it.duration
+            db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
+                       (name, w.label, it.index, int(it.warmup), it.status, it.reason,
+                        d.get("user"), d.get("system"), d.get("elapsed"), it.path))
+            db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
+                           [(name, w.label, it.index, metric, seq, v)
+                            for metric, vals in it.samples.items() for seq, v in enumerate(_clean(vals))])
+
+
+class IndexDamaged(StoreError):
+    """index.sqlite cannot be opened or read: the folders still answer; ``reindex`` rebuilds it."""

@@ -123,7 +123,8 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
 
     ``open_store`` opens the guest's results folder as a store (the caller's, so the runner stage
     does not import the store stage)."""
-    from mmbench.run.journal import Journal, proc_start_time
+    from mmbench.model.kernel import proc_start_time
+    from mmbench.run.journal import Journal
     validate_run_name(name)
     if store.exists(name) and not force:
         raise UsageError(f"run {name!r} already exists; use --force to replace it or pick another name")

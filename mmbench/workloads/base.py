@@ -87,6 +87,9 @@ class Workload:
     requires: ClassVar[list[str]] = []     # executables needed on PATH (Debian packages)
     packages: ClassVar[dict[str, str]] = {}  # executable → Debian package, named when it is missing
     companion: ClassVar[bool] = False      # runs beside another workload until stop_event
+    # Size parameters of anonymous memory the sandbox must hold: above the budget (with no swap
+    # configured) the iteration could only be OOM-killed, so the suite loader refuses it.
+    resident: ClassVar[tuple[str, ...]] = ()
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
         """Metrics this configuration produces (override when they depend on params)."""

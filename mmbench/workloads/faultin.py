@@ -42,6 +42,7 @@ def parse_faultin(text: str) -> dict[str, Any]:
 class Faultin(Workload):
     name = "faultin"
     summary = "Fault in an anonymous mapping; fault throughput and per-2MiB latency, huge vs base"
+    resident = ('size',)
     params = {
         "size": Param("size", "0.5x", "mapping size (absolute or relative to the budget)"),
         "madvise": Param("bool", True, "call madvise(MADV_HUGEPAGE) on the mapping first"),

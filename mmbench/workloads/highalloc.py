@@ -58,6 +58,7 @@ def parse_collapse(text: str) -> tuple[list[float], list[int]]:
 class HighAlloc(Workload):
     name = "highalloc"
     summary = "Huge page allocation success (hugetlb pool, MADV_COLLAPSE) under page-cache + anon load and after"
+    resident = ('load_anon', 'collapse_size')
     params = {
         "hugetlb_size": Param("size", "0.25x", "memory requested as hugetlb pages (machine-wide, not the sandbox)"),
         "step": Param("int", 1, "huge pages requested per write to nr_hugepages", minimum=1),

@@ -37,6 +37,7 @@ def parse_pft(text: str) -> list[dict[str, int]]:
 class Pft(Workload):
     name = "pft"
     summary = "Anonymous page-fault scalability: faults/sec and faults per CPU-second for 1..N clients"
+    resident = ('size',)
     params = {
         "size": Param("size", "0.5x", "total anonymous memory faulted per repeat, split between the clients"),
         "clients": Param("int_list", None, "client counts (default 1..number of CPUs)", minimum=1),

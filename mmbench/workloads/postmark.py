@@ -54,6 +54,7 @@ def parse_postmark(text: str) -> dict[str, float]:
 class Postmark(Workload):
     name = "postmark"
     summary = "Postmark small-file transactions, optionally with a background anonymous-memory hog"
+    resident = ('hog',)
     requires = ["postmark"]
     params = {
         "fileset": Param("size", "1x", "average total size of the initial files (sets number; 0: use files)"),

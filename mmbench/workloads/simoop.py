@@ -63,6 +63,7 @@ def parse_simoop(text: str) -> Samples:
 class Simoop(Workload):
     name = "simoop"
     summary = "Simulated server: anon working set, file readers/writers, allocators; latency percentiles"
+    resident = ('wss',)
     params = {
         "wss": Param("size", "0.5x", "anonymous working set of the worker threads (above 1x needs swap)"),
         "workers": Param("int", 0, "worker threads (0: one per CPU)", minimum=0),

@@ -35,6 +35,7 @@ def parse_stutter(text: str) -> tuple[list[float], dict[str, int]]:
 class Stutter(Workload):
     name = "stutter"
     summary = "mmap+fault+munmap latency while an anon hog and a file copy keep the sandbox in reclaim"
+    resident = ('hog_size',)
     params = {
         "duration": Param("duration", "30s", "how long the latency loop runs"),
         "map_size": Param("size", "1M", "bytes mapped, touched and unmapped per sample", minimum=4096),

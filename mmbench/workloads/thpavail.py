@@ -40,6 +40,7 @@ from mmbench.workloads.faultin import parse_faultin
 class ThpAvail(Workload):
     name = "thpavail"
     summary = "Fault in a large anon mapping while page cache and slow IO fill memory; THP success and cost"
+    resident = ('size',)
     requires = ["losetup", "mount"]
     params = {
         "size": Param("size", "0.8x", "anonymous mapping faulted in (fits once page cache is reclaimed)"),

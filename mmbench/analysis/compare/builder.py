@@ -17,6 +17,7 @@ from mmbench.analysis.compare.sections.monitor import monitor_sections
 from mmbench.analysis.compare.sections.ratio import ratio_section
 from mmbench.analysis.compare.sections.vmstat import vmstat_section
 from mmbench.analysis.compare.sections.workload import workload_section
+from mmbench.analysis.runstatus import run_status_notes
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
 
 
@@ -36,6 +37,8 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
     cmp.env_diff = env_diff(runs, ctx.names)
     ctx.headline = suite_headline(runs)
     for text in memcg_notes(runs, ctx.names) + vm_notes(runs, ctx.names):
+        ctx.note(text)
+    for text in run_status_notes(runs, ctx.names):   # incomplete or failed runs are said so
         ctx.note(text)
     labels: dict[str, None] = {}
     for r in runs:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from mmbench.errors import UsageError
+
 
 @dataclass
 class IrqsoffTrace:
@@ -74,6 +76,34 @@ def parse(text: str) -> list[IrqsoffTrace]:
         elif line.startswith("# tracer:"):
             in_stack = False
     return [t for t in out if t.started or t.ended]
+
+
+def check_trace_file(path: str | Path) -> None:
+    """A UsageError unless ``path`` holds irqsoff tracer output (``mmbench analyze irqsoff``).
+
+    The tracer's ``trace`` file starts ``# tracer: irqsoff`` and each section has a
+    ``# latency: N us`` line; a file with neither (empty, binary, a README) would otherwise be
+    summarised as "0 us", which reads like a measurement.  A real dump with no section (nothing
+    exceeded the threshold) is accepted: its 0 us is true."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"analyze irqsoff: {p}: is a directory; give the monitor's irqsoff.txt or a saved trace file")
+    if p.exists() and not p.is_file():   # a FIFO or device could block or never end
+        raise UsageError(f"analyze irqsoff: {p}: not a regular file")
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"analyze irqsoff: no such file: {p}") from None
+    except OSError as e:
+        raise UsageError(f"analyze irqsoff: {p}: cannot read: {e.strerror}") from None
+    if not raw.strip():
+        raise UsageError(f"analyze irqsoff: {p}: empty file, no irqsoff trace in it")
+    if b"\0" in raw[:65536]:
+        raise UsageError(f"analyze irqsoff: {p}: a binary file, not irqsoff tracer output")
+    text = raw.decode("utf-8", errors="replace")
+    if "# tracer: irqsoff" not in text and not parse(text):
+        raise UsageError(f"analyze irqsoff: {p}: no irqsoff trace in it (expected the irqsoff tracer's "
+                         f"'trace' file: '# tracer: irqsoff', '# latency: N us, ...')")
 
 
 def analyze(paths: Iterable[str | Path]) -> str:

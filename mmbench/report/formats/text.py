@@ -1,5 +1,6 @@
-"""Plain-text tables in the layout of the LKML mails: row label, then ``value (  pct%)`` per run,
-``*`` after a significant cell, ``p=`` with ``--pvalues``.  Environment differences first, notes
+"""Plain-text tables in the layout of the LKML mails: row label and ``[unit]``, then
+``value (  pct%)`` per run, ``*`` after a significant cell, ``p=`` with ``--pvalues``; one line
+before the tables says that a positive percentage means better.  Environment differences first, notes
 last.  Colour (significant better green, worse red) only when ``options["color"]`` is set and
 NO_COLOR is not; the plain path needs nothing but the standard library.
 """
@@ -49,10 +50,15 @@ class TextExporter(Exporter):
             for k, vals in comparison.env_diff:
                 out.append(f"  {k:<{kw}}  " + "  ".join(f"{n}={vals.get(n)!s}" for n in runs))
             out.append("")
+        if multi and any(sec.rows for sec in comparison.sections):
+            # said once: every row's percentage is signed by its own direction
+            out.append("% vs the baseline: positive = better (each row by its own direction), "
+                       "* = significant")
+            out.append("")
         for sec in comparison.sections:
             if not sec.rows:
                 continue
-            labels = [f"{r.stat:<10} {r.metric}" for r in sec.rows]
+            labels = [f"{r.stat:<10} {r.metric}{_unit(r)}" for r in sec.rows]
             lw = max(len(x) for x in labels + [sec.title])
             cells = [[_cell(r, n, multi, pvalues) for n in runs] for r in sec.rows]
             extra = 12 if multi else 0          # " (%7.2f%%)" and the significance mark
@@ -78,6 +84,14 @@ class TextExporter(Exporter):
             out.append("Notes")
             out += [f"  - {n}" for n in comparison.notes]
         return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _unit(r: Row) -> str:
+    """The row's unit after its name, unless the name already ends with it ("Free memory (MiB)")."""
+    unit = r.unit.strip()
+    if not unit or r.metric.endswith((f"({unit})", f" {unit}")):
+        return ""
+    return f" [{unit}]"
 
 
 def _painter():
