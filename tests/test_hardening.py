@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -297,11 +298,17 @@ def test_report_refuses_what_is_not_a_regular_file(tmp_path):
     dangling.symlink_to(tmp_path / "nowhere" / "x.html")
     to_dir = tmp_path / "to-dir"
     to_dir.symlink_to(folder)
-    for target, needle in ((folder, "directory"), (fifo, "FIFO"), (Path("/dev/null"), "character device"),
+    # a device node of our own: were the guard broken, the test would destroy it, not /dev/null
+    device = tmp_path / "null-device"
+    if os.geteuid() == 0:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    else:
+        device = Path("/dev/null")   # not root: the rename would fail anyway
+    for target, needle in ((folder, "directory"), (fifo, "FIFO"), (device, "character device"),
                            (dangling, "symlink"), (to_dir, "directory"), (Path(f"{folder}/"), "directory")):
         one_line_error(cli("report", "--results", str(results), "-o", str(target), "a"), 2, needle)
     assert (folder / "keep").read_text() == "x" and fifo.is_fifo() and dangling.is_symlink()
-    assert Path("/dev/null").is_char_device() and to_dir.is_symlink()
+    assert device.is_char_device() and to_dir.is_symlink()
     assert not (tmp_path / "nowhere").exists()
     _no_temp_left(tmp_path)
 
