@@ -109,7 +109,7 @@ def test_pfscale_child_failure_does_not_hang(tmp_path):
 @pytest.mark.parametrize("case,mode", [(1, "processes"), (2, "threads"), (3, "processes")])
 def test_pfscale_ladder(tmp_path, case, mode):
     r = run_workload("pfscale", {"case": case, "mode": mode, "tasks": [1, 2], "map_size": "4M",
-                                 "warmup": "0.1s", "duration": "0.4s"}, budget="128M", outdir=tmp_path)
+                                 "warmup_time": "0.1s", "duration": "0.4s"}, budget="128M", outdir=tmp_path)
     ok(r)
     assert sorted(r.samples) == ["faults/sec-1", "faults/sec-2"]
     for name, (v,) in r.samples.items():

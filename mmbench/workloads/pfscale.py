@@ -4,8 +4,8 @@
 ``map_size``, writing one byte per 4 KiB page and unmapping: ``case = 1`` an anonymous private
 mapping, ``2`` a private mapping of a file in the workdir (every write a COW fault of a page-cache
 page), ``3`` a shared file mapping (write faults through ``page_mkwrite``).  Every task counts its
-own faults; after ``warmup`` the parent sums the counts at the start and end of ``duration``.  One
-invocation per rung of the task ladder (``tasks``, default 1..ncpus).
+own faults; after ``warmup_time`` the parent sums the counts at the start and end of
+``duration``.  One invocation per rung of the task ladder (``tasks``, default 1..ncpus).
 
 * ``faults/sec-N``: faults of all N tasks in the measured window / its length (same naming as pft).
 """
@@ -43,7 +43,7 @@ class Pfscale(Workload):
         "mode": Param("str", "processes", "tasks are processes or threads (one mm)", choices=("processes", "threads")),
         "tasks": Param("int_list", None, "task counts (default 1..number of CPUs)", minimum=1),
         "map_size": Param("size", "32M", "mapping each task faults, unmaps and maps again", minimum=4096),
-        "warmup": Param("duration", "0.5s", "run before the measured window, per rung"),
+        "warmup_time": Param("duration", "0.5s", "run before the measured window, per rung"),
         "duration": Param("duration", "3s", "measured window per rung", minimum=0.01),
         "thp": Param("bool", False, "allow THP in case 1 (default MADV_NOHUGEPAGE: base-page faults)"),
     }
@@ -68,7 +68,7 @@ class Pfscale(Workload):
         samples: Samples = {}
         for n in task_ladder(p, ctx.ncpus):
             out = ctx.run([ctx.binary("pfscale"), str(p["case"]), p["mode"], str(n), str(p["map_size"]),
-                           repr(float(p["warmup"])), repr(float(p["duration"])), str(ctx.workdir),
+                           repr(float(p["warmup_time"])), repr(float(p["duration"])), str(ctx.workdir),
                            "1" if p["thp"] else "0"], raw_name=f"pfscale-{n}.out")
             r = parse_pfscale(out.stdout)
             if r["tasks"] != n or r["ns"] <= 0:
