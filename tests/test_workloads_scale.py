@@ -28,7 +28,8 @@ def ok(r) -> None:
 # -- parsers and checks (no root needed) --------------------------------------------------------
 
 def test_parse_pfscale():
-    assert parse_pfscale("result tasks 2 faults 1000 ns 500000000\n") == {"tasks": 2, "faults": 1000, "ns": 500000000}
+    assert parse_pfscale("result tasks 2 faults 1000 pages 3000 ns 500000000\n") == \
+        {"tasks": 2, "faults": 1000, "pages": 3000, "ns": 500000000}
     with pytest.raises(WorkloadError):
         parse_pfscale("")
 
@@ -44,7 +45,8 @@ def test_parse_vmscale_reclaim_prefers_pgsteal():
 
 def test_pfscale_ladder_and_budget_check():
     params = resolve_params(Pfscale.params, {"tasks": [1, 2, 4], "case": 2, "map_size": "64M"}, 1 << 30, "t")
-    assert [m.name for m in Pfscale().metric_defs(params)] == ["faults/sec-1", "faults/sec-2", "faults/sec-4"]
+    assert [m.name for m in Pfscale().metric_defs(params)] == [
+        "faults/sec-1", "pages/sec-1", "faults/sec-2", "pages/sec-2", "faults/sec-4", "pages/sec-4"]
     with pytest.raises(UsageError, match="map_size"):
         Pfscale().check({**params, "map_size": 128 << 20}, 1 << 30)   # 4 x 2 x 128M > 0.9G
     with pytest.raises(UsageError, match="case"):
@@ -111,9 +113,15 @@ def test_pfscale_ladder(tmp_path, case, mode):
     r = run_workload("pfscale", {"case": case, "mode": mode, "tasks": [1, 2], "map_size": "4M",
                                  "warmup_time": "0.1s", "duration": "0.4s"}, budget="128M", outdir=tmp_path)
     ok(r)
-    assert sorted(r.samples) == ["faults/sec-1", "faults/sec-2"]
+    assert sorted(r.samples) == ["faults/sec-1", "faults/sec-2", "pages/sec-1", "pages/sec-2"]
     for name, (v,) in r.samples.items():
         assert v > 1000, (name, v)      # a 4 KiB fault costs well under a millisecond
+    for n in (1, 2):
+        faults, pages = r.samples[f"faults/sec-{n}"][0], r.samples[f"pages/sec-{n}"][0]
+        if case in (1, 2):   # anonymous (THP off) and COW faults: one fault per page (1%: a stray
+            assert abs(faults / pages - 1) < 0.01, (n, faults, pages)   # stack or slot fault)
+        else:                # a fault may map a whole large folio: never (noticeably) more faults than pages
+            assert faults <= pages * 1.01, (n, faults, pages)
     raw = tmp_path / "pfscale" / "iter-0" / "raw"
     assert "result tasks 2 faults" in (raw / "pfscale-2.out").read_text()
     assert not list((tmp_path / "scratch").glob("*/pfscale-*"))   # task files unlinked
