@@ -15,7 +15,7 @@
  *
  * Pages touched and faults differ: since Linux 6.x finish_fault() can map a whole large page-cache
  * folio on one fault, so a shared file mapping of a filesystem with large folios (ext4 since 6.16)
- * takes fewer faults than pages (measured on 6.18: 2.5 pages per fault in case 3).  Both are
+ * takes fewer faults than pages (measured on 6.18: about 3 pages per fault in case 3).  Both are
  * reported.
  *
  * Usage: pfscale CASE(1|2|3) MODE(threads|processes) TASKS MAP_BYTES WARMUP_S DURATION_S DIR THP(0|1)
