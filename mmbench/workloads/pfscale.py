@@ -1,0 +1,91 @@
+"""pfscale: page-fault scalability in the style of will-it-scale's page_fault1/2/3.
+
+``pfscale.c`` runs N tasks -- threads sharing one mm, or processes -- that each loop over mapping
+``map_size``, writing one byte per 4 KiB page and unmapping: ``case = 1`` an anonymous private
+mapping, ``2`` a private mapping of a file in the workdir (every write a COW fault of a page-cache
+page), ``3`` a shared file mapping (write faults through ``page_mkwrite``).  Every task counts its
+own pages touched and (getrusage RUSAGE_THREAD) its own faults; after ``warmup_time`` the parent
+opens and closes a window of ``duration`` and sums them.  One invocation per rung of the task
+ladder (``tasks``, default 1..ncpus).
+
+* ``faults/sec-N``: page faults the kernel took in all N tasks in the window / its length (named as
+  pft's).
+* ``pages/sec-N``: pages written per second, will-it-scale's own figure.  The same as faults/sec
+  except where one fault maps several pages: since 6.x ``finish_fault()`` maps a whole large
+  page-cache folio, so case 3 on ext4 (large folios since 6.16) takes fewer faults than pages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmbench.model.params import Param
+from mmbench.errors import UsageError, WorkloadError
+from mmbench.model.results import MetricDef
+from mmbench.workloads import _support as S
+from mmbench.workloads.base import Samples, Workload, WorkloadContext
+from mmbench.workloads.pft import client_ladder
+
+CASES = {1: "anonymous private", 2: "file private (COW)", 3: "file shared"}
+
+
+def task_ladder(params: dict[str, Any], ncpus: int | None = None) -> list[int]:
+    return client_ladder({"clients": params.get("tasks")}, ncpus)
+
+
+def parse_pfscale(text: str) -> dict[str, int]:
+    rows = [S.parse_kv_line(line.split(None, 1)[1]) for line in text.splitlines() if line.startswith("result ")]
+    if len(rows) != 1 or not {"tasks", "faults", "pages", "ns"} <= rows[0].keys():
+        raise WorkloadError("pfscale printed no result line")
+    return rows[0]
+
+
+class Pfscale(Workload):
+    name = "pfscale"
+    summary = "will-it-scale page_fault1/2/3: faults/sec for 1..N tasks, anon/file-private/file-shared"
+    params = {
+        "case": Param("int", 1, "1 anonymous private, 2 file private (COW), 3 file shared", choices=(1, 2, 3)),
+        "mode": Param("str", "processes", "tasks are processes or threads (one mm)", choices=("processes", "threads")),
+        "tasks": Param("int_list", None, "task counts (default 1..number of CPUs)", minimum=1),
+        "map_size": Param("size", "32M", "mapping each task faults, unmaps and maps again", minimum=4096),
+        "warmup_time": Param("duration", "0.5s", "run before the measured window, per rung"),
+        "duration": Param("duration", "3s", "measured window per rung", minimum=0.01),
+        "thp": Param("bool", False, "allow THP in case 1 (default MADV_NOHUGEPAGE: base-page faults)"),
+    }
+
+    def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
+        what = CASES.get(params.get("case", 1), "")
+        out: list[MetricDef] = []
+        for n in task_ladder(params):
+            out += [MetricDef(f"faults/sec-{n}", "faults/s", "higher", "rate",
+                              description=f"{what}: page faults per second (getrusage), {n} task(s)"),
+                    MetricDef(f"pages/sec-{n}", "pages/s", "higher", "rate",
+                              description=f"{what}: pages written per second (will-it-scale's count), {n} task(s)")]
+        return out
+
+    def check(self, params: dict[str, Any], budget: int) -> None:
+        if params["map_size"] % 4096:
+            raise UsageError(f"workload.pfscale.params.map_size: {params['map_size']} bytes is not a multiple of 4 KiB")
+        top = max(task_ladder(params))
+        # Case 2 holds the page cache and the private copy at once: twice the mapping per task.
+        need = params["map_size"] * top * (2 if params["case"] == 2 else 1)
+        if need > budget * 0.9:
+            raise UsageError(f"workload.pfscale.params.map_size: {top} tasks x {params['map_size']} bytes "
+                             f"needs {need} bytes, more than 90% of the {budget} byte budget")
+
+    def run(self, ctx: WorkloadContext) -> Samples:
+        p = ctx.params
+        samples: Samples = {}
+        for n in task_ladder(p, ctx.ncpus):
+            out = ctx.run([ctx.binary("pfscale"), str(p["case"]), p["mode"], str(n), str(p["map_size"]),
+                           repr(float(p["warmup_time"])), repr(float(p["duration"])), str(ctx.workdir),
+                           "1" if p["thp"] else "0"], raw_name=f"pfscale-{n}.out")
+            r = parse_pfscale(out.stdout)
+            if r["tasks"] != n or r["ns"] <= 0:
+                raise WorkloadError(f"pfscale rung {n} reported tasks {r['tasks']} over {r['ns']} ns")
+            samples[f"faults/sec-{n}"] = [r["faults"] / (r["ns"] / 1e9)]
+            samples[f"pages/sec-{n}"] = [r["pages"] / (r["ns"] / 1e9)]
+        return samples
+
+
+Pfscale.metrics = Pfscale().metric_defs({})

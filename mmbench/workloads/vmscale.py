@@ -1,0 +1,113 @@
+"""vmscale: cases in the style of Intel's vm-scalability suite, with its throughput figure.
+
+``vmscale.c`` runs one case per invocation with ``tasks`` processes, each doing its share at the
+same time after a start flag: ``anon-w-seq`` and ``anon-w-rand`` write an anonymous region
+(``anon_size``, within the budget) in address or random page order; ``lru-file-mmap-read`` and
+``lru-file-readonce`` read sparse files of ``file_size`` (above the budget, so the memcg reclaims
+clean page cache all the way) through mmap or read(2); ``anon-lru`` writes an anonymous region of
+``lru_anon_size`` (above the budget) twice, so it is swapped out and refaulted -- it needs active
+swap (the suite's ``[swap]`` table) and is refused without, rather than OOM-killed.
+
+* ``throughput-<case>``: KB/s of all tasks (bytes / time from the start flag to the last task
+  done), as vm-scalability's ``throughput``.
+* ``reclaim-<case>``: memcg reclaim events in that window, taken while the tasks still hold their
+  memory: memory.stat ``pgsteal`` (pages reclaimed) on cgroup v2; ``pgpgout`` on v1, which has no
+  pgsteal -- one event per folio uncharged, so a large page-cache folio (ext4 since 6.16) counts
+  once.  Absent in whole-machine mode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmbench.model.params import Param
+from mmbench.errors import UsageError, WorkloadError
+from mmbench.model.results import MetricDef
+from mmbench.workloads import _support as S
+from mmbench.workloads.base import Samples, Workload, WorkloadContext
+from mmbench.workloads.usemem import swap_free_bytes
+
+# case -> (size parameter, what it does)
+CASES: dict[str, tuple[str, str]] = {
+    "anon-w-seq": ("anon_size", "sequential anonymous writes"),
+    "anon-w-rand": ("anon_size", "random-order anonymous page writes"),
+    "lru-file-mmap-read": ("file_size", "mmap reads of sparse files larger than the budget"),
+    "lru-file-readonce": ("file_size", "read(2) once of sparse files larger than the budget"),
+    "anon-lru": ("lru_anon_size", "anonymous writes, two passes, larger than the budget (swap)"),
+}
+DEFAULT_CASES = ["anon-w-seq", "anon-w-rand", "lru-file-mmap-read", "lru-file-readonce"]
+
+
+def parse_vmscale(text: str) -> dict[str, int]:
+    rows = [S.parse_kv_line(line.split(None, 1)[1]) for line in text.splitlines() if line.startswith("result ")]
+    if len(rows) != 1 or not {"bytes", "ns", "pgsteal", "pgpgout"} <= rows[0].keys():
+        raise WorkloadError("vmscale printed no result line")
+    return rows[0]
+
+
+def reclaim_events(r: dict[str, int]) -> int | None:
+    """v2 pgsteal, else v1 pgpgout, else None (no memory.stat)."""
+    for key in ("pgsteal", "pgpgout"):
+        if r.get(key, -1) >= 0:
+            return r[key]
+    return None
+
+
+class Vmscale(Workload):
+    name = "vmscale"
+    summary = "vm-scalability cases (anon seq/rand write, LRU file mmap read/readonce, anon reclaim): KB/s"
+    params = {
+        "case": Param("str_list", DEFAULT_CASES, "cases to run, in order", choices=tuple(CASES)),
+        "tasks": Param("int", None, "processes per case (default: number of CPUs)", minimum=1),
+        "anon_size": Param("size", "0.5x", "anonymous region of anon-w-seq / anon-w-rand (all tasks)"),
+        "file_size": Param("size", "2x", "sparse files read by the lru-file cases (all tasks): above the budget"),
+        "lru_anon_size": Param("size", "1.5x", "anonymous region of anon-lru (all tasks): above the budget"),
+    }
+
+    def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
+        out: list[MetricDef] = []
+        for case in params.get("case") or DEFAULT_CASES:
+            what = CASES[case][1]
+            out += [MetricDef(f"throughput-{case}", "KB/s", "higher", "rate", description=f"{what}: KB/s of all tasks"),
+                    MetricDef(f"reclaim-{case}", "events", "lower", "count",
+                              description=f"{what}: memcg reclaim (v2 pgsteal pages, v1 pgpgout folios)")]
+        return out
+
+    def check(self, params: dict[str, Any], budget: int) -> None:
+        if not params["case"]:
+            raise UsageError("workload.vmscale.params.case: no case given")
+        if len(set(params["case"])) != len(params["case"]):
+            raise UsageError("workload.vmscale.params.case: a case is listed twice")
+        if params["anon_size"] > budget * 0.9:
+            raise UsageError(f"workload.vmscale.params.anon_size: {params['anon_size']} bytes is more than "
+                             f"90% of the {budget} byte budget (the anon-w cases must not reclaim)")
+        for key in ("file_size", "lru_anon_size"):
+            if params[key] < 4096:
+                raise UsageError(f"workload.vmscale.params.{key}: {params[key]} bytes is less than a page")
+
+    def run(self, ctx: WorkloadContext) -> Samples:
+        p = ctx.params
+        tasks = p["tasks"] or ctx.ncpus
+        stat = ctx.sandbox.memory_path / "memory.stat"
+        stat_arg = str(stat) if not getattr(ctx.sandbox, "whole_machine", False) and stat.exists() else "-"
+        if "anon-lru" in p["case"] and swap_free_bytes() == 0:
+            raise WorkloadError("vmscale anon-lru needs active swap (add a [swap] table to the suite): "
+                                "without it an anonymous region above the budget is OOM-killed")
+        samples: Samples = {}
+        for case in p["case"]:
+            size = p[CASES[case][0]]
+            out = ctx.run([ctx.binary("vmscale"), case, str(tasks), str(size), str(ctx.workdir), stat_arg],
+                          raw_name=f"vmscale-{case}.out")
+            r = parse_vmscale(out.stdout)
+            if r["ns"] <= 0 or r["bytes"] <= 0:
+                raise WorkloadError(f"vmscale {case} reported {r['bytes']} bytes in {r['ns']} ns")
+            samples[f"throughput-{case}"] = [r["bytes"] / 1024 / (r["ns"] / 1e9)]
+            reclaimed = reclaim_events(r)
+            if reclaimed is not None:
+                samples[f"reclaim-{case}"] = [float(reclaimed)]
+            ctx.log(f"vmscale {case}: {tasks} tasks, {size >> 20} MiB, {r['ns'] / 1e9:.2f} s, "
+                    f"reclaim events {reclaimed}")
+        return samples
+
+
+Vmscale.metrics = Vmscale().metric_defs({})
