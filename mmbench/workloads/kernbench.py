@@ -35,6 +35,9 @@ from mmbench.store.model import MetricDef
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
 CONFIGS = ("tinyconfig", "allnoconfig", "defconfig")
+# kernbench's progress log in rawdir: "started", then "build N building" when make -jN starts
+# and "build N done" (thpchallenge waits for the first build)
+PROGRESS_LOG = "kernbench.log"
 _TARBALL = re.compile(r"linux-source-([\d.]+)\.tar\.xz$")
 
 
@@ -150,6 +153,11 @@ class Kernbench(Workload):
             raise WorkloadError(f"kernbench: {raw} (make) exited with status {proc.returncode} (see raw/{raw}.err)")
         return True
 
+    @staticmethod
+    def progress(ctx: WorkloadContext, line: str) -> None:
+        with open(ctx.rawdir / PROGRESS_LOG, "a") as fh:
+            fh.write(f"{time.time():.3f} {line}\n")
+
     def build_once(self, ctx: WorkloadContext, tree: Path, n: int) -> dict[str, float] | None:
         p = ctx.params
         build = ctx.workdir / f"kernbench-build-{n}"
@@ -164,8 +172,11 @@ class Kernbench(Workload):
             # GNU time wraps make so its rusage covers make's whole process tree (wait4)
             timed = ["/usr/bin/time", "-o", str(timing), "-f", "elapsed %e user %U system %S",
                      *make, f"-j{jobs}", *p["targets"]]
+            self.progress(ctx, f"build {n} building")
             if not self._make(ctx, timed, f"kernbench-build-{n}", p["timeout"]):
+                self.progress(ctx, f"build {n} stopped")
                 return None
+            self.progress(ctx, f"build {n} done")
             products = build_products(build, p["targets"])
             (ctx.rawdir / f"kernbench-products-{n}.txt").write_text(
                 "".join(f"{name} {size}\n" for name, size in products))
@@ -176,6 +187,7 @@ class Kernbench(Workload):
             shutil.rmtree(build, ignore_errors=True)
 
     def run(self, ctx: WorkloadContext) -> Samples:
+        self.progress(ctx, "started")
         tree = self.source(ctx)
         samples: Samples = {m.name: [] for m in self.metrics}
         n = 0
