@@ -173,3 +173,19 @@ def test_thpchallenge_without_a_build_says_so(outdir):
     r = run_workload("thpchallenge", {"size": "8M", "threads": [1], "delay": "0s", "rounds": 1},
                      budget="256M", outdir=outdir)
     assert r.status == "failed" and "add [workload.with.kernbench]" in r.reason
+
+
+@needs_root
+@needs_postgres
+def test_pgbench_stops_its_server_when_the_run_fails(outdir, monkeypatch):
+    import mmbench.workloads.pgbench as pg
+
+    def broken(text: str) -> float:
+        raise WorkloadError("pgbench printed no tps line (test)")
+    monkeypatch.setattr(pg, "parse_tps", broken)
+    r = run_workload("pgbench", {"database": "15M", "duration": "1s", "shared_buffers": "16M"},
+                     budget="256M", outdir=outdir)
+    assert r.status == "failed" and "no tps line (test)" in r.reason
+    pid = int((raw(outdir, "pgbench") / "postgres.pid").read_text())
+    assert not Path(f"/proc/{pid}").exists() or b"postgres" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert "database system is shut down" in (raw(outdir, "pgbench") / "postgres.log").read_text()
