@@ -16,8 +16,9 @@ want_test=0
 pkgs=(gcc libc6-dev make util-linux mount dosfstools e2fsprogs procps time postmark curl tar gzip
       stress-ng fio linux-perf sysstat python3-venv chromium kmod
       qemu-system-x86 busybox-static)   # kernels under test: QEMU (+ its virtiofsd), the guest's initramfs
-# The fleet's tests start a real PostgreSQL server (Debian's) in a temporary directory.
-[ $want_test = 1 ] && pkgs+=(postgresql)
+# kernbench/thpchallenge: Debian's kernel source (/usr/src/linux-source-X.tar.xz) and its build
+# dependencies; pgbench: Debian's PostgreSQL server and its pgbench.
+pkgs+=(linux-source bc bison flex libelf-dev libssl-dev xz-utils perl postgresql)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

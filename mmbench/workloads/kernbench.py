@@ -1,0 +1,203 @@
+"""kernbench: a kernel build as a benchmark, and as a memory fragmenter beside another workload.
+
+MMTests' kernbench: time ``make -jN`` of a kernel tree.  The source is Debian's ``linux-source-X``
+package (``/usr/src/linux-source-X.tar.xz``), unpacked once into ``$MMBENCH_CACHE``'s
+``kernbench/`` folder and never written to again: every build is out of tree (``make O=``) in the
+iteration's workdir, so the objects, page cache and dirty data belong to the sandbox.  Each build
+first runs ``make <config>`` (``tinyconfig`` by default, or ``defconfig``/``allnoconfig``) and then
+``make -jN <targets>``; the default targets (``mm/``) build every object of mm/ plus kbuild's
+``prepare`` step, about a minute of CPU on a 2-core machine, where all of tinyconfig's ``vmlinux``
+takes about three.  Metrics are the build step's ``Elapsed``, ``User`` and ``System`` seconds, as
+GNU time (``/usr/bin/time``, which reads the wait4() rusage of make and all its children) reports
+them; the build's products are listed in ``kernbench-products.txt`` (rawdir) and a build that
+produced nothing fails.
+
+As a companion (``[workload.with.kernbench]``, MMTests' thpchallenge pattern) it rebuilds in a
+loop (``builds = 0``) until the workload it accompanies finishes; a build still running then is stopped and not
+counted.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from mmbench.model.params import Param
+from mmbench.errors import UsageError, WorkloadError
+from mmbench.model.cache import cache_root
+from mmbench.model.results import MetricDef
+from mmbench.workloads.base import Samples, Workload, WorkloadContext
+
+CONFIGS = ("tinyconfig", "allnoconfig", "defconfig")
+# kernbench's progress log in rawdir: "started", then "build N building" when make -jN starts
+# and "build N done" (thpchallenge waits for the first build)
+PROGRESS_LOG = "kernbench.log"
+_TARBALL = re.compile(r"linux-source-([\d.]+)\.tar\.xz$")
+
+
+def source_tarball() -> Path | None:
+    """The newest /usr/src/linux-source-X.tar.xz Debian's linux-source package installed."""
+    found = [(tuple(int(x) for x in m.group(1).split(".")), Path(p))
+             for p in glob.glob("/usr/src/linux-source-*.tar.xz") if (m := _TARBALL.search(p))]
+    return max(found)[1] if found else None
+
+
+def source_cache() -> Path:
+    return cache_root() / "kernbench"
+
+
+def parse_time(text: str) -> dict[str, float]:
+    """GNU time's ``-f "elapsed %e user %U system %S"`` line (the last one: make may print before)."""
+    found = re.findall(r"^elapsed ([\d.]+) user ([\d.]+) system ([\d.]+)$", text, re.M)
+    if not found:
+        raise WorkloadError("GNU time printed no elapsed/user/system line (see raw/kernbench-time-N.txt)")
+    e, u, s = (float(x) for x in found[-1])
+    return {"Elapsed": e, "User": u, "System": s}
+
+
+def build_products(build: Path, targets: list[str]) -> list[tuple[str, int]]:
+    """What the build produced for ``targets``: vmlinux or the objects under a directory target."""
+    out: list[tuple[str, int]] = []
+    for t in targets:
+        p = build / t
+        if p.is_dir():
+            out += [(str(o.relative_to(build)), o.stat().st_size) for o in sorted(p.rglob("*.o"))]
+        elif p.exists():
+            out.append((t, p.stat().st_size))
+    return out
+
+
+class Kernbench(Workload):
+    name = "kernbench"
+    summary = "Kernel build (Debian's linux-source, make O=) timed: elapsed, user and system seconds"
+    requires = ["make", "gcc", "bison", "flex", "bc", "tar", "xz", "perl"]
+    companion = True
+    params = {
+        "config": Param("str", "tinyconfig", "kernel configuration made before building", choices=CONFIGS),
+        "targets": Param("str_list", ["mm/"], "make targets (vmlinux for the whole kernel; dir/ for one directory)"),
+        "jobs": Param("int", 0, "make -j jobs (0: the number of CPUs)", minimum=0),
+        "builds": Param("int", 1, "builds per iteration (0: until the accompanied workload finishes, "
+                        "for [workload.with.kernbench])", minimum=0),
+        "build_limit": Param("duration", "30m", "limit for one build"),
+    }
+    metrics = [
+        MetricDef("Elapsed", "s", "lower", "duration", description="wall-clock time of make -jN"),
+        MetricDef("User", "s", "lower", "duration", description="user CPU time of make and its children"),
+        MetricDef("System", "s", "lower", "duration", description="system CPU time of make and its children"),
+    ]
+
+    def check(self, params: dict[str, Any], budget: int) -> None:
+        if source_tarball() is None:
+            raise UsageError("workload kernbench: no /usr/src/linux-source-*.tar.xz: install Debian's "
+                             "linux-source package (apt-get install linux-source)")
+        if not params["targets"]:
+            raise UsageError("workload.kernbench.params.targets: name at least one make target")
+        for t in params["targets"]:
+            if t.startswith(("/", "-")) or ".." in t.split("/"):
+                raise UsageError(f"workload.kernbench.params.targets: {t!r} is not a make target in the tree")
+        if not Path("/usr/bin/time").exists():
+            raise UsageError("workload kernbench: /usr/bin/time not found: install Debian's time package")
+
+    def source(self, ctx: WorkloadContext) -> Path:
+        """The unpacked tree, unpacking it on first use (in the sandbox, under a lock, then an
+        atomic rename, so a concurrent or interrupted unpack never leaves a half tree in use)."""
+        tarball = source_tarball()
+        if tarball is None:
+            raise WorkloadError("no /usr/src/linux-source-*.tar.xz: install Debian's linux-source package")
+        top = tarball.name[: -len(".tar.xz")]
+        cache = source_cache()
+        tree = cache / top
+        stamp = tree / ".mmbench-unpacked"
+        if stamp.exists():
+            return tree
+        cache.mkdir(parents=True, exist_ok=True)
+        with open(cache / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if stamp.exists():
+                return tree
+            tmp = cache / f".unpack-{os.getpid()}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+            ctx.log(f"kernbench: unpacking {tarball} into {cache} (once)")
+            ctx.run(["tar", "-xf", str(tarball), "-C", str(tmp)], raw_name="kernbench-unpack.out", timeout=1800)
+            if not (tmp / top / "Makefile").exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise WorkloadError(f"{tarball} did not unpack to {top}/Makefile")
+            (tmp / top / ".mmbench-unpacked").write_text(f"{tarball}\n")
+            shutil.rmtree(tree, ignore_errors=True)
+            os.replace(tmp / top, tree)
+            shutil.rmtree(tmp, ignore_errors=True)
+        return tree
+
+    def _make(self, ctx: WorkloadContext, argv: list[str], raw: str, timeout: float) -> bool:
+        """Run ``argv`` (make, or GNU time wrapping make) in the sandbox; False when the stop
+        event ended it first (companion)."""
+        proc = ctx.spawn(argv, stdout=f"{raw}.out", stderr=f"{raw}.err")
+        t0 = time.monotonic()
+        while proc.poll() is None:
+            if ctx.stop_event.wait(0.2):
+                ctx.stop(proc)
+                return False
+            if time.monotonic() - t0 > timeout:
+                ctx.stop(proc)
+                raise WorkloadError(f"kernbench: {raw} did not finish within {timeout:g} s")
+        if proc.returncode != 0:
+            if ctx.sandbox.oom_kills():
+                raise WorkloadError(f"the kernel build was OOM-killed in the sandbox (see raw/{raw}.err)")
+            raise WorkloadError(f"kernbench: {raw} (make) exited with status {proc.returncode} (see raw/{raw}.err)")
+        return True
+
+    @staticmethod
+    def progress(ctx: WorkloadContext, line: str) -> None:
+        with open(ctx.rawdir / PROGRESS_LOG, "a") as fh:
+            fh.write(f"{time.time():.3f} {line}\n")
+
+    def build_once(self, ctx: WorkloadContext, tree: Path, n: int) -> dict[str, float] | None:
+        p = ctx.params
+        build = ctx.workdir / f"kernbench-build-{n}"
+        shutil.rmtree(build, ignore_errors=True)
+        build.mkdir(parents=True)
+        try:
+            make = ["make", "-s", "-C", str(tree), f"O={build}"]
+            if not self._make(ctx, [*make, p["config"]], f"kernbench-config-{n}", p["build_limit"]):
+                return None
+            jobs = p["jobs"] or ctx.ncpus
+            timing = ctx.rawdir / f"kernbench-time-{n}.txt"
+            # GNU time wraps make so its rusage covers make's whole process tree (wait4)
+            timed = ["/usr/bin/time", "-o", str(timing), "-f", "elapsed %e user %U system %S",
+                     *make, f"-j{jobs}", *p["targets"]]
+            self.progress(ctx, f"build {n} building")
+            if not self._make(ctx, timed, f"kernbench-build-{n}", p["build_limit"]):
+                self.progress(ctx, f"build {n} stopped")
+                return None
+            self.progress(ctx, f"build {n} done")
+            products = build_products(build, p["targets"])
+            (ctx.rawdir / f"kernbench-products-{n}.txt").write_text(
+                "".join(f"{name} {size}\n" for name, size in products))
+            if not products:
+                raise WorkloadError(f"make {' '.join(p['targets'])} produced nothing in {build}")
+            return parse_time(timing.read_text())
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+
+    def run(self, ctx: WorkloadContext) -> Samples:
+        self.progress(ctx, "started")
+        tree = self.source(ctx)
+        samples: Samples = {m.name: [] for m in self.metrics}
+        n = 0
+        while True:
+            got = self.build_once(ctx, tree, n)
+            if got is not None:
+                for k, v in got.items():
+                    samples[k].append(v)
+            n += 1
+            # builds = 0 (a companion): rebuild until the accompanied workload is done
+            if got is None or n == ctx.params["builds"] or ctx.stop_event.is_set():
+                break
+        return {k: v for k, v in samples.items() if v}

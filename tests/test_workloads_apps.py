@@ -1,0 +1,191 @@
+"""Issue-14 application workloads (kernbench, thpchallenge, pgbench): parsers on real captured
+output (tests/data/apps/), and each workload run for real at a tiny size in a real memory cgroup."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_root
+from mmbench.model.params import resolve_params
+from mmbench.model.sizes import parse_size
+from mmbench.errors import UsageError, WorkloadError
+from mmbench.run.iteration import CompanionSpec, IterationPlan, run_iteration
+from mmbench.run.journal import Journal
+from workload_harness import run_workload
+from mmbench.plugins import workloads as registry
+from mmbench.workloads.kernbench import Kernbench, parse_time, source_cache, source_tarball
+from mmbench.workloads.pgbench import Pgbench, parse_latencies, parse_tps, percentile, pg_bindir, scale_for
+
+DATA = Path(__file__).parent / "data" / "apps"
+needs_linux_source = pytest.mark.skipif(source_tarball() is None, reason="needs Debian's linux-source package")
+needs_postgres = pytest.mark.skipif(pg_bindir() is None, reason="needs Debian's postgresql package")
+
+
+def ok(r) -> None:
+    assert r.status == "ok", r.reason
+    assert r.reason is None, r.reason
+
+
+def raw(out: Path, name: str) -> Path:
+    return out / name / "iter-0" / "raw"
+
+
+@pytest.fixture
+def outdir():
+    # not tmp_path: the PostgreSQL server runs as the postgres user, and pytest's base folder is
+    # root-only (the workload copes through CAP_DAC_READ_SEARCH; a plain folder keeps it simple)
+    d = Path(tempfile.mkdtemp(prefix="mmbench-apps-", dir="/var/tmp"))
+    yield d
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)
+
+
+# -- parsers on real output (no root needed) ---------------------------------------------------
+
+def test_parse_gnu_time_line():
+    assert parse_time((DATA / "kernbench-time.txt").read_text()) == {"Elapsed": 12.17, "User": 6.69, "System": 2.06}
+    # make's own noise before it and a later line win over an earlier one
+    assert parse_time("Command exited with non-zero status 2\nelapsed 1.00 user 2.00 system 3.00\n")["System"] == 3.0
+    with pytest.raises(WorkloadError):
+        parse_time("Command terminated by signal 9\n")
+
+
+def test_parse_pgbench_tps_and_log():
+    assert parse_tps((DATA / "pgbench-rw.out").read_text()) == 1108.425335
+    assert parse_tps("tps = 12.5 (excluding connections establishing)\n") == 12.5   # PostgreSQL <= 13
+    with pytest.raises(WorkloadError):
+        parse_tps("pgbench: error: connection to server failed\n")
+    lat = parse_latencies((DATA / "pgbench-tx.log").read_text())
+    assert len(lat) == 200
+    assert lat[0] == 6.386 and min(lat) > 0
+    # skipped transactions (--latency-limit) carry no latency
+    assert parse_latencies("0 5 skipped 0 1795429834 641965\n0 6 250 0 1795429834 642000 12\n") == [0.25]
+
+
+def test_percentile_nearest_rank():
+    vals = sorted(float(x) for x in range(1, 101))
+    assert (percentile(vals, 50), percentile(vals, 95), percentile(vals, 99)) == (50.0, 95.0, 99.0)
+    assert percentile([7.0], 99) == 7.0
+
+
+def test_pgbench_scale_follows_budget():
+    p = resolve_params(Pgbench.params, {"database": "0.5x"}, parse_size("1G"), "t")
+    assert scale_for(p["database"]) == 34
+    assert scale_for(1) == 1
+
+
+def test_bad_params_are_usage_errors():
+    budget = parse_size("256M")
+    with pytest.raises(UsageError, match="shared_buffers"):
+        Pgbench().check(resolve_params(Pgbench.params, {"shared_buffers": "1x"}, budget, "t"), budget)
+    if source_tarball() is not None:
+        with pytest.raises(UsageError, match="targets"):
+            Kernbench().check(resolve_params(Kernbench.params, {"targets": ["../etc"]}, budget, "t"), budget)
+
+
+def test_kernbench_without_linux_source_names_the_package(monkeypatch):
+    import mmbench.workloads.kernbench as kb
+    monkeypatch.setattr(kb, "source_tarball", lambda: None)
+    budget = parse_size("256M")
+    with pytest.raises(UsageError, match="install Debian's linux-source package"):
+        Kernbench().check(resolve_params(Kernbench.params, {}, budget, "t"), budget)
+
+
+# -- real runs ---------------------------------------------------------------------------------
+
+@needs_root
+@needs_linux_source
+def test_kernbench_builds_init(outdir):
+    r = run_workload("kernbench", {"targets": ["init/"], "jobs": 2}, budget="512M", outdir=outdir)
+    ok(r)
+    assert r.samples["Elapsed"][0] > 0 and r.samples["User"][0] > 0
+    products = (raw(outdir, "kernbench") / "kernbench-products-0.txt").read_text().split("\n")
+    objs = dict(line.split() for line in products if line)
+    assert "init/main.o" in objs and int(objs["init/main.o"]) > 1000
+    # the build was out of tree: the cached, shared source has no objects
+    assert not list(source_cache().glob("*/init/main.o"))
+
+
+@needs_root
+@needs_postgres
+@pytest.mark.parametrize("mode", ["read-only", "read-write"])
+def test_pgbench_runs_and_stops_its_server(outdir, mode):
+    r = run_workload("pgbench", {"database": "20M", "duration": "2s", "mode": mode, "shared_buffers": "16M"},
+                     budget="256M", outdir=outdir)
+    ok(r)
+    s = r.samples
+    assert s["TPS"][0] > 0
+    assert 0 < s["Latency p50"][0] <= s["Latency p95"][0] <= s["Latency p99"][0]
+    rawd = raw(outdir, "pgbench")
+    assert "select only" in (rawd / "pgbench.out").read_text() if mode == "read-only" else \
+        "TPC-B" in (rawd / "pgbench.out").read_text()
+    pid = int((rawd / "postgres.pid").read_text())
+    # the postmaster is gone (not merely a zombie or a reused PID running postgres)
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        cmd = b""
+    assert b"postgres" not in cmd
+    assert "database system is shut down" in (rawd / "postgres.log").read_text()
+
+
+@needs_root
+@needs_linux_source
+def test_thpchallenge_faults_beside_a_build(outdir):
+    budget = parse_size("512M")
+    main_cls, comp_cls = registry()["thpchallenge"], registry()["kernbench"]
+    main_params = resolve_params(main_cls.params, {"size": "64M", "threads": [1], "delay": "3s", "rounds": 2,
+                                                   "interval": "1s"}, budget, "t")
+    comp_params = resolve_params(comp_cls.params, {"builds": 0, "targets": ["init/"]}, budget, "t")
+    main, comp = main_cls(), comp_cls()
+    journal = Journal(outdir / "journal")
+    journal.acquire()
+    try:
+        plan = IterationPlan(run_name="t", label="thpchallenge", workload=main, params=main_params,
+                             metrics=main.metric_defs(main_params) + comp.metric_defs(comp_params), budget=budget,
+                             index=0, warmup=False, itdir=outdir / "thpchallenge" / "iter-0", rundir=outdir,
+                             scratch=outdir / "scratch", actions={"sync": True},
+                             companions=[CompanionSpec(comp, comp_params)])
+        r = run_iteration(plan, journal, log=lambda m: None)
+    finally:
+        journal.restore()
+        journal.release()
+    ok(r)
+    # two rounds of 32 units of 2 MiB with one thread
+    assert len(r.samples["fault-both-1"]) == 64
+    assert 0 <= r.samples["Percentage huge-1"][0] <= 100
+    rawd = raw(outdir, "thpchallenge")
+    progress = (rawd / "kernbench.log").read_text()
+    assert "build 0 building" in progress
+    log = (rawd / "thpchallenge.log").read_text().splitlines()
+    assert [line.split()[1] for line in log] == ["0", "1"]
+    # the faults started only once the build was running
+    t_build = float(next(line for line in progress.splitlines() if "build 0 building" in line).split()[0])
+    assert os.path.getmtime(rawd / "thpchallenge.log") > t_build
+
+
+@needs_root
+def test_thpchallenge_without_a_build_says_so(outdir):
+    r = run_workload("thpchallenge", {"size": "8M", "threads": [1], "delay": "0s", "rounds": 1},
+                     budget="256M", outdir=outdir)
+    assert r.status == "failed" and "add [workload.with.kernbench]" in r.reason
+
+
+@needs_root
+@needs_postgres
+def test_pgbench_stops_its_server_when_the_run_fails(outdir, monkeypatch):
+    import mmbench.workloads.pgbench as pg
+
+    def broken(text: str) -> float:
+        raise WorkloadError("pgbench printed no tps line (test)")
+    monkeypatch.setattr(pg, "parse_tps", broken)
+    r = run_workload("pgbench", {"database": "15M", "duration": "1s", "shared_buffers": "16M"},
+                     budget="256M", outdir=outdir)
+    assert r.status == "failed" and "no tps line (test)" in r.reason
+    pid = int((raw(outdir, "pgbench") / "postgres.pid").read_text())
+    assert not Path(f"/proc/{pid}").exists() or b"postgres" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert "database system is shut down" in (raw(outdir, "pgbench") / "postgres.log").read_text()
