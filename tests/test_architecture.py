@@ -22,7 +22,7 @@ STAGES = {
     "store": 3, "importers": 3,
     "analysis": 4,
     "report": 5,
-    "cli": 6, "campaign": 6, "fleet": 6, "__main__": 6,
+    "cli": 6, "commands": 6, "campaign": 6, "fleet": 6, "__main__": 6,
 }
 PLUGIN_PACKAGES = ("workloads", "monitors")
 BOTTOM = {s for s, r in STAGES.items() if r == 0}

@@ -27,19 +27,13 @@ from mmbench.importers.mmtests import (highalloc, pft, postmark, simoop, stutter
 from mmbench.importers.mmtests._common import MissingLog, bad_line, find_log, number, numbered, read_lines
 from mmbench.monitors import mpstat as mpstat_monitor
 from mmbench.monitors import vmstat as vmstat_monitor
-from mmbench.model.store import RUN_NAME, Store
+from mmbench.model.names import check_name
+from mmbench.model.store import Store
 from mmbench.model.results import IterationResult, WorkloadRun
 
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (time_unmap, pft, thpscale, usemem, simoop, stutterp,
                                                       postmark, highalloc)}
 _ITER = re.compile(r"^iter-(\d+)$")
-
-
-def check_name(name: str, what: str) -> str:
-    """``name`` if it is a plain name (letters, digits, '.', '_', '-'; not '.' or '..')."""
-    if not RUN_NAME.match(name) or name in (".", ".."):
-        raise UsageError(f"{what} {name!r}: use letters, digits, '.', '_' and '-' only (a name is never a path)")
-    return name
 
 
 @dataclass

@@ -1,0 +1,170 @@
+"""``mmbench run``, ``monitor`` and ``restore``: a suite on this machine, in a VM guest, or
+adaptively (``--until``); putting the machine back."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from mmbench.commands.common import store_of
+from mmbench.errors import (EXIT_NOT_RESTORED, EXIT_RUN_FAILED,
+                            UsageError)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from mmbench.config.load import load_suite
+    from mmbench.errors import Interrupted
+    from mmbench.run.progress import make_progress
+    from mmbench.run import signals
+    from mmbench.run.runner import last_restore, require_root, run_suite
+    if getattr(args, "check", False):   # validate the suite (files, sizes, settings) and stop
+        suite = load_suite(args.config, list(args.set or []) + _vm_sets(args), args.iterations)
+        from mmbench.model.store import validate_run_name
+        validate_run_name(args.name)
+        from mmbench.guest import in_guest
+        if suite.vm.get("kernel") and not in_guest():
+            print("settings are checked by the kernel under test when the run boots it")
+        else:
+            from mmbench.run.settings import validate_suite_settings
+            validate_suite_settings(suite)
+        print(f"{suite.path}: ok: {len(suite.workloads)} workload(s), {len(suite.settings)} setting(s), "
+              f"{len(suite.monitors)} monitor(s); nothing was run")
+        return 0
+    require_root()
+    signals.ignore_after_exit()
+    if getattr(args, "until", None) is None:
+        for flag in ("baseline", "baseline_set", "max_iterations", "max_time"):
+            if getattr(args, flag, None) not in (None, []):
+                raise UsageError(f"--{flag.replace('_', '-')} goes with --until")
+    args.set = list(args.set or []) + _vm_sets(args)
+    suite = load_suite(args.config, args.set, args.iterations)
+    progress = make_progress(quiet=args.quiet, json_log=args.json_log)
+    try:
+        from mmbench.guest import in_guest
+        if suite.vm.get("kernel") and not in_guest():
+            status = _run_in_vm(args, suite, progress)
+        elif getattr(args, "until", None) is not None:
+            status = _run_adaptive(args, progress, run_suite)
+        else:
+            status = run_suite(suite, args.name, store_of(args), force=args.force, progress=progress)
+    except (KeyboardInterrupt, Interrupted) as e:
+        by = "SIGINT" if isinstance(e, KeyboardInterrupt) else str(e)
+        if not last_restore:   # stopped while queueing for the machine: nothing was changed
+            print(f"mmbench: stopped by {by} before the run started; nothing was changed", file=sys.stderr)
+        else:
+            kept = ("completed iterations are kept" if last_restore.get("stored") else "no run was stored")
+            print(f"mmbench: stopped by {by}; {kept} (run {args.name!r}: "
+                  f"{last_restore.get('status')})", file=sys.stderr)
+            # the last line says exactly what was and was not put back
+            print("mmbench: " + ("machine restored: " if last_restore.get("restored")
+                                 else "machine NOT fully restored: ") + str(last_restore.get("summary")),
+                  file=sys.stderr)
+        return 130 if isinstance(e, KeyboardInterrupt) else 143
+    print(f"run {args.name}: {status}", file=sys.stderr)
+    if last_restore and not last_restore.get("restored"):
+        print("mmbench: machine NOT fully restored: " + str(last_restore.get("summary")), file=sys.stderr)
+        return EXIT_NOT_RESTORED
+    return 0 if status == "complete" else EXIT_RUN_FAILED
+
+
+def _vm_sets(args: argparse.Namespace) -> list[str]:
+    """--kernel and --vm-* are the [vm] table's keys, as --set would give them."""
+    out = []
+    if getattr(args, "kernel", None) is not None and not args.kernel.strip():
+        raise UsageError("--kernel: empty; give a Debian package (debian:linux-image-...), a bzImage/vmlinuz "
+                         "path or a kernel build tree")
+    for flag, key in (("kernel", "kernel"), ("vm_memory", "memory"), ("vm_cpus", "cpus"), ("vm_numa", "numa")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            out.append(f"vm.{key}={value}")
+    if getattr(args, "kernel", None) is None and any(getattr(args, f, None) is not None
+                                                     for f in ("vm_memory", "vm_cpus", "vm_numa")):
+        raise UsageError("--vm-memory/--vm-cpus/--vm-numa go with --kernel (or a [vm] table in the suite)")
+    return out
+
+
+def _run_in_vm(args: argparse.Namespace, suite: Any, progress: Any) -> str:
+    """Run the suite inside a guest; the guest runs `mmbench run` with the same arguments."""
+    from mmbench.vm.runner import VmOptions, run_in_vm
+    vm = suite.vm
+    opts = VmOptions(kernel=vm["kernel"], memory_mb=vm["memory_mb"], cpus=vm["cpus"], numa=vm["numa"],
+                     disk_gb=vm["disk_gb"], timeout=vm["timeout_s"], accel=vm["accel"], append=vm["append"])
+    guest_args: list[str] = []
+    for item in args.set:
+        if not item.split("=", 1)[0].startswith("vm."):
+            guest_args += ["--set", item]
+    if args.iterations:
+        guest_args += ["--iterations", str(args.iterations)]
+    extra_runs: list[str] = []
+    if getattr(args, "until", None) is not None:
+        guest_args += ["--until", args.until]
+        for flag in ("baseline", "max_iterations", "max_time"):
+            if getattr(args, flag, None) is not None:
+                guest_args += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+        for item in args.baseline_set or []:
+            guest_args += ["--baseline-set", item]
+        if args.baseline and args.baseline_set:
+            extra_runs.append(args.baseline)
+    from mmbench.store import open_store
+    return run_in_vm(opts, suite, [*guest_args, args.name], args.name, store_of(args), force=args.force,
+                     progress=progress, open_store=open_store, extra_runs=extra_runs,
+                     baseline=args.baseline if getattr(args, "until", None) and not args.baseline_set else None)
+
+
+def _run_adaptive(args: argparse.Namespace, progress: Any, run_suite: Any) -> str:
+    """``run --until``: rounds of one iteration until the headline intervals are narrow enough."""
+    from mmbench.campaign import DEFAULT_MAX_ITERATIONS, parse_until, run_adaptive
+    from mmbench.config.load import load_suite
+    from mmbench.model.sizes import parse_duration
+    until = parse_until(args.until)
+    max_time = None
+    if args.max_time is not None:
+        try:
+            max_time = parse_duration(args.max_time)
+        except ValueError as e:
+            raise UsageError(f"--max-time: {e}") from None
+    if args.baseline_set and not args.baseline:
+        raise UsageError("--baseline-set needs --baseline NAME (the name the baseline configuration is stored as)")
+    status, why = run_adaptive(
+        lambda sets: load_suite(args.config, sets), list(args.set), args.name, store_of(args), until=until,
+        baseline=args.baseline, baseline_sets=args.baseline_set or None,
+        max_iterations=args.max_iterations or DEFAULT_MAX_ITERATIONS, max_time=max_time, force=args.force,
+        progress=progress, run_suite=run_suite)
+    print(f"mmbench: {why}", file=sys.stderr)
+    return status
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    from mmbench.model.sizes import parse_duration
+    try:
+        seconds = parse_duration(args.duration)
+    except ValueError as e:
+        raise UsageError(f"--duration: {e}") from None
+    args.set = [f"idle.duration={seconds}"] + list(args.set or [])
+    for m in args.monitor or []:
+        args.set.append(f"monitors.{m}")
+    args.config = args.config or "monitor"
+    args.iterations = 1
+    return cmd_run(args)
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from mmbench.errors import Interrupted
+    from mmbench.run import signals
+    from mmbench.run.runner import require_root, restore_machine
+    require_root()
+    signals.ignore_after_exit()
+    try:
+        messages, ok = restore_machine()
+    except (KeyboardInterrupt, Interrupted) as e:
+        from mmbench.run.journal import Journal
+        left = len(Journal().pending())
+        by = "SIGINT" if isinstance(e, KeyboardInterrupt) else str(e)
+        print(f"mmbench restore: stopped by {by}; "
+              + (f"{left} change(s) are still journaled: run 'mmbench restore' again to finish"
+                 if left else "nothing is left to restore"), file=sys.stderr)
+        return 130 if isinstance(e, KeyboardInterrupt) else 143
+    for msg in messages:
+        print(msg)
+    return 0 if ok else EXIT_NOT_RESTORED
