@@ -94,7 +94,7 @@ def sample_spread_rows(ctx: Context, sec: Section, md: MetricDef, series: dict[s
     cv: dict[str, float | None] = {}
     for n in ctx.names:
         s = series.get(n)
-        pooled = [v for a in s.per_iter for v in a] if s is not None else []
+        pooled = s.pooled_sorted if s is not None else []   # sorted once already for the summary
         sd[n] = clean(st.stddev(pooled)) if pooled else None
         m = st.mean(pooled, md.mean_kind) if pooled else math.nan
         cv[n] = clean(100.0 * sd[n] / abs(m)) if sd[n] is not None and math.isfinite(m) and m != 0 else None
