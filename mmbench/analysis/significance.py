@@ -1,12 +1,15 @@
 """Significance tests, confidence intervals, power and the false-discovery-rate control.
 
-* :func:`welch` — Welch's unequal-variance t-test on iteration means; needs ≥ 2 iterations on
-  each side.  Used on the mean row of every workload metric.
+* :func:`welch` — Welch's unequal-variance t-test on iteration means (or per-iteration values
+  of duration and vmstat rows); needs ≥ 2 iterations on each side.
 * :func:`mann_whitney` — Mann–Whitney U (two-sided) on the pooled within-iteration samples; used
-  for the percentile rows of ``latency`` metrics, whose per-sample distributions are skewed and
-  which have many samples even with one iteration.  Needs ≥ 3 samples on each side.
-* :func:`bootstrap_ratio_ci` — percentile-bootstrap 95 % CI of new/base of the metric's mean,
-  from a fixed seed.
+  for the percentile rows of ``latency`` metrics when a side has a single iteration.  Needs ≥ 3
+  samples on each side.
+* :func:`ratio_ci` — Welch t-interval of new/base on the log scale (the interval compare shows);
+  :func:`bootstrap_ratio_ci`, the percentile bootstrap it replaced, stays for
+  ``bench/stats-calibration``.
+* :func:`min_detectable_effect` and :func:`iterations_to_detect` — power at 80 %: the smallest
+  change these data could detect, and the iterations per run that would detect a given one.
 * :func:`bh_adjust` — Benjamini–Hochberg adjusted p-values over every test of one report.
 
 "Too few samples" is an explicit state (:class:`TestResult.state`), never a guessed p-value.
