@@ -38,16 +38,15 @@ class TextExporter(Exporter):
         runs = comparison.runs
         multi = len(runs) > 1
         out: list[str] = []
-        warnings = comparison.warnings
-        if warnings:
-            out.append("Warnings")
-            out += [f"  ! {w}" for w in warnings]
-            out.append("")
         if comparison.env_diff:
             out.append("Environment differences")
             kw = max(len(k) for k, _ in comparison.env_diff)
             for k, vals in comparison.env_diff:
                 out.append(f"  {k:<{kw}}  " + "  ".join(f"{n}={vals.get(n)!s}" for n in runs))
+            out.append("")
+        if comparison.warnings:          # what could not have been detected, before any table
+            out.append("Warnings")
+            out += [f"  ! {w}" for w in comparison.warnings]
             out.append("")
         for sec in comparison.sections:
             if not sec.rows:
