@@ -10,7 +10,7 @@ from mmbench.analysis import stats as st
 from mmbench.analysis.compare.context import Context, Series
 from mmbench.analysis.compare.model import Better, Row, Section, clean
 from mmbench.analysis.compare.power import headline_metrics
-from mmbench.analysis.compare.selection import test_metric
+from mmbench.analysis.compare.selection import metric_tests
 from mmbench.store.model import IterationResult, MetricDef, WorkloadRun
 
 # a workload metric's mean row, per metric name: its definition, row label and values per run
@@ -76,7 +76,7 @@ def metric_rows(ctx: Context, label: str, sec: Section, md: MetricDef,
             sec.rows += sample_spread_rows(ctx, sec, md, series)
     mean_row = rows[st.mean_label(kind)]
     if ctx.multi and all(n in series for n in ctx.names):
-        test_metric(ctx, md, series, mean_row,
+        metric_tests(ctx, md, series, mean_row,
                     [rows[f"P{p}"] for p in st.PERCENTILES] if latency else [])
     return mean_row
 
