@@ -285,6 +285,7 @@ def t_quantile(prob: float, df: float) -> float:
     if not t > 0:
         t = z
     log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    last = math.inf
     for _ in range(200):
         pdf = math.exp(log_c - (df + 1) / 2 * math.log1p(t * t / df))
         if pdf == 0.0:
@@ -293,8 +294,10 @@ def t_quantile(prob: float, df: float) -> float:
         nxt = t + step
         if nxt <= 0:
             nxt = t / 2.0
-        if abs(nxt - t) <= 1e-12 * nxt:
+        # converged, or at the CDF's own precision (steps stop shrinking: huge df)
+        if abs(nxt - t) <= 1e-12 * nxt or (abs(nxt - t) >= last and abs(nxt - t) <= 1e-8 * nxt):
             return nxt
+        last = abs(nxt - t)
         t = nxt
     return t
 
@@ -416,10 +419,18 @@ def iterations_to_detect(base: Values, new: Values, kind: MeanKind = "amean",
         df = (k - 1) * (ub + un) ** 2 / (ub * ub + un * un)
         return (t_quantile(1.0 - alpha / 2.0, df) + t_quantile(power, df)) * math.sqrt((ub + un) / k) <= target
 
-    if not detects(limit):
+    # With normal quantiles instead of t the answer would be k0; t quantiles are larger, so the
+    # answer is >= k0 and, except at a few iterations, close to it: gallop up, then bisect.
+    z = _normal_quantile(1.0 - alpha / 2.0) + _normal_quantile(power)
+    k0 = max(2, math.ceil(z * z * (ub + un) / (target * target)))
+    if k0 > limit:
         return None
-    lo, hi = 1, limit              # detects(hi) holds; binary search for the smallest such k >= 2
-    while hi - lo > 1:
+    lo, hi = k0 - 1, k0
+    while not detects(hi):
+        if hi >= limit:
+            return None
+        lo, hi = hi, min(limit, hi + max(1, hi - lo) * 2)
+    while hi - lo > 1:             # detects(hi) holds, detects(lo) does not (or lo < 2)
         mid = (lo + hi) // 2
         if mid >= 2 and detects(mid):
             hi = mid
