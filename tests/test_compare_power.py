@@ -40,7 +40,7 @@ def test_noisy_headline_warned_at_top_with_iterations():
     k = sig.iterations_to_detect(with_sd(3, 100, 4), with_sd(3, 101, 4))
     assert f"{k} iterations per run would" in w
     text = exporters()["text"].render(c, {})
-    assert text.startswith("Warnings\n  ! w: Time (Amean)")
+    assert text.startswith("Warnings\n  ! w: Time (Amean)")   # no environment differences here
     md = exporters()["markdown"].render(c, {})
     assert md.startswith("### Warnings")
     d = json.loads(exporters()["json"].render(c, {}))
@@ -75,3 +75,22 @@ def test_iterations_to_detect_is_where_the_mde_falls_to_5pct(sd):
     if k > 2:
         assert sig.min_detectable_effect(with_sd(k - 1, 100, sd), with_sd(k - 1, 100, sd)) > 5.0
     assert sig.iterations_to_detect([1.0], [1.0, 2.0]) is None
+
+
+def test_html_report_shows_the_warning_first():
+    from mmbench.report.html import render_report
+    a = run("a", {"Time": with_sd(3, 100, 4), "Throughput": with_sd(3, 50, 0.1)})
+    b = run("b", {"Time": with_sd(3, 101, 4), "Throughput": with_sd(3, 50, 0.1)})
+    page = render_report([a, b])
+    assert '<section id="warnings">' in page
+    assert page.index('id="warnings"') < page.index('id="runs"')
+    assert "could not detect a 5% change" in page
+
+
+def test_text_warning_follows_the_environment_differences():
+    a = run("a", {"Time": with_sd(3, 100, 4), "Throughput": with_sd(3, 50, 0.1)})
+    b = run("b", {"Time": with_sd(3, 101, 4), "Throughput": with_sd(3, 50, 0.1)})
+    a.fingerprint, b.fingerprint = {"kernel": "6.1"}, {"kernel": "6.2"}
+    lines = exporters()["text"].render(build_comparison([a, b]), {}).splitlines()
+    assert lines[0] == "Environment differences"
+    assert lines.index("Warnings") < next(i for i, l in enumerate(lines) if l.startswith("w (bench)"))

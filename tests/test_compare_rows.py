@@ -5,6 +5,7 @@ import math
 
 from mmbench.analysis import vmstat as vm
 from mmbench.analysis.compare import build_comparison, regressions
+from mmbench.plugins import exporters
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 TIME = MetricDef("Time", "s", "lower", "time")
@@ -52,3 +53,26 @@ def test_vmstat_row_undefined_in_an_iteration_is_not_tested():
     c = build_comparison([run("a", a), run("b", b)])
     eff = next(r for s in c.sections if s.kind == "vmstat" for r in s.rows if r.metric == "Kswapd efficiency %")
     assert eff.p["b"] is None and "undefined in some iterations of b" in eff.note
+
+
+def test_two_spreads_for_several_samples_per_iteration():
+    # three iterations of four launches: the iteration means are 10, 11, 12; the samples spread wider
+    launches = [[8.0, 12.0, 9.0, 11.0], [9.0, 13.0, 10.0, 12.0], [10.0, 14.0, 11.0, 13.0]]
+    a = run("a", [{}] * 3, samples=[{"Launch": s, "Time": [1.0]} for s in launches], metrics=(LAT, TIME))
+    b = run("b", [{}] * 3, samples=[{"Launch": [v + 1 for v in s], "Time": [1.0]} for s in launches],
+            metrics=(LAT, TIME))
+    c = build_comparison([a, b])
+    rows = {(r.metric, r.stat): r for s in c.sections if s.kind == "workload" for r in s.rows}
+    pooled = [v for s in launches for v in s]
+    m = sum(pooled) / len(pooled)
+    sd_samples = math.sqrt(sum((v - m) ** 2 for v in pooled) / (len(pooled) - 1))
+    assert math.isclose(rows[("Launch", "Stddev")].values["a"], 1.0)                # of 10, 11, 12
+    assert math.isclose(rows[("Launch", "Stddev.samples")].values["a"], sd_samples)  # of all twelve
+    assert math.isclose(rows[("Launch", "CoeffVar.samples")].values["a"], 100 * sd_samples / m)
+    assert rows[("Launch", "Stddev.samples")].p["b"] is None                           # descriptive
+    assert ("Time", "Stddev.samples") not in rows                                     # one sample each
+    stats = [r.stat for s in c.sections if s.kind == "workload" for r in s.rows if r.metric == "Launch"]
+    assert stats[stats.index("CoeffVar") + 1:stats.index("CoeffVar") + 3] == ["Stddev.samples", "CoeffVar.samples"]
+    assert any(n.startswith("Stddev.samples and CoeffVar.samples: the spread of all samples") for n in c.notes)
+    text = exporters()["text"].render(c, {})
+    assert "Stddev.samples" in text and "CoeffVar.samples" in text

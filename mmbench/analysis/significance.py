@@ -1,12 +1,15 @@
 """Significance tests, confidence intervals, power and the false-discovery-rate control.
 
-* :func:`welch` — Welch's unequal-variance t-test on iteration means; needs ≥ 2 iterations on
-  each side.  Used on the mean row of every workload metric.
+* :func:`welch` — Welch's unequal-variance t-test on iteration means (or per-iteration values
+  of duration and vmstat rows); needs ≥ 2 iterations on each side.
 * :func:`mann_whitney` — Mann–Whitney U (two-sided) on the pooled within-iteration samples; used
-  for the percentile rows of ``latency`` metrics, whose per-sample distributions are skewed and
-  which have many samples even with one iteration.  Needs ≥ 3 samples on each side.
-* :func:`bootstrap_ratio_ci` — percentile-bootstrap 95 % CI of new/base of the metric's mean,
-  from a fixed seed.
+  for the percentile rows of ``latency`` metrics when a side has a single iteration.  Needs ≥ 3
+  samples on each side.
+* :func:`ratio_ci` — Welch t-interval of new/base on the log scale (the interval compare shows);
+  :func:`bootstrap_ratio_ci`, the percentile bootstrap it replaced, stays for
+  ``bench/stats-calibration``.
+* :func:`min_detectable_effect` and :func:`iterations_to_detect` — power at 80 %: the smallest
+  change these data could detect, and the iterations per run that would detect a given one.
 * :func:`bh_adjust` — Benjamini–Hochberg adjusted p-values over every test of one report.
 
 "Too few samples" is an explicit state (:class:`TestResult.state`), never a guessed p-value.
@@ -268,42 +271,45 @@ def bootstrap_ratio_ci(base: Values, new: Values,
 @lru_cache(maxsize=4096)
 def t_quantile(prob: float, df: float) -> float:
     """The ``prob`` quantile (prob > 0.5) of Student's t with ``df`` degrees of freedom (no scipy
-    on the compare path).  Safeguarded Newton from the Cornish–Fisher start: 2–4 evaluations of
-    the CDF instead of ~40 by bisection, which made the interval and the minimum detectable effect
-    65 % of a 20-run compare.  Cached: a row's interval and its MDE share t(0.975, df)."""
+    on the compare path).  Newton's method from the Cornish–Fisher start: 2–4 evaluations of the
+    CDF instead of ~40 by bisection, which made the interval and the minimum detectable effect
+    65 % of a 20-run compare.  The two-sided tail is convex and decreasing in t > 0, so Newton
+    from the left climbs monotonically to the root; a step past 0 from the right is halved
+    instead.  Cached: a row's interval and its MDE share t(0.975, df)."""
     if math.isnan(df) or df <= 0:
         return math.nan
     target = 2.0 * (1.0 - prob)          # two-sided tail probability at the quantile
     z = _normal_quantile(prob)
-    t = z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df * df)
-    # bracket [lo, hi] with the root inside; Newton steps that leave it are bisections instead
-    lo, hi = 0.0, max(1.0, 2.0 * t)
-    while t_two_sided_p(hi, df) > target:
-        lo, hi = hi, hi * 2.0
-        if hi > 1e12:
-            return math.inf
-    t = min(max(t, lo), hi)
+    t = (z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df * df)
+         + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
+    if not t > 0:
+        t = z
     log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-    for _ in range(100):
-        tail = t_two_sided_p(t, df)
-        if tail > target:
-            lo = t
-        else:
-            hi = t
+    last = math.inf
+    for _ in range(200):
         pdf = math.exp(log_c - (df + 1) / 2 * math.log1p(t * t / df))
-        step = (tail - target) / (2.0 * pdf) if pdf > 0 else math.inf   # d(tail)/dt = -2 pdf
+        if pdf == 0.0:
+            return math.inf
+        step = (t_two_sided_p(t, df) - target) / (2.0 * pdf)     # d(tail)/dt = -2 pdf
         nxt = t + step
-        if not lo < nxt < hi:
-            nxt = (lo + hi) / 2.0
-        if abs(nxt - t) <= 1e-13 * max(1.0, abs(t)) or hi - lo < 1e-13 * hi:
+        if nxt <= 0:
+            nxt = t / 2.0
+        # converged, or at the CDF's own precision (steps stop shrinking: huge df)
+        if abs(nxt - t) <= 1e-12 * nxt or (abs(nxt - t) >= last and abs(nxt - t) <= 1e-8 * nxt):
             return nxt
+        last = abs(nxt - t)
         t = nxt
     return t
 
 
 def _normal_quantile(prob: float) -> float:
-    from statistics import NormalDist   # stdlib, cheap
-    return NormalDist().inv_cdf(prob)
+    """Approximate normal quantile for prob > 0.5 (Abramowitz & Stegun 26.2.23, |error| < 4.5e-4):
+    only the start of :func:`t_quantile`'s Newton iteration, which does the exact part.  (The
+    stdlib's ``statistics.NormalDist`` costs 12 ms of imports.)"""
+    q = min(max(1.0 - prob, 1e-300), 0.5)
+    w = math.sqrt(-2.0 * math.log(q))
+    return w - (2.515517 + 0.802853 * w + 0.010328 * w * w) / (1.0 + 1.432788 * w + 0.189269 * w * w
+                                                                 + 0.001308 * w ** 3)
 
 
 def _mean_and_var_of_log_mean(x: list[float], kind: MeanKind) -> tuple[float, float] | None:
@@ -413,10 +419,18 @@ def iterations_to_detect(base: Values, new: Values, kind: MeanKind = "amean",
         df = (k - 1) * (ub + un) ** 2 / (ub * ub + un * un)
         return (t_quantile(1.0 - alpha / 2.0, df) + t_quantile(power, df)) * math.sqrt((ub + un) / k) <= target
 
-    if not detects(limit):
+    # With normal quantiles instead of t the answer would be k0; t quantiles are larger, so the
+    # answer is >= k0 and, except at a few iterations, close to it: gallop up, then bisect.
+    z = _normal_quantile(1.0 - alpha / 2.0) + _normal_quantile(power)
+    k0 = max(2, math.ceil(z * z * (ub + un) / (target * target)))
+    if k0 > limit:
         return None
-    lo, hi = 1, limit              # detects(hi) holds; binary search for the smallest such k >= 2
-    while hi - lo > 1:
+    lo, hi = k0 - 1, k0
+    while not detects(hi):
+        if hi >= limit:
+            return None
+        lo, hi = hi, min(limit, hi + max(1, hi - lo) * 2)
+    while hi - lo > 1:             # detects(hi) holds, detects(lo) does not (or lo < 2)
         mid = (lo + hi) // 2
         if mid >= 2 and detects(mid):
             hi = mid

@@ -24,7 +24,7 @@ def fmt_value(v: float | None) -> str:
     latency does not print as 0.00), '-' for undefined."""
     if v is None or not math.isfinite(v):
         return "-"
-    if v != 0 and abs(v) < 1:
+    if v != 0 and abs(v) < 0.995:   # 0.9998 is "1.00", not "1"
         return f"{v:.3g}"
     return f"{v:.2f}"
 

@@ -14,7 +14,6 @@ from mmbench.analysis.compare.model import SCHEMA, Better, Comparison, Deferred,
 from mmbench.analysis.compare.percent import PCT_BASE_NEG, PCT_BASE_ZERO, PCT_NO_BASE, PCT_NO_VALUE, pct_diff
 from mmbench.analysis.compare.regressions import Regression, regressions
 
-unique_names = unique_names   # the name report/plots.py imports
 
 __all__ = ["SCHEMA", "Better", "Comparison", "Deferred", "PCT_BASE_NEG", "PCT_BASE_ZERO", "PCT_NO_BASE",
            "PCT_NO_VALUE", "Regression", "Row", "Section", "SectionKind", "build_comparison", "env_diff",

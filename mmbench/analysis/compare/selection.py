@@ -21,7 +21,7 @@ from mmbench.analysis.compare.model import Row
 from mmbench.model.results import MetricDef
 
 
-def test_metric(ctx: Context, md: MetricDef, series: dict[str, Series], mean_row: Row,
+def metric_tests(ctx: Context, md: MetricDef, series: dict[str, Series], mean_row: Row,
                 pct_rows: list[Row]) -> None:
     kind = md.mean_kind
     base = series[ctx.base]
@@ -72,7 +72,7 @@ def test_metric(ctx: Context, md: MetricDef, series: dict[str, Series], mean_row
         mean_row.add_note(f"no test: {text} for {', '.join(who)}")
 
 
-def test_iteration_row(ctx: Context, row: Row, vals: dict[str, list[float]],
+def iteration_row_tests(ctx: Context, row: Row, vals: dict[str, list[float]],
                        kind: st.MeanKind = "amean", equal_constants_tested: bool = True) -> None:
     """Welch-test a row whose per-iteration values are ``vals`` (duration and vmstat rows),
     against the baseline, so --fail-on-regression and --ratio see them (issue 13 item 5).

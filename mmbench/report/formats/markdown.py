@@ -21,14 +21,14 @@ class MarkdownExporter(Exporter):
         runs = comparison.runs
         multi = len(runs) > 1
         out: list[str] = []
-        if comparison.warnings:
-            out += ["### Warnings", ""] + [f"- **{_esc(w)}**" for w in comparison.warnings] + [""]
         if comparison.env_diff:
             out += ["### Environment differences", "", "| key | " + " | ".join(map(_esc, runs)) + " |",
                     "|---|" + "---|" * len(runs)]
             out += [f"| {_esc(k)} | " + " | ".join(_esc(str(v.get(n))) for n in runs) + " |"
                     for k, v in comparison.env_diff]
             out.append("")
+        if comparison.warnings:
+            out += ["### Warnings", ""] + [f"- **{_esc(w)}**" for w in comparison.warnings] + [""]
         for sec in comparison.sections:
             if not sec.rows:
                 continue

@@ -39,16 +39,15 @@ class TextExporter(Exporter):
         runs = comparison.runs
         multi = len(runs) > 1
         out: list[str] = []
-        warnings = comparison.warnings
-        if warnings:
-            out.append("Warnings")
-            out += [f"  ! {w}" for w in warnings]
-            out.append("")
         if comparison.env_diff:
             out.append("Environment differences")
             kw = max(len(k) for k, _ in comparison.env_diff)
             for k, vals in comparison.env_diff:
                 out.append(f"  {k:<{kw}}  " + "  ".join(f"{n}={vals.get(n)!s}" for n in runs))
+            out.append("")
+        if comparison.warnings:          # what could not have been detected, before any table
+            out.append("Warnings")
+            out += [f"  ! {w}" for w in comparison.warnings]
             out.append("")
         if multi and any(sec.rows for sec in comparison.sections):
             # said once: every row's percentage is signed by its own direction
@@ -58,7 +57,8 @@ class TextExporter(Exporter):
         for sec in comparison.sections:
             if not sec.rows:
                 continue
-            labels = [f"{r.stat:<10} {r.metric}{_unit(r)}" for r in sec.rows]
+            sw = max(10, *(len(r.stat) for r in sec.rows))   # "Stddev.samples" is wider than "Amean"
+            labels = [f"{r.stat:<{sw}} {r.metric}{_unit(r)}" for r in sec.rows]
             lw = max(len(x) for x in labels + [sec.title])
             cells = [[_cell(r, n, multi, pvalues) for n in runs] for r in sec.rows]
             extra = 12 if multi else 0          # " (%7.2f%%)" and the significance mark

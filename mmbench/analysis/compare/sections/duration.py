@@ -6,7 +6,7 @@ from __future__ import annotations
 from mmbench.analysis import stats as st
 from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.model import Row, Section, clean
-from mmbench.analysis.compare.selection import test_iteration_row
+from mmbench.analysis.compare.selection import iteration_row_tests
 from mmbench.model.results import IterationResult
 
 
@@ -22,5 +22,5 @@ def duration_section(ctx: Context, label: str, measured: dict[str, list[Iteratio
         sec.rows.append(amean_row)
         sec.rows.append(Row(name, "Stddev", "s", "lower",
                             {n: clean(st.stddev(v)) for n, v in vals.items()}))
-        test_iteration_row(ctx, amean_row, vals)
+        iteration_row_tests(ctx, amean_row, vals)
     return sec

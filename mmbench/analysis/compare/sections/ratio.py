@@ -49,12 +49,13 @@ def ratio_section(ctx: Context, label: str, means: Means, others: list[tuple[str
     if skipped:
         gm_note += "; rows that cannot be ratioed excluded: " + ", ".join(
             f"{k} of {len(means)} for {n}" for n, k in skipped.items())
+    if others:   # said once, not on every row
+        gm_note += f"; the {len(others)} duration and vmstat ratio rows below are not in it"
     sec.rows.append(Row("All metrics", "Gmean", "ratio", "higher",
                         {n: clean(st.gmean(o)) if o else None for n, o in oriented.items()},
                         note=gm_note))
     for kind, row in others:
         b = row.values.get(ctx.base)
         sec.rows.append(Row(f"{row.metric} ({kind})", f"Ratio {row.stat}", "ratio", "higher",
-                            {n: _oriented(b, row.values.get(n), row.better) for n in ctx.names},
-                            note="not in the Gmean"))
+                            {n: _oriented(b, row.values.get(n), row.better) for n in ctx.names}))
     return sec

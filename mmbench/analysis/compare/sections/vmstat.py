@@ -8,7 +8,7 @@ from mmbench.analysis import stats as st
 from mmbench.analysis import vmstat as vm
 from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.model import Row, Section, clean
-from mmbench.analysis.compare.selection import test_iteration_row
+from mmbench.analysis.compare.selection import iteration_row_tests
 from mmbench.model.results import IterationResult
 
 
@@ -61,4 +61,4 @@ def _test(ctx: Context, row: Row, vals: dict[str, list[float | None]]) -> None:
     if gaps:
         row.add_note(f"no test: undefined in some iterations of {', '.join(gaps)}")
     if ctx.base in whole:
-        test_iteration_row(ctx, row, whole, equal_constants_tested=False)
+        iteration_row_tests(ctx, row, whole, equal_constants_tested=False)

@@ -10,7 +10,7 @@ from mmbench.analysis import stats as st
 from mmbench.analysis.compare.context import Context, Series
 from mmbench.analysis.compare.model import Better, Row, Section, clean
 from mmbench.analysis.compare.power import headline_metrics
-from mmbench.analysis.compare.selection import test_metric
+from mmbench.analysis.compare.selection import metric_tests
 from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
 
 # a workload metric's mean row, per metric name: its definition, row label and values per run
@@ -72,11 +72,35 @@ def metric_rows(ctx: Context, label: str, sec: Section, md: MetricDef,
         vals = {n: (clean(summaries[n][i][1]) if n in summaries else None) for n in ctx.names}
         rows[name] = Row(md.name, name, unit, better, vals)
         sec.rows.append(rows[name])
+        if name == "CoeffVar" and any(len(a) > 1 for s in series.values() for a in s.per_iter):
+            sec.rows += sample_spread_rows(ctx, sec, md, series)
     mean_row = rows[st.mean_label(kind)]
     if ctx.multi and all(n in series for n in ctx.names):
-        test_metric(ctx, md, series, mean_row,
+        metric_tests(ctx, md, series, mean_row,
                     [rows[f"P{p}"] for p in st.PERCENTILES] if latency else [])
     return mean_row
+
+
+SAMPLE_SPREAD_NOTE = ("Stddev.samples and CoeffVar.samples: the spread of all samples pooled, as the seeds' "
+                      "'+/-' and 'stddev'; Stddev and CoeffVar are the spread of the iteration means, "
+                      "which the tests use")
+
+
+def sample_spread_rows(ctx: Context, sec: Section, md: MetricDef, series: dict[str, Series]) -> list[Row]:
+    """Stddev.samples and CoeffVar.samples of a metric with several samples per iteration
+    (application launches, fault latencies; issue 13 item 6): the spread of every sample, next to
+    the spread of iteration means.  Descriptive, not tested."""
+    sd: dict[str, float | None] = {}
+    cv: dict[str, float | None] = {}
+    for n in ctx.names:
+        s = series.get(n)
+        pooled = s.pooled_sorted if s is not None else []   # sorted once already for the summary
+        sd[n] = clean(st.stddev(pooled)) if pooled else None
+        m = st.mean(pooled, md.mean_kind) if pooled else math.nan
+        cv[n] = clean(100.0 * sd[n] / abs(m)) if sd[n] is not None and math.isfinite(m) and m != 0 else None
+    ctx.note(SAMPLE_SPREAD_NOTE)     # once per comparison
+    return [Row(md.name, "Stddev.samples", md.unit, "lower", sd),
+            Row(md.name, "CoeffVar.samples", "%", "lower", cv)]
 
 
 def outlier_notes(ctx: Context, label: str, md: MetricDef, run: str, s: Series) -> None:
