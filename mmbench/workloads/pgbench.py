@@ -92,9 +92,9 @@ class Pgbench(Workload):
     }
     metrics = [
         MetricDef("TPS", "transactions/s", "higher", "rate", description="pgbench tps, without initial connection time"),
-        MetricDef("Latency p50", "ms", "lower", "latency", description="median transaction latency (per-transaction log)"),
-        MetricDef("Latency p95", "ms", "lower", "latency", description="95th percentile transaction latency"),
-        MetricDef("Latency p99", "ms", "lower", "latency", description="99th percentile transaction latency"),
+        MetricDef("Latency p50", "ms", "lower", "time", description="median transaction latency (per-transaction log)"),
+        MetricDef("Latency p95", "ms", "lower", "time", description="95th percentile transaction latency"),
+        MetricDef("Latency p99", "ms", "lower", "time", description="99th percentile transaction latency"),
     ]
 
     def check(self, params: dict[str, Any], budget: int) -> None:
