@@ -38,6 +38,13 @@ LOAD_ERRORS: dict[str, dict[str, str]] = {k: {} for k in KINDS}
 
 
 def _check(kind: str, cls: type) -> str | None:
+    from typing import get_args
+
+    from mmbench.model.results import MeanKind, MetricKind
+    for m in getattr(cls, "metrics", None) or []:   # a stored run must read back (model/files.py)
+        if m.kind not in get_args(MetricKind) or (m.mean is not None and m.mean not in get_args(MeanKind)):
+            return (f"{kind} {cls.name!r}: metric {m.name!r} has kind {m.kind!r} / mean {m.mean!r}; "
+                    f"kinds: {', '.join(get_args(MetricKind))}")
     params = getattr(cls, "params", None) or {}
     bad = sorted(RESERVED_PARAMS & set(params))
     if bad:   # exporters declare no parameters

@@ -106,3 +106,13 @@ def test_a_broken_plugin_module_is_recorded_not_fatal(tmp_path, monkeypatch):
     errs = plugins.LOAD_ERRORS["fake"]
     assert "ModuleNotFoundError" in errs["broken"]
     assert "'label'" in errs["clash"] and "reserves" in errs["clash"]
+
+
+def test_a_metric_kind_the_store_cannot_read_back_is_refused_at_load():
+    from mmbench.model.results import MetricDef
+
+    class Odd(Workload):
+        name = "odd-kind"
+        metrics = [MetricDef("Elapsed", "s", "lower", "duration")]   # type: ignore[arg-type]
+    problem = plugins._check("workload", Odd)
+    assert problem and "'duration'" in problem and "kinds:" in problem

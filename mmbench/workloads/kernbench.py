@@ -87,9 +87,9 @@ class Kernbench(Workload):
         "build_limit": Param("duration", "30m", "limit for one build"),
     }
     metrics = [
-        MetricDef("Elapsed", "s", "lower", "duration", description="wall-clock time of make -jN"),
-        MetricDef("User", "s", "lower", "duration", description="user CPU time of make and its children"),
-        MetricDef("System", "s", "lower", "duration", description="system CPU time of make and its children"),
+        MetricDef("Elapsed", "s", "lower", "time", description="wall-clock time of make -jN"),
+        MetricDef("User", "s", "lower", "time", description="user CPU time of make and its children"),
+        MetricDef("System", "s", "lower", "time", description="system CPU time of make and its children"),
     ]
 
     def check(self, params: dict[str, Any], budget: int) -> None:
