@@ -56,7 +56,10 @@ def _guest_argv(run_argv: list[str], results: Path, suite_copy: Path) -> list[st
 def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None) -> Path:
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
            GUEST_ENV: "1", "PYTHONDONTWRITEBYTECODE": "1", "MMBENCH_CACHE": str(share_run.parent / "guest-cache"),
-           "MMBENCH_LOCK_WAIT": "0", "LC_ALL": "C.UTF-8"}
+           "MMBENCH_LOCK_WAIT": "0", "LC_ALL": "C.UTF-8",
+           # the host's cache, read-only in the guest: what the host already unpacked (kernbench's
+           # source tree) need not be unpacked again under emulation
+           "MMBENCH_HOST_CACHE": str(cache_root())}
     for k in ("PYTHONPATH",):
         if os.environ.get(k):
             env[k] = os.environ[k]
