@@ -365,13 +365,10 @@ def ratio_ci(base: Values, new: Values,
         return None
 
 
-def min_detectable_effect(base: Values, new: Values,
-                          kind: MeanKind = "amean", power: float = 0.8,
-                          alpha: float = ALPHA) -> float | None:
-    """Smallest true change (percent of the baseline mean) a two-sided Welch test at ``alpha``
-    finds with probability ``power`` at these data's variation and iteration counts:
-    100·(exp((t(1-alpha/2, df) + t(power, df))·SE(log ratio)) − 1).  Not corrected for the
-    report's multiple tests.  None when undefined (fewer than 2 iterations a side)."""
+def _log_mean_variances(base: Values, new: Values, kind: MeanKind) -> tuple[int, int, float, float] | None:
+    """Iteration counts and the variances of each side's log mean (values scaled by the larger
+    magnitude first, so extreme data cannot overflow); None with fewer than 2 iterations a side
+    or all zeros."""
     b, n = _finite(base), _finite(new)
     if len(b) < 2 or len(n) < 2:
         return None
@@ -382,10 +379,23 @@ def min_detectable_effect(base: Values, new: Values,
     mn = _mean_and_var_of_log_mean([v / scale for v in n], kind)
     if mb is None or mn is None:
         return None
-    vb, vn = mb[1], mn[1]
+    return len(b), len(n), mb[1], mn[1]
+
+
+def min_detectable_effect(base: Values, new: Values,
+                          kind: MeanKind = "amean", power: float = 0.8,
+                          alpha: float = ALPHA) -> float | None:
+    """Smallest true change (percent of the baseline mean) a two-sided Welch test at ``alpha``
+    finds with probability ``power`` at these data's variation and iteration counts:
+    100·(exp((t(1-alpha/2, df) + t(power, df))·SE(log ratio)) − 1).  Not corrected for the
+    report's multiple tests.  None when undefined (fewer than 2 iterations a side)."""
+    got = _log_mean_variances(base, new, kind)
+    if got is None:
+        return None
+    nb, nn, vb, vn = got
     if vb + vn == 0:
         return 0.0
-    df = (vb + vn) ** 2 / (vb ** 2 / (len(b) - 1) + vn ** 2 / (len(n) - 1))
+    df = (vb + vn) ** 2 / (vb ** 2 / (nb - 1) + vn ** 2 / (nn - 1))
     k = (t_quantile(1.0 - alpha / 2.0, df) + t_quantile(power, df)) * math.sqrt(vb + vn)
     try:
         return 100.0 * math.expm1(k)
@@ -400,17 +410,11 @@ def iterations_to_detect(base: Values, new: Values, kind: MeanKind = "amean",
     :func:`min_detectable_effect` falls to ``effect_pct``, assuming each side's per-iteration
     variation stays what these data show.  None when it is undefined (fewer than 2 iterations a
     side) or more than ``limit``."""
-    b, n = _finite(base), _finite(new)
-    if len(b) < 2 or len(n) < 2:
+    got = _log_mean_variances(base, new, kind)
+    if got is None:
         return None
-    scale = max(max(abs(v) for v in b), max(abs(v) for v in n))
-    if scale == 0:
-        return None
-    mb = _mean_and_var_of_log_mean([v / scale for v in b], kind)
-    mn = _mean_and_var_of_log_mean([v / scale for v in n], kind)
-    if mb is None or mn is None:
-        return None
-    ub, un = mb[1] * len(b), mn[1] * len(n)      # variance of one iteration's log mean
+    nb, nn, vb, vn = got
+    ub, un = vb * nb, vn * nn      # variance of one iteration's log mean
     if ub + un == 0:
         return 2
     target = math.log1p(effect_pct / 100.0)

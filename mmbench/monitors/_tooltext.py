@@ -11,6 +11,7 @@ skip both, so one parser reads live and imported files.
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -30,6 +31,12 @@ class ToolTextMonitor(Monitor):
     journaled, so a killed run's restore kills it too)."""
 
     tool: str = ""
+    package: str = ""   # the Debian package that installs ``tool``
+
+    def unavailable_reason(self) -> str | None:
+        if not shutil.which(self.tool):
+            return f"{self.tool} is not installed (apt-get install {self.package})"
+        return None
 
     def argv(self, interval: int) -> list[str]:
         raise NotImplementedError

@@ -12,7 +12,6 @@ each interval.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +51,9 @@ def parse(lines: list[str]) -> tuple[list[str], list[tuple[str, list[float]]]]:
 class Mpstat(ToolTextMonitor):
     name = "mpstat"
     tool = "mpstat"
+    package = "sysstat"
     summary = "mpstat -P ALL: CPU time split (usr, sys, iowait, irq, soft, steal, idle), all CPUs and busiest"
     default_interval = 1.0
-
-    def unavailable_reason(self) -> str | None:
-        if not shutil.which("mpstat"):
-            return "mpstat is not installed (apt-get install sysstat)"
-        return None
 
     def argv(self, interval: int) -> list[str]:
         return ["mpstat", "-P", "ALL", "-u", str(interval)]

@@ -10,7 +10,6 @@ latency-output) read the same way.  Cost: one vmstat process waking each interva
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +62,9 @@ def parse(lines: list[str]) -> tuple[list[str], list[list[float]]]:
 class Vmstat(ToolTextMonitor):
     name = "vmstat"
     tool = "vmstat"
+    package = "procps"
     summary = "vmstat -n: run queue, memory, swap and block IO, interrupts, context switches, CPU %"
     default_interval = 1.0
-
-    def unavailable_reason(self) -> str | None:
-        if not shutil.which("vmstat"):
-            return "vmstat is not installed (apt-get install procps)"
-        return None
 
     def argv(self, interval: int) -> list[str]:
         return ["vmstat", "-n", str(interval)]

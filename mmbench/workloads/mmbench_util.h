@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +80,25 @@ static uint64_t mmb_thp_size(void)
 #define MMB_KPF_THP 22 /* /proc/kpageflags THP bit, Linux 2.6.31: include/uapi/linux/kernel-page-flags.h */
 
 extern const char *__progname; /* glibc: the program's name, for messages */
+
+/* Wait for child ``pid`` (retrying on EINTR); 0 when it exited 0, else 1 with a message naming
+ * task ``i`` and ``when`` it failed.  The caller kills the other tasks. */
+static inline int mmb_reap(pid_t pid, int i, const char *when)
+{
+	int st;
+	pid_t got;
+	while ((got = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	if (got < 0) {
+		fprintf(stderr, "%s: waitpid: %s\n", __progname, strerror(errno));
+		return 1;
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "%s: task %d failed %s\n", __progname, i, when);
+		return 1;
+	}
+	return 0;
+}
 
 __attribute__((noreturn, format(printf, 1, 2))) static inline void mmb_die_usage(const char *fmt, ...);
 

@@ -270,17 +270,9 @@ int main(int argc, char **argv)
 	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < ntasks; i++) {
 		if (procs) {
-			int st;
-			pid_t pid;
-			while ((pid = waitpid(pids[i], &st, 0)) < 0 && errno == EINTR)
-				;
-			if (pid < 0) {
-				perror("pfscale: waitpid");
-				return 1;
-			}
+			int failed = mmb_reap(pids[i], i, "after the measurement");
 			pids[i] = 0;
-			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-				fprintf(stderr, "pfscale: task %d failed after the measurement\n", i);
+			if (failed) {
 				kill_all();
 				return 1;
 			}

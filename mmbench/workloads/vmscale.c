@@ -316,17 +316,9 @@ int main(int argc, char **argv)
 	read_stat(statpath, s1);
 	__atomic_store_n(&sh->leave, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < ntasks; i++) {
-		int st;
-		pid_t pid;
-		while ((pid = waitpid(pids[i], &st, 0)) < 0 && errno == EINTR)
-			;
-		if (pid < 0) {
-			perror("vmscale: waitpid");
-			return 1;
-		}
+		int failed = mmb_reap(pids[i], i, "while cleaning up");
 		pids[i] = 0;
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-			fprintf(stderr, "vmscale: task %d failed while cleaning up\n", i);
+		if (failed) {
 			kill_all();
 			return 1;
 		}
