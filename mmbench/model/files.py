@@ -1,23 +1,28 @@
-"""The results directory's JSON files read through typed, validated models.
+"""The results directory's JSON files, read safely and validated once.
 
-Every stored file goes through ``read_model``: a file that cannot be read, is not JSON, is JSON
-of the wrong shape (a foreign file, a truncated write, a hand edit) or was written by a newer
-mmbench becomes a ``StoreError`` — a ``UsageError`` whose one line names the file and what is
-wrong — instead of a traceback or, worse, a silent misreading.  ``run.json`` carries the store
-format (``format``); a store written before the field existed is format 1 and is read as such.
+Every stored file goes through ``read_checked`` (or ``read_object`` for free-shape files): a file
+that cannot be read, is not JSON, is JSON of the wrong shape (a foreign file, a truncated write, a
+hand edit) or was written by a newer mmbench becomes a ``StoreError`` — a ``UsageError`` whose one
+line names the file and what is wrong — instead of a traceback or, worse, a silent misreading.
+``run.json`` carries the store format (``format``); a store written before the field existed is
+format 1 and is read as such.
+
+Validation is pydantic's (``model/stored.py``), and its import costs more than the rest of a
+two-run ``compare``, so it is done once per content: the store keeps, per file, a digest of the
+validator's source and the file's bytes, and the validated document when it differs from the file
+(defaults filled in, numbers coerced).  A read whose digest matches returns that document without
+importing pydantic; any other read validates again.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from hashlib import blake2b
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing import Any, Protocol
 
 from mmbench.errors import UsageError
-from mmbench.model.names import name_problem
 
 STORE_FORMAT = 1          # bump when a stored file changes meaning; readers refuse newer formats
 MAX_FILE_BYTES = 256 << 20   # no stored JSON file is this large; a bigger one is not ours
@@ -27,90 +32,47 @@ class StoreError(UsageError):
     """A damaged, truncated or foreign file in the results directory (one line, exit 2)."""
 
 
-class _Stored(BaseModel):
-    # Unknown keys are kept (newer minor additions, the runner's own notes), never an error.
-    model_config = ConfigDict(extra="allow")
+class CheckedFiles(Protocol):
+    """Where a store remembers files that passed validation (store/fs.py keeps it in its index)."""
+
+    def lookup(self, path: Path) -> tuple[str, str | None] | None:
+        """(digest, validated document as JSON or None when it is the file itself), if known."""
+
+    def remember(self, path: Path, digest: str, document: str | None) -> None:
+        """Record that ``path`` with ``digest`` validated (to ``document`` when not None)."""
 
 
-class RunMeta(_Stored):
-    name: str
-    status: Literal["running", "complete", "incomplete", "failed", "imported"] = "incomplete"
-    created: float = 0.0
-    finished: float | None = None
-    format: int = Field(default=1, ge=1)
-    pid: int | None = None
-    pid_start: str | None = None
-    boot_id: str | None = None
-    suite_hash: str = ""
-    suite: str = ""
-    settings: dict[str, Any] = {}
-    mmbench_version: str = ""
-    description: str = ""
-    workload_order: list[str] | None = None
-    note: str | None = None
-
-    @field_validator("format")
-    @classmethod
-    def _known_format(cls, v: int) -> int:
-        if v > STORE_FORMAT:
-            raise ValueError(f"written by a newer mmbench (store format {v}; this one reads up to "
-                             f"{STORE_FORMAT}): upgrade mmbench to read it")
-        return v
+_checked: dict[Path, CheckedFiles] = {}   # results directory → its record of checked files
+_validator_key: bytes | None = None
 
 
-class MetricModel(_Stored):
-    name: str
-    unit: str
-    better: Literal["higher", "lower"]
-    kind: Literal["time", "rate", "latency", "count", "percent", "size"] = "time"
-    mean: Literal["amean", "hmean", "gmean"] | None = None
-    description: str = ""
+def remember_checked_files(root: Path, checked: CheckedFiles) -> None:
+    """Use ``checked`` for the files under ``root`` (a store calls this when it is opened)."""
+    _checked[Path(root)] = checked
 
 
-class WorkloadFile(_Stored):
-    label: str
-    plugin: str
-    params: dict[str, Any] = {}
-    metrics: list[MetricModel] = []
-
-    @field_validator("label")
-    @classmethod
-    def _label_is_a_name(cls, v: str) -> str:
-        problem = name_problem(v)
-        if problem:
-            raise ValueError(f"label {problem}")
-        return v
+def _checked_for(path: Path) -> CheckedFiles | None:
+    if _checked:
+        for parent in path.parents:
+            if parent in _checked:
+                return _checked[parent]
+    return None
 
 
-class ResultFile(_Stored):
-    workload: str
-    index: int = Field(ge=0)
-    warmup: bool
-    status: Literal["ok", "failed", "oom"]
-    reason: str | None = None
-    samples: dict[str, list[float | None]] = {}
-    duration: dict[str, float] = {}
-    vmstat_delta: dict[str, int] = {}
-    memcg: dict[str, Any] = {}
-    monitors: dict[str, dict[str, Any]] = {}
-    started: float = 0.0
-    finished: float = 0.0
-    path: str = ""
+def _validator_digest_key() -> bytes:
+    """A digest of the validator's source: a changed model must not trust an old verdict."""
+    global _validator_key
+    if _validator_key is None:
+        here = Path(__file__).parent
+        h = blake2b(digest_size=16)
+        for name in ("stored.py", "names.py"):
+            h.update((here / name).read_bytes())
+        h.update(str(STORE_FORMAT).encode())
+        _validator_key = h.digest()
+    return _validator_key
 
 
-class SummaryFile(_Stored):
-    """A monitor's ``summary.json`` cache (mmbench/monitors/base.py)."""
-    version: int
-    monitor: str
-    notes: list[str] = []
-    metrics: list[tuple[MetricModel, list[float]]] = []
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def read_json(path: Path) -> Any:
-    """A stored JSON document, or a StoreError naming the file and what is wrong with it."""
+def _read_bytes(path: Path) -> bytes:
     try:
         if not path.is_file():
             raise StoreError(f"{path}: not a regular file" if path.exists() else f"{path}: missing")
@@ -121,6 +83,10 @@ def read_json(path: Path) -> Any:
         raise StoreError(f"{path}: cannot read: {e.strerror or e}") from None
     if not raw.strip():
         raise StoreError(f"{path}: empty (a truncated write?)")
+    return raw
+
+
+def _parse(path: Path, raw: bytes) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -133,17 +99,42 @@ def read_json(path: Path) -> Any:
         raise StoreError(f"{path}: not valid JSON ({_short(e)})") from None
 
 
+def read_json(path: Path) -> Any:
+    """A stored JSON document, or a StoreError naming the file and what is wrong with it."""
+    return _parse(path, _read_bytes(path))
+
+
 def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
 
 
-def read_model(path: Path, model: type[M]) -> M:
-    """``path`` parsed and validated as ``model``; any problem is one StoreError line."""
-    data = read_json(path)
+def read_checked(path: Path, kind: str) -> dict[str, Any]:
+    """``path`` validated as a stored ``kind`` ("run", "workload", "result" or "summary", see
+    ``model/stored.py``), as the validated document in JSON form; any problem is one StoreError."""
+    raw = _read_bytes(path)
+    checked = _checked_for(path)
+    digest = ""
+    if checked is not None:
+        digest = blake2b(raw, digest_size=16, key=_validator_digest_key(), person=kind.encode()[:16]).hexdigest()
+        known = checked.lookup(path)
+        if known is not None and known[0] == digest:
+            return json.loads(raw if known[1] is None else known[1])
+    data = _parse(path, raw)
+    document = validate(path, data, kind)
+    if checked is not None:
+        same = json.dumps(document, sort_keys=True) == json.dumps(data, sort_keys=True)
+        checked.remember(path, digest, None if same else json.dumps(document))
+    return document
+
+
+def validate(path: Path, data: Any, kind: str) -> dict[str, Any]:
+    """``data`` (read from ``path``) validated as ``kind``: the document in JSON form."""
+    from pydantic import ValidationError
+    from mmbench.model.stored import MODELS
     if not isinstance(data, dict):
         raise StoreError(f"{path}: expected a JSON object, found {type(data).__name__} (a foreign file?)")
     try:
-        return model.model_validate(data)
+        return MODELS[kind].model_validate(data).model_dump(mode="json")
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(_key(p) for p in err["loc"]) or "document"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal
 
+from mmbench.errors import UsageError
 from mmbench.model.params import Param
 from mmbench.model.results import MetricDef
 
@@ -74,12 +75,12 @@ def load_summary(cls: type["Monitor"], outdir: Path, meta: dict[str, Any]) -> Mo
         newest = max((p.stat().st_mtime_ns for p in Path(outdir).iterdir() if p.name != SUMMARY_CACHE), default=0)
         if st.st_mtime_ns >= newest:
             # validated (model/files.py): a damaged or foreign cache is recomputed, never misread
-            from mmbench.model.files import SummaryFile
-            data = SummaryFile.model_validate_json(cache.read_bytes())
-            if data.version == SUMMARY_VERSION and data.monitor == getattr(cls, "name", ""):
-                return MonitorSummary(metrics=[(MetricDef.from_dict(m.model_dump()), v) for m, v in data.metrics],
-                                      notes=data.notes)
-    except (OSError, ValueError, RecursionError):   # pydantic's ValidationError is a ValueError
+            from mmbench.model.files import read_checked
+            data = read_checked(cache, "summary")
+            if data["version"] == SUMMARY_VERSION and data["monitor"] == getattr(cls, "name", ""):
+                return MonitorSummary(metrics=[(MetricDef.from_dict(m), v) for m, v in data["metrics"]],
+                                      notes=data["notes"])
+    except (OSError, UsageError):
         pass
     summary = cls.summarise(outdir, meta)
     try:

@@ -18,6 +18,7 @@ run from folders and index.  The writer's own index updates are best effort for 
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
@@ -25,7 +26,8 @@ import shutil
 import sqlite3
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -33,9 +35,12 @@ from mmbench import __version__
 from mmbench.model.kernel import proc_start_time
 from mmbench.errors import UsageError
 from mmbench.model.store import RunWriter, Store, validate_run_name
-from mmbench.model.files import (STORE_FORMAT, ResultFile, RunMeta, StoreError, WorkloadFile, kernel_release,
-                                 read_model, read_object, samples_from_json)
+from mmbench.model.files import (STORE_FORMAT, StoreError, kernel_release, read_checked, read_object,
+                                 remember_checked_files, samples_from_json)
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
+
+# result.json's keys that make an IterationResult (the rest are kept in the file, unread)
+RESULT_FIELDS = tuple(f.name for f in fields(IterationResult))
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (name TEXT PRIMARY KEY, status TEXT, created REAL, finished REAL,
@@ -51,6 +56,7 @@ CREATE TABLE IF NOT EXISTS samples (run TEXT, workload TEXT, idx INTEGER, metric
     value REAL);
 CREATE INDEX IF NOT EXISTS samples_by_run ON samples (run, workload, metric);
 CREATE TABLE IF NOT EXISTS indexed (run TEXT PRIMARY KEY, mtime_ns INTEGER, host TEXT, suite TEXT);
+CREATE TABLE IF NOT EXISTS checked (run TEXT, path TEXT, digest TEXT, document TEXT, PRIMARY KEY (run, path));
 """
 
 
@@ -128,7 +134,9 @@ class FileRunWriter(RunWriter):
         write_json(wdir / "workload.json", {"label": workload.label, "plugin": workload.plugin,
                                             "params": workload.params,
                                             "metrics": [m.to_dict() for m in workload.metrics]})
+        self._check(wdir / "workload.json", "workload")
         with self.store.index_quietly() as db:
+            self.store.checked.flush(db)
             db.execute("INSERT OR REPLACE INTO workloads VALUES (?,?,?,?)",
                        (self.name, workload.label, workload.plugin, json.dumps(workload.params)))
             db.executemany("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
@@ -157,8 +165,10 @@ class FileRunWriter(RunWriter):
         else:
             itdir.mkdir(parents=True, exist_ok=True)
             write_json(itdir / "result.json", data)
+        self._check(itdir / "result.json", "result")
         d = result.duration
         with self.store.index_quietly() as db:
+            self.store.checked.flush(db)
             db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
                        (self.name, result.workload, result.index, int(result.warmup), result.status,
                         result.reason, d.get("user"), d.get("system"), d.get("elapsed"), result.path))
@@ -178,13 +188,86 @@ class FileRunWriter(RunWriter):
         if note:
             self.meta["note"] = note
         write_json(self.path / "run.json", self.meta)
+        self._check(self.path / "run.json", "run")
         with self.store.index_quietly() as db:
+            self.store.checked.flush(db)
             db.execute("UPDATE runs SET status=?, finished=? WHERE name=?", (status, self.meta["finished"], self.name))
+
+    def _check(self, path: Path, kind: str) -> None:
+        """Validate what was just written (model/files.py), so the first ``compare`` need not;
+        a file that fails is reported now and again by every reader, and the run goes on."""
+        try:
+            read_checked(path, kind)
+        except StoreError as e:
+            _warn(f"a stored file does not read back: {e}")
+
+
+class IndexCheckedFiles:
+    """The index's ``checked`` table: stored files that passed validation, by content digest
+    (model/files.py).  Read a run at a time; new verdicts are written when a run has been read
+    (``flush``).  Best effort both ways: without a usable index every read validates."""
+
+    def __init__(self, store: "FileStore") -> None:
+        self.store = store
+        self.runs: dict[str, dict[str, tuple[str, str | None]]] = {}
+        self.pending: list[tuple[str, str, str, str | None]] = []
+
+    def _where(self, path: Path) -> tuple[str, str] | None:
+        try:
+            rel = path.relative_to(self.store.root)
+        except ValueError:
+            return None
+        return (rel.parts[0], rel.as_posix()) if len(rel.parts) > 1 else None
+
+    def lookup(self, path: Path) -> tuple[str, str | None] | None:
+        where = self._where(path)
+        if where is None:
+            return None
+        run, rel = where
+        if run not in self.runs:
+            self.runs[run] = {}
+            if (self.store.root / "index.sqlite").exists():
+                try:
+                    with closing(self.store.db()) as db:
+                        self.runs[run] = {p: (d, doc) for p, d, doc in db.execute(
+                            "SELECT path, digest, document FROM checked WHERE run=?", (run,))}
+                except (sqlite3.Error, StoreError):
+                    pass
+        return self.runs[run].get(rel)
+
+    def remember(self, path: Path, digest: str, document: str | None) -> None:
+        where = self._where(path)
+        if where is not None:
+            self.runs.setdefault(where[0], {})[where[1]] = (digest, document)
+            if not self.pending:    # files read after the last run (monitor summaries) are kept too
+                atexit.register(self.flush)
+            self.pending.append((*where, digest, document))
+
+    def flush(self, db: sqlite3.Connection | None = None) -> None:
+        """Write the new verdicts, through ``db`` when the caller holds the index open."""
+        if not self.pending:
+            return
+        rows, self.pending = self.pending, []
+        atexit.unregister(self.flush)
+        try:
+            if db is not None:
+                db.executemany("INSERT OR REPLACE INTO checked VALUES (?,?,?,?)", rows)
+                return
+            with closing(self.store.db()) as own, own:
+                own.executemany("INSERT OR REPLACE INTO checked VALUES (?,?,?,?)", rows)
+        except (sqlite3.Error, StoreError, OSError):
+            pass   # a read-only or busy index: the next read validates again
+
+    def forget(self, run: str) -> None:
+        self.runs.pop(run, None)
+        self.pending = [r for r in self.pending if r[0] != run]
 
 
 class FileStore(Store):
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self.checked = IndexCheckedFiles(self)
+        remember_checked_files(self.root, self.checked)
 
     def __str__(self) -> str:
         return str(self.root)
@@ -264,15 +347,13 @@ class FileStore(Store):
         if not path.is_dir():
             return None
         try:
-            return self._status(read_model(path / "run.json", RunMeta))
+            return self._status(read_checked(path / "run.json", "run"))
         except UsageError:
             return "damaged"
 
-    def _status(self, meta: dict[str, Any] | RunMeta) -> str:
+    def _status(self, meta: dict[str, Any]) -> str:
         # A run whose process died without finishing (SIGKILL, power loss) is incomplete; the
         # index is corrected too, so nothing reading it sees "running" for a dead run.
-        if isinstance(meta, RunMeta):
-            meta = meta.model_dump()
         if meta.get("status") == "running" and not _owner_alive(meta):
             return "incomplete"
         return meta.get("status", "incomplete")
@@ -298,7 +379,13 @@ class FileStore(Store):
             from mmbench.model.params import close_match
             raise UsageError(f"no run named {name!r} in {self.root}{close_match(name, known)}"
                              + (f"; runs: {', '.join(known)}" if known else " (it holds no runs)"))
-        meta = read_model(path / "run.json", RunMeta)
+        try:
+            return self._load_run(name, path)
+        finally:
+            self.checked.flush()
+
+    def _load_run(self, name: str, path: Path) -> RunRecord:
+        meta = read_checked(path / "run.json", "run")
         status = self._status(meta)
         self._sync_index({name: status})
         fp_path = path / "fingerprint.json"
@@ -308,29 +395,29 @@ class FileStore(Store):
             raise StoreError(f"{path / 'suite.toml'}: not UTF-8 text (damaged or foreign)") from None
         except OSError as e:
             raise StoreError(f"{path / 'suite.toml'}: cannot read: {e.strerror or e}") from None
-        rec = RunRecord(name=name, status=status, created=meta.created,  # type: ignore[arg-type]
-                        finished=meta.finished, suite_text=suite_text, suite_hash=meta.suite_hash,
+        rec = RunRecord(name=name, status=status, created=meta["created"],  # type: ignore[arg-type]
+                        finished=meta["finished"], suite_text=suite_text, suite_hash=meta["suite_hash"],
                         fingerprint=read_object(fp_path) if fp_path.exists() else {},
-                        settings=meta.settings, path=path, mmbench_version=meta.mmbench_version)
+                        settings=meta["settings"], path=path, mmbench_version=meta["mmbench_version"])
         for wfile in sorted(path.glob("*/workload.json"), key=lambda p: p.stat().st_mtime_ns):
-            w = read_model(wfile, WorkloadFile)
-            if w.label != wfile.parent.name:
-                raise StoreError(f"{wfile}: label {w.label!r} but its folder is {wfile.parent.name!r} "
+            w = read_checked(wfile, "workload")
+            if w["label"] != wfile.parent.name:
+                raise StoreError(f"{wfile}: label {w['label']!r} but its folder is {wfile.parent.name!r} "
                                  f"(a copied or foreign file)")
-            wr = WorkloadRun(label=w.label, plugin=w.plugin, params=w.params,
-                             metrics=[MetricDef.from_dict(m.model_dump()) for m in w.metrics])
+            wr = WorkloadRun(label=w["label"], plugin=w["plugin"], params=w["params"],
+                             metrics=[MetricDef.from_dict(m) for m in w["metrics"]])
             its = []
             for rfile in wfile.parent.glob("iter-*/result.json"):
-                d = read_model(rfile, ResultFile)
-                if rfile.parent.name != f"iter-{d.index}" or d.workload != w.label:
-                    raise StoreError(f"{rfile}: says workload {d.workload!r} iteration {d.index}, but it is in "
-                                     f"{w.label}/{rfile.parent.name} (a copied or foreign file)")
-                fields = d.model_dump(include=set(ResultFile.model_fields))
-                fields["samples"] = samples_from_json(d.samples)
+                d = read_checked(rfile, "result")
+                if rfile.parent.name != f"iter-{d['index']}" or d["workload"] != w["label"]:
+                    raise StoreError(f"{rfile}: says workload {d['workload']!r} iteration {d['index']}, but it "
+                                     f"is in {w['label']}/{rfile.parent.name} (a copied or foreign file)")
+                fields = {k: d[k] for k in RESULT_FIELDS}
+                fields["samples"] = samples_from_json(d["samples"])
                 its.append(IterationResult(**fields))
             wr.iterations = sorted(its, key=lambda it: it.index)
             rec.workloads.append(wr)
-        order = meta.workload_order
+        order = meta["workload_order"]
         if order:
             rec.workloads.sort(key=lambda w: order.index(w.label) if w.label in order else len(order))
         return rec
@@ -404,16 +491,18 @@ class FileStore(Store):
         """Index one run folder; a damaged one is dropped from the index with a warning."""
         try:
             validate_run_name(name)
-            rec = self.load_run(name)
-            meta = read_model(self.run_path(name) / "run.json", RunMeta)
+            # not load_run: its own index connection would wait for the lock ``db`` holds
+            rec = self._load_run(name, self.run_path(name))
+            meta = read_checked(self.run_path(name) / "run.json", "run")
         except UsageError as e:
             _warn(f"skipping run {name}: {e}")
             _drop(db, name)
             return False
         _drop(db, name)
+        self.checked.flush(db)
         _insert_run(db, name, rec, meta, str(self.run_path(name)))
         db.execute("INSERT OR REPLACE INTO indexed VALUES (?,?,?,?)",
-                   (name, mtime, str(rec.fingerprint.get("host", "")), meta.suite))
+                   (name, mtime, str(rec.fingerprint.get("host", "")), meta["suite"]))
         return True
 
     def _runs_from_index(self) -> list[dict[str, Any]]:
@@ -432,7 +521,7 @@ class FileStore(Store):
         for r in out:
             if r["status"] == "running":
                 try:
-                    r["status"] = self._status(read_model(self.run_path(r["name"]) / "run.json", RunMeta))
+                    r["status"] = self._status(read_checked(self.run_path(r["name"]) / "run.json", "run"))
                 except UsageError:
                     r["status"] = "incomplete"
         self._sync_index({r["name"]: r["status"] for r in out})
@@ -443,7 +532,7 @@ class FileStore(Store):
         for name in sorted(self._folders()):
             try:
                 rec = self.load_run(name)
-                meta = read_model(self.run_path(name) / "run.json", RunMeta)
+                meta = read_checked(self.run_path(name) / "run.json", "run")
             except UsageError as e:
                 _warn(f"skipping run {name}: {e}")
                 continue
@@ -452,8 +541,8 @@ class FileStore(Store):
                         "kernel": kernel_release(rec.fingerprint), "iterations": sum(not i.warmup for i in its),
                         "warmup": sum(i.warmup for i in its),
                         "failed": sum(not i.warmup and i.status != "ok" for i in its),
-                        "description": meta.description, "host": str(rec.fingerprint.get("host", "")),
-                        "suite": meta.suite})
+                        "description": meta["description"], "host": str(rec.fingerprint.get("host", "")),
+                        "suite": meta["suite"]})
         return sorted(out, key=lambda r: r["created"] or 0)
 
     # -- whole-run transfer (push/pull) and history ----------------------------------------------
@@ -481,7 +570,7 @@ class FileStore(Store):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         try:
-            meta = read_model(tmp / "run.json", RunMeta).model_dump(exclude_none=True)
+            meta = {k: v for k, v in read_checked(tmp / "run.json", "run").items() if v is not None}
         except UsageError:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -522,8 +611,10 @@ class FileStore(Store):
             shutil.rmtree(path, ignore_errors=True)
         if path.exists():
             raise StoreError(f"{path}: could not be removed completely")
+        self.checked.forget(name)
         with self.index_quietly() as db:
             _drop(db, name)
+            db.execute("DELETE FROM checked WHERE run=?", (name,))
 
 
 def _warn(text: str) -> None:
@@ -531,14 +622,14 @@ def _warn(text: str) -> None:
 
 
 def _drop(db: sqlite3.Connection, name: str) -> None:
-    for table in ("runs", "workloads", "metrics", "iterations", "samples", "indexed"):
+    for table in ("runs", "workloads", "metrics", "iterations", "samples", "indexed", "checked"):
         db.execute(f"DELETE FROM {table} WHERE {'name' if table == 'runs' else 'run'}=?", (name,))
 
 
-def _insert_run(db: sqlite3.Connection, name: str, rec: RunRecord, meta: RunMeta, path: str) -> None:
+def _insert_run(db: sqlite3.Connection, name: str, rec: RunRecord, meta: dict[str, Any], path: str) -> None:
     db.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
                (name, rec.status, rec.created, rec.finished, rec.suite_hash, kernel_release(rec.fingerprint),
-                meta.description, path))
+                meta["description"], path))
     for w in rec.workloads:
         db.execute("INSERT OR REPLACE INTO workloads VALUES (?,?,?,?)", (name, w.label, w.plugin, json.dumps(w.params)))
         db.executemany("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
