@@ -12,6 +12,10 @@ GNU time (``/usr/bin/time``, which reads the wait4() rusage of make and all its 
 them; the build's products are listed in ``kernbench-products.txt`` (rawdir) and a build that
 produced nothing fails.
 
+In an mmbench VM guest the tree is the host's, which the VM runner attaches as a read-only ext4
+disk mounted at its own path (``guest_trees``; through virtiofs, the tree's 84,000 files would
+run QEMU's virtiofsd out of file descriptors).
+
 As a companion (``[workload.with.kernbench]``, MMTests' thpchallenge pattern) it rebuilds in a
 loop (``builds = 0``) until the workload it accompanies finishes; a build still running then is stopped and not
 counted.
