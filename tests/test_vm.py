@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -151,19 +152,29 @@ def test_guest_builds_from_a_read_only_disk_of_the_host_tree(tmp_path):
     suite.write_text('[suite]\niterations = 1\nwarmup = 0\n[[workload]]\nname = "kernbench"\n'
                      '[workload.params]\nconfig = "tinyconfig"\ntargets = ["mm/"]\njobs = 1\n')
     results = tmp_path / "results"
-    out = mmbench("run", "--config", str(suite), "--kernel", KERNEL, "--vm-memory", "512M", "--results",
-                  str(results), *[a for s in accel for a in ("--set", s)], "kbtree", timeout=900,
-                  env={"MMBENCH_CACHE": str(cache)})
+    try:
+        out = mmbench("run", "--config", str(suite), "--kernel", KERNEL, "--vm-memory", "512M", "--results",
+                      str(results), *[a for s in accel for a in ("--set", s)], "kbtree", timeout=900,
+                      env={"MMBENCH_CACHE": str(cache)})
+        _check_kbtree(out, results, cache, tree)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)   # 30,000 files and their image
+
+
+def _check_kbtree(out, results: Path, cache: Path, tree: Path) -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     assert "making a read-only disk of" in out.stderr
     it = results / "kbtree" / "kernbench" / "iter-0"
     res = json.loads((it / "result.json").read_text())
     assert res["status"] == "ok", res.get("reason")
     assert res["samples"]["Elapsed"][0] > 0
-    path, mount = (it / "raw" / "kernbench-source.txt").read_text().splitlines()
+    path, mount, build = (it / "raw" / "kernbench-source.txt").read_text().splitlines()
     assert path == str(tree)
-    point, fstype, _source, options = mount.split()
+    point, fstype, source, options = mount.split()
     assert (point, fstype) == (str(tree), "ext4") and options.split(",")[0] == "ro"
+    # the objects went to the scratch disk (found by its serial), another disk than the source's
+    b_point, b_fstype, b_source, b_options = build.split()
+    assert (b_point, b_fstype) == ("/var/tmp", "ext4") and b_options.startswith("rw") and b_source != source
     assert not (tree / "written").exists() and len(list(tree.iterdir())) == 3
     assert len(list((cache / "vm" / "trees").glob("*.ext4"))) == 1
     assert _ours(f"{cache}/vm/run-kbtree-") == [] and not list((cache / "vm").glob("run-kbtree-*"))

@@ -187,7 +187,8 @@ class Kernbench(Workload):
         else:
             tree = unpack_source(ctx.log, lambda argv: ctx.run(argv, raw_name="kernbench-unpack.out",
                                                                timeout=1800))
-        (ctx.rawdir / "kernbench-source.txt").write_text(f"{tree}\n{mount_of(tree)}\n")
+        # where the source was read from and the objects go (in a guest: two different disks)
+        (ctx.rawdir / "kernbench-source.txt").write_text(f"{tree}\n{mount_of(tree)}\n{mount_of(ctx.workdir)}\n")
         return tree
 
     def guest_trees(self, params: dict[str, Any], log: Callable[[str], None]) -> list[Path]:
