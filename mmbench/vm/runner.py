@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from mmbench.errors import UsageError
 from mmbench.guest import GUEST_ENV
@@ -54,7 +54,7 @@ def _guest_argv(run_argv: list[str], results: Path, suite_copy: Path) -> list[st
             "--json-log", "--force", *run_argv]
 
 
-def _mount_trees(trees: list[TreeDisk]) -> list[str]:
+def _mount_trees(trees: Sequence[TreeDisk]) -> list[str]:
     """Shell lines mounting each host tree's read-only disk at the tree's own path (over the
     virtiofs view of it); a disk that does not mount ends the guest run, never a silent fallback
     to virtiofs."""
@@ -72,7 +72,7 @@ def _mount_trees(trees: list[TreeDisk]) -> list[str]:
 
 
 def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None,
-                  trees: list[TreeDisk] = ()) -> Path:
+                  trees: Sequence[TreeDisk] = ()) -> Path:
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
            GUEST_ENV: "1", "PYTHONDONTWRITEBYTECODE": "1", "MMBENCH_CACHE": str(share_run.parent / "guest-cache"),
            "MMBENCH_LOCK_WAIT": "0", "LC_ALL": "C.UTF-8",
@@ -93,7 +93,7 @@ def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None,
         lines += [f"mkdir -p /lib/modules/$(uname -r) && mount --bind {shlex.quote(str(kernel_modules))} "
                   f"/lib/modules/$(uname -r)",
                   "modprobe -a zram loop vfat nls_cp437 nls_iso8859-1 nls_utf8 2>/dev/null"]
-    lines += _mount_trees(list(trees))
+    lines += _mount_trees(trees)
     lines += [f"cd {shlex.quote(os.getcwd())}", shlex.join(argv), "rc=$?",
               "echo \"MMBENCH-GUEST-EXIT $rc\"", "sync", "echo o > /proc/sysrq-trigger", "sleep 10"]
     path = share_run / "guest.sh"
