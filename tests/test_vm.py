@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -110,3 +111,70 @@ def test_bad_kernel_is_one_line_exit_2(kernel, words, results):
     assert out.returncode == 2, out.stderr
     assert words in out.stderr and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
     assert not results.exists() or not list(results.iterdir())
+
+
+FAKE_TREE_MAKEFILE = """\
+# a stand-in for a kernel tree: kernbench's two make steps, the second reading every file of
+# the tree (as a build's lookups do) and failing if the guest could write to the tree
+tinyconfig:
+\t@mkdir -p $(O) && echo CONFIG_TEST=y > $(O)/.config
+mm/:
+\t@mkdir -p $(O)/mm && find $(CURDIR)/src -type f -exec cat {} + > /dev/null && echo walked > $(O)/mm/walk.o
+\t@touch $(CURDIR)/written 2>/dev/null && echo "the source tree is writable in the guest" >&2 && exit 1 || true
+"""
+
+
+def test_guest_builds_from_a_read_only_disk_of_the_host_tree(tmp_path):
+    """kernbench's source reaches the guest as a read-only ext4 disk mounted at the tree's own
+    path: a tree of 30,000 files (more than virtiofsd's 20,000 file descriptors here) is read in
+    full, the guest cannot write to it, and the stored run says which filesystem it came from.
+    A fake tree in a private cache keeps this to one cheap iteration."""
+    from mmbench.workloads.kernbench import STAMP, source_tarball
+    from mmbench.model.cache import cache_root
+    if source_tarball() is None:
+        pytest.skip("kernbench needs Debian's linux-source package")
+    real = cache_root()
+    cache = tmp_path / "cache"
+    tree = cache / "kernbench" / source_tarball().name[: -len(".tar.xz")]
+    for d in range(100):
+        (tree / "src" / f"d{d}").mkdir(parents=True)
+        for f in range(300):
+            (tree / "src" / f"d{d}" / f"f{f}.c").write_text(f"int f{f};\n")
+    (tree / "Makefile").write_text(FAKE_TREE_MAKEFILE)
+    (tree / STAMP).write_text("test\n")
+    (cache / "kernels").parent.mkdir(parents=True, exist_ok=True)
+    (cache / "kernels").symlink_to(real / "kernels")    # the kernel package, fetched once
+    accel = []
+    memo = real / "vm" / "accel-probe.json"
+    if memo.exists():   # the real cache's probe answer for this kernel, instead of probing again
+        accel = [f"vm.accel={v}" for k, v in json.loads(memo.read_text()).items() if "6.1.0-47-cloud" in k][:1]
+    suite = tmp_path / "kbtree.toml"
+    suite.write_text('[suite]\niterations = 1\nwarmup = 0\n[[workload]]\nname = "kernbench"\n'
+                     '[workload.params]\nconfig = "tinyconfig"\ntargets = ["mm/"]\njobs = 1\n')
+    results = tmp_path / "results"
+    try:
+        out = mmbench("run", "--config", str(suite), "--kernel", KERNEL, "--vm-memory", "512M", "--results",
+                      str(results), *[a for s in accel for a in ("--set", s)], "kbtree", timeout=900,
+                      env={"MMBENCH_CACHE": str(cache)})
+        _check_kbtree(out, results, cache, tree)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)   # 30,000 files and their image
+
+
+def _check_kbtree(out, results: Path, cache: Path, tree: Path) -> None:
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "making a read-only disk of" in out.stderr
+    it = results / "kbtree" / "kernbench" / "iter-0"
+    res = json.loads((it / "result.json").read_text())
+    assert res["status"] == "ok", res.get("reason")
+    assert res["samples"]["Elapsed"][0] > 0
+    path, mount, build = (it / "raw" / "kernbench-source.txt").read_text().splitlines()
+    assert path == str(tree)
+    point, fstype, source, options = mount.split()
+    assert (point, fstype) == (str(tree), "ext4") and options.split(",")[0] == "ro"
+    # the objects went to the scratch disk (found by its serial), another disk than the source's
+    b_point, b_fstype, b_source, b_options = build.split()
+    assert (b_point, b_fstype) == ("/var/tmp", "ext4") and b_options.startswith("rw") and b_source != source
+    assert not (tree / "written").exists() and len(list(tree.iterdir())) == 3
+    assert len(list((cache / "vm" / "trees").glob("*.ext4"))) == 1
+    assert _ours(f"{cache}/vm/run-kbtree-") == [] and not list((cache / "vm").glob("run-kbtree-*"))

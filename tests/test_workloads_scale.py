@@ -148,6 +148,19 @@ def test_vmscale_cases_and_reclaim(tmp_path):
 
 
 @needs_root
+def test_vmscale_reclaim_in_whole_machine_mode(tmp_path):
+    """In a VM guest (whole-machine mode) there is no memcg: reclaim is the machine's, from
+    /proc/vmstat, not absent."""
+    r = run_workload("vmscale", {"case": ["anon-w-seq"], "tasks": 1, "anon_size": "0.1x"}, budget="128M",
+                     outdir=tmp_path, sandbox="none")
+    ok(r)
+    (n,) = r.samples["reclaim-anon-w-seq"]
+    assert n >= 0
+    out = (tmp_path / "vmscale" / "iter-0" / "raw" / "vmscale-anon-w-seq.out").read_text()
+    assert " pgpgout -1" in out and " pgsteal -1" not in out   # /proc/vmstat's pgpgout is KiB to disk
+
+
+@needs_root
 @pytest.mark.skipif(swap_free_bytes() > 0, reason="swap is active (someone else's): the refusal is not testable")
 def test_vmscale_anon_lru_without_swap_is_refused(tmp_path):
     r = run_workload("vmscale", {"case": ["anon-lru"]}, budget="64M", outdir=tmp_path)

@@ -32,6 +32,7 @@ EARLY_MODULES = ["virtio", "virtio_ring", "virtio_pci_legacy_dev", "virtio_pci_m
                  "fuse", "virtiofs", "virtio_blk", "overlay", "crc16", "mbcache", "jbd2", "ext4"]
 
 PROBE_MARKER = "MMBENCH-PROBE-OK"
+SCRATCH_SERIAL = "mmbench-scratch"     # the scratch disk's virtio-blk serial (other disks: vm/trees.py)
 READY_MARKER = "MMBENCH-GUEST-READY"
 
 INIT = r"""#!/bin/busybox sh
@@ -52,7 +53,9 @@ if ! mount -t overlay overlay -o lowerdir=/lower,upperdir=/upper/up,workdir=/upp
 fi
 mount -t tmpfs tmpfs /newroot/run
 mkdir -p /newroot/var/lib/mmbench && mount -t tmpfs tmpfs /newroot/var/lib/mmbench
-[ -b /dev/vda ] && { mount -t ext4 /dev/vda /newroot/var/tmp || die "cannot mount the scratch disk"; }
+# disks are found by serial (/sys/block/vdX/serial), not by their order of discovery
+for b in /sys/block/vd*; do [ "$(cat $b/serial 2>/dev/null)" = @SCRATCH@ ] && scratch=/dev/${b##*/}; done
+[ -n "$scratch" ] && { mount -t ext4 $scratch /newroot/var/tmp || die "cannot mount the scratch disk"; }
 share=$(arg mmbench.share); cmd=$(arg mmbench.cmd)
 mkdir -p /newroot$share 2>/dev/null; mount -t virtiofs mmbench /newroot$share || die "cannot mount $share"
 mount --move /proc /newroot/proc; mount --move /sys /newroot/sys; mount --move /dev /newroot/dev
@@ -104,7 +107,7 @@ def build_initramfs(kernel: GuestKernel, cache: Path) -> Path:
     mods = _module_paths(kernel)
     chosen = [(m, mods[m]) for m in EARLY_MODULES if m in mods]
     init = (INIT.replace("@MODULES@", " ".join(m for m, _ in chosen))
-            .replace("@PROBE@", PROBE_MARKER).replace("@READY@", READY_MARKER))
+            .replace("@PROBE@", PROBE_MARKER).replace("@SCRATCH@", SCRATCH_SERIAL).replace("@READY@", READY_MARKER))
     files: list[tuple[str, int, bytes]] = [("bin/busybox", 0o100755, BUSYBOX.read_bytes()),
                                            ("init", 0o100755, init.encode())]
     files += [(f"mods/{m}.ko", 0o100644, _read_module(p)) for m, p in chosen]

@@ -1,4 +1,4 @@
-"""Booting the guest: QEMU with two virtiofsd shares, and the KVM-or-TCG probe.
+"""Booting the guest: QEMU with two virtiofsd shares and its disks, and the KVM-or-TCG probe.
 
 Why QEMU directly and not virtme-ng (tried, 1.42 from PyPI, 2026-11-22): virtme-ng mounts the
 host's root over 9p unless its own virtiofs path works, and Debian's 6.1 cloud kernels have no 9p
@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Callable
 
 from mmbench.errors import EnvironmentUnsupported
-from mmbench.vm.initramfs import PROBE_MARKER, READY_MARKER, build_initramfs
+from mmbench.vm.initramfs import PROBE_MARKER, READY_MARKER, SCRATCH_SERIAL, build_initramfs
 from mmbench.vm.kernel import GuestKernel
+from mmbench.vm.trees import TreeDisk
 
 QEMU = "qemu-system-x86_64"
 VIRTIOFSD = ("/usr/lib/qemu/virtiofsd", "/usr/libexec/virtiofsd", "/usr/lib/virtiofsd")
@@ -100,6 +101,7 @@ class GuestSpec:
     cmdfile: Path        # inside share: what the guest runs
     disk: Path | None    # ext4 image for /var/tmp
     append: str = ""
+    trees: list[TreeDisk] = field(default_factory=list)   # host trees as read-only disks
 
 
 @dataclass
@@ -183,7 +185,13 @@ class Guest:
                 "-device", "vhost-user-fs-pci,chardev=c1,tag=mmbench",
                 "-kernel", str(spec.kernel.image), "-initrd", str(initrd), "-append", cmdline]
         if spec.disk is not None:
-            argv += ["-drive", f"file={spec.disk},if=virtio,format=raw"]
+            argv += ["-drive", f"file={spec.disk},if=none,id=scratch,format=raw",
+                     "-device", f"virtio-blk-pci,drive=scratch,serial={SCRATCH_SERIAL}"]
+        for i, t in enumerate(spec.trees):
+            # readonly=on: the guest cannot write the image even if it tried (the image is shared
+            # by every run of the same tree)
+            argv += ["-drive", f"file={t.image},if=none,id=tree{i},format=raw,readonly=on",
+                     "-device", f"virtio-blk-pci,drive=tree{i},serial={t.serial}"]
         t0 = time.monotonic()
         qemu = self._spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         tail: collections.deque[str] = collections.deque(maxlen=200)

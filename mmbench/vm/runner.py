@@ -23,13 +23,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from mmbench.errors import UsageError
 from mmbench.guest import GUEST_ENV
 from mmbench.model.store import Store, copy_runs, validate_run_name
 from mmbench.vm.kernel import cache_root, resolve_kernel
 from mmbench.vm.qemu import Guest, GuestSpec, probe_accelerator, qemu_version
+from mmbench.vm.trees import TreeDisk, suite_trees, tree_disks
 
 BOOT_ALLOWANCE = 120.0            # seconds added to the run's timeout for boot and copying back
 
@@ -53,12 +54,30 @@ def _guest_argv(run_argv: list[str], results: Path, suite_copy: Path) -> list[st
             "--json-log", "--force", *run_argv]
 
 
-def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None) -> Path:
+def _mount_trees(trees: Sequence[TreeDisk]) -> list[str]:
+    """Shell lines mounting each host tree's read-only disk at the tree's own path (over the
+    virtiofs view of it); a disk that does not mount ends the guest run, never a silent fallback
+    to virtiofs."""
+    if not trees:
+        return []
+    lines = ['disk() { for b in /sys/block/vd*; do [ "$(cat $b/serial 2>/dev/null)" = "$1" ] && '
+             'echo /dev/${b##*/}; done; }']
+    for t in trees:
+        where = shlex.quote(str(t.tree))
+        said = shlex.quote(f"mmbench-init: cannot mount the read-only disk {t.serial} of {t.tree}")
+        lines.append(f'd=$(disk {t.serial}); [ -n "$d" ] && mount -t ext4 -o ro "$d" {where} || '
+                     f'{{ echo {said}; echo "MMBENCH-GUEST-EXIT 125"; sync; echo o > /proc/sysrq-trigger; '
+                     'sleep 10; }')
+    return lines
+
+
+def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None,
+                  trees: Sequence[TreeDisk] = ()) -> Path:
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
            GUEST_ENV: "1", "PYTHONDONTWRITEBYTECODE": "1", "MMBENCH_CACHE": str(share_run.parent / "guest-cache"),
            "MMBENCH_LOCK_WAIT": "0", "LC_ALL": "C.UTF-8",
-           # the host's cache, read-only in the guest: what the host already unpacked (kernbench's
-           # source tree) need not be unpacked again under emulation
+           # the host's cache, read-only in the guest; the trees of it a workload reads are
+           # mounted from read-only disks at their paths (vm/trees.py)
            "MMBENCH_HOST_CACHE": str(cache_root())}
     for k in ("PYTHONPATH",):
         if os.environ.get(k):
@@ -74,6 +93,7 @@ def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None)
         lines += [f"mkdir -p /lib/modules/$(uname -r) && mount --bind {shlex.quote(str(kernel_modules))} "
                   f"/lib/modules/$(uname -r)",
                   "modprobe -a zram loop vfat nls_cp437 nls_iso8859-1 nls_utf8 2>/dev/null"]
+    lines += _mount_trees(trees)
     lines += [f"cd {shlex.quote(os.getcwd())}", shlex.join(argv), "rc=$?",
               "echo \"MMBENCH-GUEST-EXIT $rc\"", "sync", "echo o > /proc/sysrq-trigger", "sleep 10"]
     path = share_run / "guest.sh"
@@ -160,8 +180,11 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
             copy_runs(store, open_store(results), [baseline])
         suite_copy = workdir / f"{suite.path.stem}.toml"
         suite_copy.write_text(suite.text)
-        cmd = _command_file(workdir, _guest_argv(run_argv, results, suite_copy), kernel.modules)
-        spec = GuestSpec(kernel, opts.memory_mb, opts.cpus, opts.numa, accel, cache, cmd, disk, opts.append)
+        # host trees the workloads read (kernbench's source): read-only disks, not virtiofs
+        trees = tree_disks(suite_trees(suite, progress.info), cache / "trees", progress.info)
+        cmd = _command_file(workdir, _guest_argv(run_argv, results, suite_copy), kernel.modules, trees)
+        spec = GuestSpec(kernel, opts.memory_mb, opts.cpus, opts.numa, accel, cache, cmd, disk, opts.append,
+                         trees)
         progress.info(f"booting {kernel.release} ({accel.upper()}, {opts.memory_mb} MiB, {opts.cpus} CPUs, "
                       f"{opts.numa} NUMA node(s)); the suite runs inside the guest")
         if accel == "tcg":

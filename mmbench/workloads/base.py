@@ -13,7 +13,7 @@ from __future__ import annotations
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Protocol, Sequence
 
 from mmbench.model.params import Param
 from mmbench.model.results import MetricDef
@@ -97,6 +97,14 @@ class Workload:
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         """Reject impossible parameter combinations with UsageError before anything runs."""
+
+    def guest_trees(self, params: dict[str, Any], log: Callable[[str], None]) -> list[Path]:
+        """Host directories this workload reads when it runs in a VM guest (``--kernel``),
+        prepared here on the host (called before the guest boots).  The VM runner gives each to
+        the guest as a read-only disk mounted at the same path, instead of through virtiofs,
+        whose per-inode file descriptors a large tree exhausts (mmbench/vm/trees.py).  A tree
+        must not change once made."""
+        return []
 
     def run(self, ctx: WorkloadContext) -> Samples:
         raise NotImplementedError

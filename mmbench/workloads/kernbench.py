@@ -12,6 +12,10 @@ GNU time (``/usr/bin/time``, which reads the wait4() rusage of make and all its 
 them; the build's products are listed in ``kernbench-products.txt`` (rawdir) and a build that
 produced nothing fails.
 
+In an mmbench VM guest the tree is the host's, which the VM runner attaches as a read-only ext4
+disk mounted at its own path (``guest_trees``; through virtiofs, the tree's 84,000 files would
+run QEMU's virtiofsd out of file descriptors).
+
 As a companion (``[workload.with.kernbench]``, MMTests' thpchallenge pattern) it rebuilds in a
 loop (``builds = 0``) until the workload it accompanies finishes; a build still running then is stopped and not
 counted.
@@ -24,12 +28,14 @@ import glob
 import os
 import re
 import shutil
+import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
+from mmbench.guest import in_guest
 from mmbench.model.cache import cache_root
 from mmbench.model.results import MetricDef
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
@@ -38,6 +44,7 @@ CONFIGS = ("tinyconfig", "allnoconfig", "defconfig")
 # kernbench's progress log in rawdir: "started", then "build N building" when make -jN starts
 # and "build N done" (thpchallenge waits for the first build)
 PROGRESS_LOG = "kernbench.log"
+STAMP = ".mmbench-unpacked"      # written last into an unpacked tree
 _TARBALL = re.compile(r"linux-source-([\d.]+)\.tar\.xz$")
 
 
@@ -50,6 +57,73 @@ def source_tarball() -> Path | None:
 
 def source_cache() -> Path:
     return cache_root() / "kernbench"
+
+
+def unpack_source(log: Callable[[str], None], run: Callable[[list[str]], Any]) -> Path:
+    """The tree of the newest linux-source tarball in the cache, unpacked on first use with
+    ``run(tar argv)`` (under a lock, then an atomic rename, so a concurrent or interrupted unpack
+    never leaves a half tree in use; the tree is never written to afterwards)."""
+    tarball = source_tarball()
+    if tarball is None:
+        raise WorkloadError("no /usr/src/linux-source-*.tar.xz: install Debian's linux-source package")
+    top = tarball.name[: -len(".tar.xz")]
+    cache = source_cache()
+    tree = cache / top
+    stamp = tree / STAMP
+    if stamp.exists():
+        return tree
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists():
+            return tree
+        tmp = cache / f".unpack-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        log(f"kernbench: unpacking {tarball} into {cache} (once)")
+        try:
+            run(["tar", "-xf", str(tarball), "-C", str(tmp)])
+            if not (tmp / top / "Makefile").exists():
+                raise WorkloadError(f"{tarball} did not unpack to {top}/Makefile")
+            (tmp / top / STAMP).write_text(f"{tarball}\n")
+            shutil.rmtree(tree, ignore_errors=True)
+            os.replace(tmp / top, tree)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return tree
+
+
+def guest_source(host_cache: Path) -> Path:
+    """In an mmbench VM guest: the host's unpacked tree, which must be the read-only disk the VM
+    runner mounted at its path (through virtiofs a build runs virtiofsd out of file descriptors:
+    "INTERNAL: readdir: Too many open files")."""
+    tarball = source_tarball()
+    if tarball is None:
+        raise WorkloadError("no /usr/src/linux-source-*.tar.xz: install Debian's linux-source package")
+    tree = host_cache / "kernbench" / tarball.name[: -len(".tar.xz")]
+    if not (tree / STAMP).exists() or not os.path.ismount(tree):
+        raise WorkloadError(f"kernbench in a VM guest: {tree} is not the read-only disk the VM runner "
+                            f"attaches (kernbench's guest_trees); refusing to build through virtiofs")
+    return tree
+
+
+def mount_of(path: Path) -> str:
+    """The mount holding ``path`` as "MOUNTPOINT FSTYPE SOURCE OPTIONS" (from mountinfo), for the
+    raw record of where the source came from."""
+    best = ("", "")
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return "unknown"
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        f = left.split()
+        point = f[4].replace("\\040", " ")
+        if str(path) == point or str(path).startswith(point.rstrip("/") + "/"):
+            if len(point) >= len(best[0]):
+                fstype, source = (right.split() + ["", ""])[:2]
+                best = (point, f"{point} {fstype} {source} {f[5]}")
+    return best[1] or "unknown"
 
 
 def parse_time(text: str) -> dict[str, float]:
@@ -105,39 +179,27 @@ class Kernbench(Workload):
             raise UsageError("workload kernbench: /usr/bin/time not found: install Debian's time package")
 
     def source(self, ctx: WorkloadContext) -> Path:
-        """The unpacked tree, unpacking it on first use (in the sandbox, under a lock, then an
-        atomic rename, so a concurrent or interrupted unpack never leaves a half tree in use)."""
-        tarball = source_tarball()
-        if tarball is None:
-            raise WorkloadError("no /usr/src/linux-source-*.tar.xz: install Debian's linux-source package")
-        top = tarball.name[: -len(".tar.xz")]
-        host = os.environ.get("MMBENCH_HOST_CACHE")   # set in an mmbench VM guest (vm/runner.py)
-        if host and (Path(host) / "kernbench" / top / ".mmbench-unpacked").exists():
-            # the host's pristine tree, read-only here: `make O=` writes only into the workdir
-            return Path(host) / "kernbench" / top
-        cache = source_cache()
-        tree = cache / top
-        stamp = tree / ".mmbench-unpacked"
-        if stamp.exists():
-            return tree
-        cache.mkdir(parents=True, exist_ok=True)
-        with open(cache / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if stamp.exists():
-                return tree
-            tmp = cache / f".unpack-{os.getpid()}"
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir()
-            ctx.log(f"kernbench: unpacking {tarball} into {cache} (once)")
-            ctx.run(["tar", "-xf", str(tarball), "-C", str(tmp)], raw_name="kernbench-unpack.out", timeout=1800)
-            if not (tmp / top / "Makefile").exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise WorkloadError(f"{tarball} did not unpack to {top}/Makefile")
-            (tmp / top / ".mmbench-unpacked").write_text(f"{tarball}\n")
-            shutil.rmtree(tree, ignore_errors=True)
-            os.replace(tmp / top, tree)
-            shutil.rmtree(tmp, ignore_errors=True)
+        """The unpacked tree: in an mmbench VM guest the host's, on the read-only disk the VM
+        runner attached (see ``guest_trees``); else the cache's, unpacked on first use in the
+        sandbox."""
+        if in_guest() and os.environ.get("MMBENCH_HOST_CACHE"):
+            tree = guest_source(Path(os.environ["MMBENCH_HOST_CACHE"]))
+        else:
+            tree = unpack_source(ctx.log, lambda argv: ctx.run(argv, raw_name="kernbench-unpack.out",
+                                                               timeout=1800))
+        # where the source was read from and the objects go (in a guest: two different disks)
+        (ctx.rawdir / "kernbench-source.txt").write_text(f"{tree}\n{mount_of(tree)}\n{mount_of(ctx.workdir)}\n")
         return tree
+
+    def guest_trees(self, params: dict[str, Any], log: Callable[[str], None]) -> list[Path]:
+        """The unpacked tree (unpacked here, on the host, at host speed): a guest reads it from
+        a read-only disk at the same path, never through virtiofs (84,000 files exhaust
+        virtiofsd's file descriptors: see mmbench/vm/trees.py)."""
+        def tar(argv: list[str]) -> None:
+            proc = subprocess.run(argv, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise WorkloadError(f"kernbench: {' '.join(argv)} failed: {proc.stderr.strip()[-300:]}")
+        return [unpack_source(log, tar)]
 
     def _make(self, ctx: WorkloadContext, argv: list[str], raw: str, timeout: float) -> bool:
         """Run ``argv`` (make, or GNU time wrapping make) in the sandbox; False when the stop

@@ -13,11 +13,13 @@
  * allocates and charges a page-cache page, so sized above the memcg limit they reclaim clean
  * page cache without waiting for the disk, as vm-scalability's sparse-file cases do.
  *
- * Usage: vmscale CASE TASKS BYTES DIR MEMORY_STAT|-
+ * Usage: vmscale CASE TASKS BYTES DIR MEMORY_STAT|/proc/vmstat|-
  * Output: result bytes <n> ns <ns> pgscan <n> pgsteal <n> pgpgout <n>
  * ns: from releasing the tasks until the last is done (setup and teardown outside it);
  * pgscan/pgsteal (cgroup v2) and pgpgout (v1) are MEMORY_STAT deltas over the same window, taken
  * while every task still holds its memory; -1 where the file lacks the field (or MEMORY_STAT is -).
+ * With /proc/vmstat (whole-machine mode) pgscan/pgsteal are the machine's, summed over kswapd,
+ * direct reclaim and khugepaged, and pgpgout is -1.
  *
  * No barriers: the parent polls counters in shared memory and reaps children with WNOHANG, so a
  * task that fails (mmap failed, OOM-killed) makes the parent kill the rest and exit 1.
@@ -253,6 +255,25 @@ static void read_stat(const char *path, long long v[3])
 	if (!text) {
 		fprintf(stderr, "vmscale: cannot read %s: %s\n", path, strerror(errno));
 		exit(1);
+	}
+	if (!strcmp(path, "/proc/vmstat")) {
+		/* Whole-machine mode: the kernel's counters are per reclaimer (pgsteal_khugepaged split
+		 * from _direct in 6.3, absent before: -1, not added); its pgpgout counts KiB written
+		 * to block devices, not folios uncharged, so it is not reported. */
+		v[0] = v[1] = 0;
+		const char *who[] = { "kswapd", "direct", "khugepaged" };
+		for (int i = 0; i < 3; i++) {
+			char name[32];
+			long long n;
+			snprintf(name, sizeof(name), "pgscan_%s", who[i]);
+			if ((n = vmstat_field(text, name)) > 0)
+				v[0] += n;
+			snprintf(name, sizeof(name), "pgsteal_%s", who[i]);
+			if ((n = vmstat_field(text, name)) > 0)
+				v[1] += n;
+		}
+		free(text);
+		return;
 	}
 	v[0] = vmstat_field(text, "pgscan");
 	v[1] = vmstat_field(text, "pgsteal");
