@@ -99,3 +99,35 @@ def test_reindex_keeps_verdicts_and_does_not_wait_for_its_own_lock(tmp_path):
     assert store.sync()[0] == 2            # load_run inside the index transaction: no self-deadlock
     n = store.db().execute("SELECT count(*) FROM checked").fetchone()[0]
     assert n == 8
+
+
+def test_compare_of_known_files_imports_neither_pydantic_nor_numpy(tmp_path):
+    """The compare path's import budget (issue 13 item 9): stored files validated before and
+    monitor summaries cached need neither library."""
+    root = tmp_path / "res"
+    store = FileStore(root)
+    cols = ["pgfault", "pgscan_kswapd", "compact_stall"]
+    for name in ("a", "b"):
+        w = store.create_run(name, force=False, suite_text="", suite_hash="h", suite_effective={},
+                             fingerprint={}, settings={})
+        w.add_workload(WorkloadRun("wl", "bench", {}, [MetricDef("ops", "ops/s", "higher", "rate")]))
+        for i in range(3):
+            d = w.iteration_dir("wl", i) / "monitors" / "proc-vmstat"
+            d.mkdir(parents=True)
+            rows = "".join(f"{t}.000\t{1000 * t}\t{10 * t}\t{t}\n" for t in range(5))
+            (d / "proc-vmstat.tsv").write_text("time\t" + "\t".join(cols) + "\n" + rows)
+            w.add_iteration(IterationResult("wl", i, False, "ok", samples={"ops": [100.0 + i]},
+                                            monitors={"proc-vmstat": {"dir": str(d.relative_to(w.path)),
+                                                                      "files": ["proc-vmstat.tsv"]}},
+                                            path=f"wl/iter-{i}"))
+        w.finish("complete")
+    code = ("import sys, io, contextlib; from mmbench.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    try: main(['compare', '--results', sys.argv[1], 'a', 'b'])\n"
+            "    except SystemExit: pass\n"
+            "print('Kswapd' in out.getvalue() or 'kswapd' in out.getvalue(), "
+            "sorted(m for m in ('numpy', 'pydantic') if m in sys.modules))")
+    first = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True)
+    assert first.stdout.startswith("True"), first.stdout + first.stderr   # summaries computed (numpy)
+    again = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True)
+    assert again.stdout.split(" ", 1) == ["True", "[]\n"], again.stdout + again.stderr

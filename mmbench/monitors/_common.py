@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from mmbench.model.lazy import numpy as np
 
 from mmbench.model.results import MetricDef
 

@@ -88,7 +88,9 @@ def load_summary(cls: type["Monitor"], outdir: Path, meta: dict[str, Any]) -> Mo
         tmp.write_text(json.dumps({"version": SUMMARY_VERSION, "monitor": getattr(cls, "name", ""), "notes": summary.notes,
                                    "metrics": [(m.to_dict(), [float(x) for x in v]) for m, v in summary.metrics]}))
         os.replace(tmp, cache)
-    except (OSError, ValueError):
+        from mmbench.model.files import read_checked
+        read_checked(cache, "summary")   # its verdict recorded now: the next compare skips pydantic
+    except (OSError, ValueError, UsageError):
         pass  # a read-only store still compares, just slower
     return summary
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import numpy as np
+from mmbench.model.lazy import numpy as np
 
 from mmbench.monitors._common import clean
 from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor

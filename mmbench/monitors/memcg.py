@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from mmbench.model.lazy import numpy as np
 
 from mmbench.model.counters import better as direction
 from mmbench.model.quirks import CGROUP_FILES, cgroup_file

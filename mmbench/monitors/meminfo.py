@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+from mmbench.model.lazy import numpy as np
 
 from mmbench.model.counters import better as direction
 from mmbench.model.kernel import parse_meminfo

@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from mmbench.model.lazy import numpy as np
 
 from mmbench.model.params import Param
 from mmbench.monitors._common import clean

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import numpy as np
+from mmbench.model.lazy import numpy as np
 
 from mmbench.model.counters import better as direction
 from mmbench.monitors._common import clean, gauge_metric, rate_metric, rates, read_text

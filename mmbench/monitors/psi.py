@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from mmbench.model.lazy import numpy as np
 
 from mmbench.monitors._common import clean, read_text
 from mmbench.monitors.base import SeriesSpec, MonitorContext, MonitorSummary, SamplingMonitor

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+from mmbench.model.lazy import numpy as np
 
 from mmbench.monitors._common import clean, gauge_metric, read_text
 from mmbench.monitors.base import MonitorSummary, SamplingMonitor

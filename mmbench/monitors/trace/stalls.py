@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-import numpy as np
+from mmbench.model.lazy import numpy as np
 
 from mmbench.model.quirks import KTHREADS
 from mmbench.model.results import MetricDef
