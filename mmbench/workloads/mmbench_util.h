@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -98,6 +99,37 @@ static inline int mmb_reap(pid_t pid, int i, const char *when)
 		return 1;
 	}
 	return 0;
+}
+
+/* Kill and reap every task of pids[0..n) still there (0: already reaped). */
+static inline void mmb_kill_tasks(pid_t *pids, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (pids[i] > 0)
+			kill(pids[i], SIGKILL);
+	for (int i = 0; i < n; i++)
+		if (pids[i] > 0)
+			waitpid(pids[i], NULL, 0);
+}
+
+/* Before the parent says stop, a task that has ended has failed: say how (``who`` names the
+ * program), kill the others and exit 1.  Returns while every task is alive. */
+static inline void mmb_check_tasks(pid_t *pids, int n, const char *who)
+{
+	int st;
+	pid_t pid = waitpid(-1, &st, WNOHANG);
+	if (pid <= 0)
+		return;
+	for (int i = 0; i < n; i++)
+		if (pids[i] == pid)
+			pids[i] = 0;
+	if (WIFSIGNALED(st))
+		fprintf(stderr, "%s: a task was killed by signal %d%s\n", who, WTERMSIG(st),
+			WTERMSIG(st) == SIGKILL ? " (OOM killer?)" : "");
+	else
+		fprintf(stderr, "%s: a task exited early with status %d\n", who, WEXITSTATUS(st));
+	mmb_kill_tasks(pids, n);
+	exit(1);
 }
 
 __attribute__((noreturn, format(printf, 1, 2))) static inline void mmb_die_usage(const char *fmt, ...);

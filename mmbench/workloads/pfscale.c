@@ -155,32 +155,14 @@ static int ntasks, procs;
 
 static void kill_all(void)
 {
-	for (int i = 0; i < ntasks; i++)
-		if (pids[i] > 0)
-			kill(pids[i], SIGKILL);
-	for (int i = 0; i < ntasks; i++)
-		if (pids[i] > 0)
-			waitpid(pids[i], NULL, 0);
+	mmb_kill_tasks(pids, ntasks);
 }
 
 /* Process mode: any child that has ended before the parent said stop has failed. */
 static void check_children(void)
 {
-	if (!procs)
-		return;
-	int st;
-	pid_t pid = waitpid(-1, &st, WNOHANG);
-	if (pid <= 0)
-		return;
-	for (int i = 0; i < ntasks; i++)
-		if (pids[i] == pid)
-			pids[i] = 0;
-	if (WIFSIGNALED(st))
-		fprintf(stderr, "pfscale: a task was killed by signal %d\n", WTERMSIG(st));
-	else
-		fprintf(stderr, "pfscale: a task exited early with status %d\n", WEXITSTATUS(st));
-	kill_all();
-	exit(1);
+	if (procs)
+		mmb_check_tasks(pids, ntasks, "pfscale");
 }
 
 static void watch(double seconds)

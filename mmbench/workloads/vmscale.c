@@ -211,31 +211,13 @@ static int ntasks;
 
 static void kill_all(void)
 {
-	for (int i = 0; i < ntasks; i++)
-		if (pids[i] > 0)
-			kill(pids[i], SIGKILL);
-	for (int i = 0; i < ntasks; i++)
-		if (pids[i] > 0)
-			waitpid(pids[i], NULL, 0);
+	mmb_kill_tasks(pids, ntasks);
 }
 
 /* Before the parent says leave, a child that has ended has failed. */
 static void check_children(void)
 {
-	int st;
-	pid_t pid = waitpid(-1, &st, WNOHANG);
-	if (pid <= 0)
-		return;
-	for (int i = 0; i < ntasks; i++)
-		if (pids[i] == pid)
-			pids[i] = 0;
-	if (WIFSIGNALED(st))
-		fprintf(stderr, "vmscale: a task was killed by signal %d%s\n", WTERMSIG(st),
-			WTERMSIG(st) == SIGKILL ? " (OOM killer?)" : "");
-	else
-		fprintf(stderr, "vmscale: a task exited early with status %d\n", WEXITSTATUS(st));
-	kill_all();
-	exit(1);
+	mmb_check_tasks(pids, ntasks, "vmscale");
 }
 
 static void wait_count(int *counter)
