@@ -22,7 +22,7 @@ from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.model.kernel import page_size
 from mmbench.model.results import MetricDef
-from mmbench.workloads.base import Samples, Workload, WorkloadContext
+from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 OPS = ("Read", "Write", "Allocation")
 STATS = ("p50", "p95", "p99", "max")
@@ -88,6 +88,11 @@ class Simoop(Workload):
                             description="work units (pages_per_op random page touches) per second"),
                   MetricDef("stalls/s", "stalls/s", "lower", "rate", mean="amean",
                             description="work units per second that took longer than the stall threshold")])
+
+    def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
+        # the workers' units of work, and a completed op of each kind that has threads
+        threads = {"Read": params["readers"], "Write": params["writers"], "Allocation": params["allocators"]}
+        return ["work/s", *(f"p50-{op}" for op in OPS if threads[op])]
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         for k in ("file_size", "read_size", "write_size", "alloc_size"):
