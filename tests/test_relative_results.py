@@ -88,13 +88,21 @@ def test_every_kind_of_workload_runs_with_a_relative_results_directory(tmp_path)
     assert mmbench_cgroups() == []
 
 
-def test_relative_results_from_the_environment(tmp_path):
+def test_relative_results_and_cache_from_the_environment(tmp_path):
+    # a relative MMBENCH_CACHE too: the C programs compiled there run from other directories
     (tmp_path / "suite.toml").write_text('[suite]\nbudget = "128M"\niterations = 1\nwarmup = 0\n'
                                          '[[workload]]\nname = "stressng"\n[workload.params]\n'
-                                         'stressors = ["mmap"]\nworkers = 1\nduration = "1s"\nmemory = "0.25x"\n')
-    env = {"MMBENCH_RESULTS": "store"}
+                                         'stressors = ["mmap"]\nworkers = 1\nduration = "1s"\nmemory = "0.25x"\n'
+                                         '[[workload]]\nname = "postmark"\n[workload.params]\n'
+                                         'fileset = "4M"\ntransactions = 300\nsubdirectories = 4\nhog = "16M"\nhog_block = "1M"\n'
+                                         'hog_period = "100ms"\n')
+    env = {"MMBENCH_RESULTS": "store", "MMBENCH_CACHE": "cache"}
     out = mmbench("run", "--config", "suite.toml", "a", cwd=str(tmp_path), env=env)
     assert out.returncode == 0, out.stderr + out.stdout
     assert (tmp_path / "store" / "a" / "stressng" / "iter-0" / "raw" / "stressng-mmap.yaml").exists()
+    assert (tmp_path / "store" / "a" / "postmark" / "iter-0" / "raw" / "anonhog.out").exists()
+    assert any((tmp_path / "cache").rglob("anonhog*"))
+    show = mmbench("show", "a", cwd=str(tmp_path), env=env, check=True).stdout
+    assert show.count("iteration 0: ok") == 2, show
     cmp = mmbench("compare", "a", cwd=str(tmp_path), env=env, check=True).stdout
     assert "mmap bogo-ops/s" in cmp
