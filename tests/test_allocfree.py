@@ -9,7 +9,7 @@ from conftest import needs_root
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.model.params import resolve_params
 from mmbench.plugins import workloads as registry
-from mmbench.workloads.allocfree import MODES, parse_allocfree
+from mmbench.workloads.allocfree import MODES, RATIO, parse_allocfree
 from workload_harness import run_workload
 
 OUT = """round 1 mode pipe pages 25600 seconds 0.100012 ns_per_page 3906.7
@@ -24,6 +24,14 @@ def test_parse_allocfree():
         parse_allocfree(OUT.replace("done rounds 2\n", ""), "pipe")   # killed before the end
     with pytest.raises(WorkloadError, match="allocfree -m anon printed no complete result"):
         parse_allocfree(OUT, "anon")
+
+
+def test_the_ratio_needs_both_modes():
+    cls = registry()["allocfree"]
+    both = resolve_params(cls.params, {}, 256 << 20, "t")
+    assert RATIO in [m.name for m in cls().metric_defs(both)]
+    one = resolve_params(cls.params, {"modes": ["pipe"]}, 256 << 20, "t")
+    assert [m.name for m in cls().metric_defs(one)] == [MODES["pipe"]]
 
 
 def test_allocfree_checks_its_parameters():
@@ -42,9 +50,12 @@ def test_allocfree_measures_both_modes(tmp_path):
     r = run_workload("allocfree", {"duration": "1s", "rounds": 4, "threads": 2, "batch": 64},
                      budget="128M", outdir=tmp_path)
     assert r.status == "ok", r.reason
-    assert set(r.samples) == set(MODES.values())
-    for name, values in r.samples.items():
+    assert set(r.samples) == set(MODES.values()) | {RATIO}
+    for name in MODES.values():
+        values = r.samples[name]
         assert len(values) == 4 and all(50 < v < 1e6 for v in values), (name, values)
+    pipe, anon = (sum(r.samples[MODES[m]]) / 4 for m in ("pipe", "anon"))
+    assert r.samples[RATIO] == [pytest.approx(100 * pipe / anon)]
     raw = tmp_path / "allocfree" / "iter-0" / "raw"
     for mode in MODES:
         for t in range(2):
