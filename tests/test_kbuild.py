@@ -538,3 +538,46 @@ def test_cli_bad_input(argv, words, capsys, monkeypatch):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_submit_sends_patch_contents_with_the_job(tmp_path):
+    """An agent elsewhere cannot read the submitter's files: their content travels in the job and
+    the agent's run reads the same series (names, subjects, sha256)."""
+    import argparse
+    from mmbench.commands.kernel import pack_build_inputs, unpack_build_inputs
+    here = tmp_path / "submitter"
+    (here / "q").mkdir(parents=True)
+    p = _patch(here, "seed002-kswapd-premature-sleep.patch", "mm: b\n\n" + ONE_LINE)
+    _patch(here / "q", "0001-x.patch", FORMAT_PATCH)
+    (here / "q" / "series").write_text("0001-x.patch\n")
+    k = _patch(here, "mine.config", "CONFIG_PSI=y\n")
+    args = argparse.Namespace(kernel="source", kernel_patches=[("patch", str(p)), ("series", str(here / "q" / "series"))],
+                              kconfig=[str(k)], fragment=["irqsoff"])
+    packed = json.loads(json.dumps(pack_build_inputs(args)))
+    argv = unpack_build_inputs(packed, tmp_path / "agent")
+    items = [(argv[i][2:], argv[i + 1]) for i in range(0, len(argv), 2) if argv[i] in ("--patch", "--series")]
+    assert [i[0] for i in items] == ["patch", "series"]
+    sent, got = read_series(args.kernel_patches), read_series(items)
+    assert [(x.name, x.subject, x.sha256) for x in sent] == [(x.name, x.subject, x.sha256) for x in got]
+    assert argv[-4:] == ["--kconfig", str(tmp_path / "agent" / "kernel-kconfig-0" / "mine.config"), "--fragment", "irqsoff"]
+    assert pack_build_inputs(argparse.Namespace(kernel="debian:x", kernel_patches=[], kconfig=[], fragment=[])) is None
+
+
+def test_kernel_lacking_what_mmbench_or_the_suite_needs_is_named(tmp_path):
+    """Before the boot: a missing option mmbench needs stops the run, one the suite's monitors or
+    workloads need is a warning line; both name the CONFIG_ option."""
+    from mmbench.config.load import load_suite
+    from mmbench.vm.kernel import GuestKernel
+    from mmbench.vm.requirements import CORE, missing
+    cfg = tmp_path / "config"
+    have = {k: "y" for k in CORE if k != "CONFIG_ADVISE_SYSCALLS"}
+    cfg.write_text("".join(f"{k}=y\n" for k in have) + "# CONFIG_ADVISE_SYSCALLS is not set\n"
+                   "CONFIG_TRANSPARENT_HUGEPAGE=y\nCONFIG_EVENT_TRACING=y\n")
+    k = GuestKernel("source", tmp_path / "bzImage", "6.1.192", None, cfg)
+    core, warnings = missing(k, load_suite("seed003-compaction"))
+    assert len(core) == 1 and core[0].startswith("CONFIG_ADVISE_SYSCALLS (madvise/fadvise")
+    assert any("lacks CONFIG_IRQSOFF_TRACER, which the irqsoff monitor need(s)" in w for w in warnings)
+    assert any("CONFIG_COMPACTION" in w and "aim 'compaction'" in w for w in warnings)
+    assert not any("CONFIG_TRANSPARENT_HUGEPAGE" in w for w in warnings)
+    # a config that is not known (an image given alone): nothing is claimed
+    assert missing(GuestKernel("x", tmp_path / "bzImage", "?", None, None), load_suite("smoke")) == ([], [])
