@@ -581,3 +581,32 @@ def test_kernel_lacking_what_mmbench_or_the_suite_needs_is_named(tmp_path):
     assert not any("CONFIG_TRANSPARENT_HUGEPAGE" in w for w in warnings)
     # a config that is not known (an image given alone): nothing is claimed
     assert missing(GuestKernel("x", tmp_path / "bzImage", "?", None, None), load_suite("smoke")) == ([], [])
+
+
+def test_guest_crash_comes_back_with_the_run(tmp_path):
+    """mmbench's own traceback in the guest lands in the share (MMBENCH_CRASH_DIR): it is stored
+    with the run and printed on the host, not lost with the guest's tmpfs."""
+    from types import SimpleNamespace
+    from mmbench.store import open_store
+    from mmbench.vm.runner import _command_file, _report_guest_crash, _store_guest_run
+    from mmbench.vm.qemu import GuestResult
+    work = tmp_path / "vm" / "run-x-1"
+    work.mkdir(parents=True)
+    cmd = _command_file(work, ["true"], None)
+    assert f"export MMBENCH_CRASH_DIR={work / 'crash'}" in cmd.read_text()
+    (work / "crash").mkdir()
+    (work / "crash" / "crash-abc.txt").write_text("mmbench 0.1: run\nTraceback (most recent call last):\n"
+                                                  "OSError: [Errno 38] Function not implemented\n")
+    (work / "console.log").write_text("console\n")
+    said: list[str] = []
+    _report_guest_crash(work, SimpleNamespace(warn=said.append))
+    assert said[0].startswith("mmbench crashed inside the guest (crash-abc.txt")
+    assert any("OSError: [Errno 38] Function not implemented" in s for s in said)
+    suite = SimpleNamespace(text="[suite]\n", effective={}, hash="h", description="", path=Path("smoke.toml"),
+                            workloads=[])
+    store = open_store(tmp_path / "results")
+    result = GuestResult(70, False, False, True, 1.0, ["mmbench: internal error: OSError"])
+    vm = {"kernel_release": "6.1.192", "host": "h", "console_log": str(work / "console.log")}
+    _store_guest_run(open_store(work / "results"), store, "x", result, vm, suite, False, {})
+    files = dict(store.run_files("x"))
+    assert b"Function not implemented" in files["guest-crash-abc.txt"]
