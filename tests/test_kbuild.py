@@ -610,3 +610,36 @@ def test_guest_crash_comes_back_with_the_run(tmp_path):
     _store_guest_run(open_store(work / "results"), store, "x", result, vm, suite, False, {})
     files = dict(store.run_files("x"))
     assert b"Function not implemented" in files["guest-crash-abc.txt"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: runs the smoke suite on the host")
+def test_ab_kernels_interleave_one_boot_per_kernel_per_round(tmp_path, monkeypatch):
+    """--baseline-kernel: rounds of one guest boot per kernel, baseline first (A B A B A B), each
+    boot running one iteration (warm-up only in the first round), both runs stored whole.  The
+    boot is replaced by the same suite run on the host, recording which kernel it was given."""
+    import mmbench.vm.runner as vm_runner
+    from mmbench.cli import main
+    from mmbench.run.runner import run_suite
+    from mmbench.store import open_store
+    boots: list[tuple[str, str, list[str]]] = []
+
+    def fake_vm(opts, suite, argv, name, store, *, force, progress, open_store, **kw):
+        boots.append((opts.kernel, name, argv))
+        return run_suite(suite, name, store, force=True, progress=progress)
+    monkeypatch.setattr(vm_runner, "run_in_vm", fake_vm)
+    results = tmp_path / "results"
+    rc = main(["run", "--config", "smoke", "--results", str(results), "--set", "budget=256M",
+               "--set", "faultin.size=16M", "--set", "faultin.passes=1", "--set", "warmup=1", "--quiet",
+               "--kernel", "debian:linux-image-new", "--baseline", "old", "--baseline-kernel", "debian:linux-image-old",
+               "--iterations", "3", "new"])
+    assert rc == 0
+    assert [(k, n) for k, n, _ in boots] == [("debian:linux-image-old", "old.round0"), ("debian:linux-image-new", "new.round0"),
+                                             ("debian:linux-image-old", "old.round1"), ("debian:linux-image-new", "new.round1"),
+                                             ("debian:linux-image-old", "old.round2"), ("debian:linux-image-new", "new.round2")]
+    for _, name, argv in boots:
+        assert argv[-1] == name and argv[argv.index("--iterations") + 1] == "1"
+        assert ("faultin.warmup=1" in argv) == name.endswith("round0")
+    store = open_store(results)
+    for name in ("old", "new"):
+        run = store.load_run(name)
+        assert run.status == "complete" and len(run.workloads[0].measured()) == 3

@@ -23,6 +23,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         from mmbench.model.store import validate_run_name
         validate_run_name(args.name)
         from mmbench.guest import in_guest
+        _check_kernel_flags(args)
+        from mmbench.kbuild.spec import is_build_spec
+        for spec, items in ((suite.vm.get("kernel"), getattr(args, "kernel_patches", None)),
+                            (getattr(args, "baseline_kernel", None), getattr(args, "baseline_kernel_patches", None))):
+            if spec and is_build_spec(spec):   # every build input read and checked; nothing built
+                from mmbench.kbuild.build import plan, request_from_args
+                frags = [*suite.vm.get("kernel_fragments", []), *(getattr(args, "fragment", None) or [])]
+                req = request_from_args(spec, list(items or []), list(dict.fromkeys(frags)),
+                                        getattr(args, "kconfig", None) or [])
+                key = plan(req)[3]
+                print(f"kernel {spec}: {len(req.patches)} patch(es), fragments {'+'.join(req.fragment_names())}: "
+                      f"cache key {key}")
         if suite.vm.get("kernel") and not in_guest():
             print("settings are checked by the kernel under test when the run boots it")
         else:
