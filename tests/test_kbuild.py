@@ -172,6 +172,20 @@ def fake_kconfig_tree(root: Path) -> Path:
         config LIMIT
         \tint "limit"
         \trange 1 8
+        choice
+        \tprompt "tick"
+        \thelp
+        \t  Help text of a choice whose entries are indented (kernel/Kconfig.hz).
+
+        \tconfig HZ_100
+        \t\tbool "100 HZ"
+        \tconfig HZ_250
+        \t\tbool "250 HZ"
+        \t\tdepends on A
+        endchoice
+        config\tTABBED
+        \tbool "tab after config"
+        \tdepends\ton A
         """))
     (root / "arch" / "x86" / "Kconfig").write_text('config X86_ONLY\n\tbool "x"\n\tdepends on $(cc-option,-mfoo) && MMU\n')
     (root / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 0\nEXTRAVERSION =\n")
@@ -193,6 +207,9 @@ def test_dropped_options_named_with_their_unmet_dependency(tmp_path):
     assert "choice" in by["CONFIG_SLUB"]
     assert "no such option" in by["CONFIG_NOPE"]
     assert "CONFIG_LIMIT=16 was asked for, but olddefconfig left CONFIG_LIMIT=8" in by["CONFIG_LIMIT"]
+    # entries indented under a choice after its help text; a tab after `config` (net/unix/Kconfig)
+    for opt in ("CONFIG_HZ_250", "CONFIG_TABBED"):
+        assert "depends on" in kconfig.dropped({opt: "y"}, final, src)[0] and "A=n" in kconfig.dropped({opt: "y"}, final, src)[0]
     # asked off, but something selects it
     on = kconfig.dropped({"CONFIG_HIDDEN": "n"}, "CONFIG_SELECTOR=y\nCONFIG_HIDDEN=y\n", src)
     assert on == ["'# CONFIG_HIDDEN is not set' was asked for, but olddefconfig left CONFIG_HIDDEN=y: "

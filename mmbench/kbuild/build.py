@@ -256,7 +256,9 @@ def _build_locked(request: BuildRequest, source: Source, wanted: dict[str, str],
         t_cfg = time.monotonic()
         final = _configure(source, obj, wanted, log_file, log, fresh_base=kconfig_touched)
         cfg_s = time.monotonic() - t_cfg
-        expect = _read_int(obj / ".mmbench-objects")
+        # objects a full build of this tree has (this fragment set's, else another's): the progress total
+        expect = _read_int(obj / ".mmbench-objects") or max(
+            [n for n in (_read_int(f) for f in obj.parent.glob("*/.mmbench-objects")) if n] or [0]) or None
         log(f"kernel build: compiling in {obj} ({'about ' + str(expect) + ' objects if cold' if expect else 'cold: ~1,300 objects, minutes'})")
         rc, compiled, make_s = _make(source.path, obj, ["bzImage"], log_file, log, "compiling", expect)
         if rc != 0:

@@ -153,19 +153,27 @@ def read_kconfig(srctree: Path, arch: str = "x86") -> dict[str, Symbol]:
                 sym.choice = sym.choice or in_choice > 0
             block = None
 
+        help_indent: int | None = None
         for raw in _logical_lines(path):
             stripped = raw.strip()
             if in_help:
-                if stripped and not raw[:1].isspace():
-                    in_help = False
-                else:
+                # help text ends at the first line indented less than its own first line (as
+                # kconfig's lexer has it): entries inside a choice are often indented themselves
+                indent = len(raw.expandtabs(8)) - len(raw.expandtabs(8).lstrip())
+                if not stripped:
                     continue
+                if help_indent is None:
+                    help_indent = indent
+                    continue
+                if indent >= help_indent:
+                    continue
+                in_help = False
             if not stripped or stripped.startswith("#"):
                 continue
-            word, _, rest = stripped.partition(" ")
+            word, _, rest = stripped.replace("\t", " ").partition(" ")
             rest = rest.strip()
             if word in ("help", "---help---"):
-                in_help = True
+                in_help, help_indent = True, None
                 continue
             if word in ("config", "menuconfig"):
                 close()
@@ -201,8 +209,8 @@ def read_kconfig(srctree: Path, arch: str = "x86") -> dict[str, Symbol]:
                 close()
                 menu_open = False
                 continue
-            if stripped.startswith("depends on "):
-                expr = stripped[len("depends on "):].strip()
+            if word == "depends" and rest.startswith("on "):
+                expr = rest[len("on "):].strip()
                 if block is not None:
                     block[1].append(expr)
                 elif menu_open:
