@@ -13,6 +13,7 @@ progress) with the console's last lines as the reason; completed iterations are 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -301,7 +302,6 @@ def build_facts(build: dict[str, Any]) -> dict[str, Any]:
     """The fingerprint's view of a kernel mmbench built (``kernel.*``): one readable line per fact in
     a comparison's environment diff; the whole record is the run's ``kernel-build.json``."""
     patches = [p.get("name", "?") for p in build.get("patches") or []]
-    import hashlib
     series = hashlib.sha256("".join(p.get("sha256", "") for p in build.get("patches") or []).encode()).hexdigest()
     user = {}
     for f in build.get("fragments") or []:
