@@ -660,3 +660,22 @@ def test_ab_kernels_interleave_one_boot_per_kernel_per_round(tmp_path, monkeypat
     for name in ("old", "new"):
         run = store.load_run(name)
         assert run.status == "complete" and len(run.workloads[0].measured()) == 3
+
+
+def test_kernel_build_and_list_commands(fake_build, tmp_path, capsys):
+    from mmbench.cli import main
+    p = _patch(tmp_path, "fix.patch", ONE_LINE)
+    assert main(["kernel", "build", f"tree:{fake_build}"]) == 0
+    out = capsys.readouterr()
+    rows = dict(l.split(None, 1) for l in out.out.splitlines())
+    assert rows["objects"].startswith("3 of 3 compiled") and rows["patches"] == "none (vanilla)"
+    assert rows["image"].endswith("/bzImage") and len(rows["key"]) == 16 and rows["release"] == "6.1.0"
+    assert "kernel build: compiling" in out.err
+    assert main(["kernel", "build", f"tree:{fake_build}", "--patch", str(p)]) == 0
+    rows = dict(l.split(None, 1) for l in capsys.readouterr().out.splitlines())
+    assert rows["objects"].startswith("1 of 3 compiled") and rows["patches"] == "fix"
+    assert main(["kernel", "build", f"tree:{fake_build}"]) == 0
+    assert "0 compiled now (cached" in capsys.readouterr().out
+    assert main(["kernel", "list"]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert len(listing) == 3 and "/ fix / guest" in listing[1] + listing[2] and "/ vanilla / guest" in listing[1] + listing[2]
