@@ -424,6 +424,7 @@ def test_build_cache_patch_and_revert(fake_build, tmp_path):
     vanilla, log = _build(spec)
     assert not vanilla.cached and vanilla.meta["objects_compiled"] == 3 == vanilla.meta["objects_total"]
     assert vanilla.image.read_text().count("int b = 1;") == 1 and vanilla.release == "6.1.0"
+    vanilla_image = vanilla.image.read_text()
     assert vanilla.meta["source"]["kind"] == "tree" and vanilla.meta["patches"] == []
     assert vanilla.meta["fragments"][0]["name"] == "guest"
     again, _ = _build(spec)
@@ -438,17 +439,27 @@ def test_build_cache_patch_and_revert(fake_build, tmp_path):
                                         "sha256": patched.meta["patches"][0]["sha256"]}]
     assert (src / "mm" / "vmscan.c").read_text() == "int a;\nint b = 1;\nint c;\n"   # taken off again
     assert not list((tmp_path / "cache" / "kbuild" / "applied").glob("*.json"))
-    # the vanilla image rebuilt now must not link the patched object (the reverted file is newer)
+    # the series came off with the old file times: the vanilla object tree never saw a patched
+    # file, so a vanilla build now is a no-op and links no patched object
     import shutil
     shutil.rmtree(vanilla.dir)
     rebuilt, _ = _build(spec)
-    assert rebuilt.meta["objects_compiled"] == 1 and "int b = 2;" not in rebuilt.image.read_text()
+    assert rebuilt.meta["objects_compiled"] == 0 and "int b = 2;" not in rebuilt.image.read_text()
+    assert rebuilt.image.read_text() == vanilla_image
+    # another patch, to another file: only that file is compiled (the patched tree starts from
+    # the vanilla objects again, so the first patch's file is not recompiled)
+    p2 = _patch(tmp_path, "z.patch", ONE_LINE.replace("vmscan", "page_alloc").replace("int a;", "int x;")
+                .replace("int b = 1;", "int y;").replace("int b = 2;", "int y = 2;").replace("int c;", "int z;"))
+    other, log = _build(spec, [p2])
+    assert other.meta["objects_compiled"] == 1 and "int y = 2;" in other.image.read_text()
+    assert "int b = 2;" not in other.image.read_text()
+    assert any("synced from the vanilla one" in line for line in log)
     # a shipped fragment and a user's fragment: object trees of their own, listed
     extra, _ = _build(spec, fragments=["extra"])
     assert extra.meta["objects_compiled"] == 3 and extra.key != vanilla.key
     assert "CONFIG_C=y" in extra.config.read_text()
     from mmbench.kbuild.build import list_builds
-    assert {b.key for b in list_builds()} == {vanilla.key, patched.key, extra.key}
+    assert {b.key for b in list_builds()} == {vanilla.key, patched.key, other.key, extra.key}
 
 
 def test_build_errors(fake_build, tmp_path):
@@ -477,10 +488,14 @@ def test_killed_build_is_put_right_by_the_next(fake_build, tmp_path):
     src = fake_build
     spec = f"tree:{src}"
     p = read_patch_file(_patch(tmp_path, "p.patch", ONE_LINE))
+    from mmbench.kbuild.patches import file_times
     source = describe_source(parse_spec(spec))
+    before = (src / "mm" / "vmscan.c").stat().st_mtime_ns
+    times = file_times(src, p)
     apply_series(src, p, "t")
-    write_journal(source, p)
+    write_journal(source, p, times)
     vanilla, log = _build(spec)
+    assert (src / "mm" / "vmscan.c").stat().st_mtime_ns == before      # its old time, too
     assert any("taking off 1 patch(es) a stopped build left" in l for l in log)
     assert "int b = 1;" in vanilla.image.read_text() and "int b = 2;" not in vanilla.image.read_text()
     assert (src / "mm" / "vmscan.c").read_text() == "int a;\nint b = 1;\nint c;\n"

@@ -6,10 +6,14 @@ compiler's version: the same request is built once.  Builds run out of tree (``m
 object tree per source and fragment set (``kbuild/obj/SOURCE/FRAGMENTS``), so a patched build
 is the vanilla build's object tree with the series applied to the same source path: kbuild
 recompiles only what the patches touch (a tree at another path would recompile all ~1,300
-objects: kbuild records absolute paths).  Under the source's lock: apply the series, configure,
-``make bzImage``, copy the image out, take the series off (the reverted files get new times, so
-the next build recompiles them: see patches.revert_series).  Progress (phase, objects compiled,
-elapsed) goes to ``log``; the number of objects a build compiled is part of its record.
+objects: kbuild records absolute paths).  Under the source's lock: bring the fragment set's
+patched object tree (``FRAGMENTS.patched``) up to date with the vanilla one (rsync: only what
+the last patched build changed), apply the series, configure and ``make bzImage`` there, copy the
+image out, take the series off and give the touched files their old times back.  The vanilla
+object tree never sees a patched file, so it stays exactly as the vanilla sources (a vanilla
+build after a patched one is a no-op, and cannot link a patched object); a patched build
+compiles only what its own patches touch.  Progress (phase, objects compiled, elapsed) goes to
+``log``; the number of objects a build compiled is part of its record.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from typing import Any, Callable
 
 from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.kbuild import kconfig
-from mmbench.kbuild.patches import Patch, apply_series, revert_series, touched_files
+from mmbench.kbuild.patches import (Patch, apply_series, file_times, restore_times, revert_series,
+                                    touched_files)
 from mmbench.kbuild.source import (Source, describe_source, kbuild_root, locked, prepare, read_journal,
                                    write_journal)
 from mmbench.kbuild.spec import SourceSpec, parse_spec
@@ -38,7 +43,7 @@ PROGRESS_EVERY = 15.0           # seconds between progress lines while compiling
 COMPILED = re.compile(r"^\s+(CC|AS|CC \[M\])\s+(\S+\.o)\s*$")
 # What kbuild needs on the host (Debian packages; scripts/setup.sh installs them).
 TOOLS = {"make": "make", "gcc": "gcc", "bison": "bison", "flex": "flex", "bc": "bc", "perl": "perl",
-         "patch": "patch", "tar": "tar", "xz": "xz-utils"}
+         "patch": "patch", "tar": "tar", "xz": "xz-utils", "rsync": "rsync"}
 HEADERS = {"/usr/include/gelf.h": "libelf-dev", "/usr/include/openssl/opensslv.h": "libssl-dev"}
 # Fixed build identity, so an unchanged tree relinks nothing (init/version.o is rebuilt when
 # the timestamp or build number in its generated header changes).
@@ -176,12 +181,13 @@ def _first_error(log_file: Path) -> str:
 
 def _recover(source: Source, log: Callable[[str], None]) -> None:
     """Take off patches a killed build left on the tree (its journal lists them)."""
-    left = read_journal(source)
+    left, times = read_journal(source)
     if not left:
         return
     log(f"kernel build: taking off {len(left)} patch(es) a stopped build left on {source.path}")
     try:
         revert_series(source.path, left)
+        restore_times(source.path, times)
     except EnvironmentUnsupported as e:
         if source.spec.kind == "package":
             # our own unpacked copy: unpack it again, and drop its object trees, whose objects may
@@ -236,8 +242,12 @@ def build_kernel(request: BuildRequest, log: Callable[[str], None]) -> BuiltKern
 
 def _build_locked(request: BuildRequest, source: Source, wanted: dict[str, str], frag_record: list[dict[str, Any]],
                   key: str, log: Callable[[str], None]) -> BuiltKernel:
-    obj = objdir_for(source, request)
-    obj.mkdir(parents=True, exist_ok=True)
+    vanilla_obj = objdir_for(source, request)
+    vanilla_obj.mkdir(parents=True, exist_ok=True)
+    obj = vanilla_obj
+    if request.patches:  # the vanilla tree's objects, in a tree of their own for patched builds
+        obj = vanilla_obj.with_name(vanilla_obj.name + ".patched")
+        _sync_objects(vanilla_obj, obj, log)
     logs = kbuild_root() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log_file = logs / f"{key}.log"
@@ -245,14 +255,14 @@ def _build_locked(request: BuildRequest, source: Source, wanted: dict[str, str],
                         f"{[p.name for p in request.patches]}, fragments {request.fragment_names()}\n")
     t_start = time.monotonic()
     applied: list[Patch] = []
+    times = file_times(source.path, request.patches)
     try:
         kconfig_touched = False
         if request.patches:
             log(f"kernel build: applying {len(request.patches)} patch(es) to {source.path}")
-            for p in request.patches:
-                kconfig_touched |= any(Path(f).name.startswith("Kconfig") for f in touched_files(source.path, p))
+            kconfig_touched = any(Path(f).name.startswith("Kconfig") for p in request.patches for f in touched_files(p))
             applied = apply_series(source.path, request.patches, source.label,
-                                   on_applied=lambda ps: write_journal(source, ps))
+                                   on_applied=lambda ps: write_journal(source, ps, times))
         t_cfg = time.monotonic()
         final = _configure(source, obj, wanted, log_file, log, fresh_base=kconfig_touched)
         cfg_s = time.monotonic() - t_cfg
@@ -300,7 +310,23 @@ def _build_locked(request: BuildRequest, source: Source, wanted: dict[str, str],
         if applied:
             log(f"kernel build: taking the {len(applied)} patch(es) off {source.path} again")
             revert_series(source.path, applied)
+            restore_times(source.path, times)
             write_journal(source, [])
+
+
+def _sync_objects(vanilla: Path, patched: Path, log: Callable[[str], None]) -> None:
+    """Make ``patched`` a copy of ``vanilla`` (times kept): rsync copies only what the previous
+    patched build changed there, so the next one starts from the vanilla objects."""
+    t0 = time.monotonic()
+    patched.mkdir(parents=True, exist_ok=True)
+    # --modify-window=-1: times compared to the nanosecond (a build within the same second as the
+    # vanilla one leaves objects of the same size and second)
+    proc = subprocess.run(["rsync", "-a", "--delete", "--modify-window=-1", f"{vanilla}/", f"{patched}/"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise EnvironmentUnsupported(f"cannot copy the object tree {vanilla} to {patched}: "
+                                     f"{proc.stderr.strip()[-200:]}")
+    log(f"kernel build: patched object tree {patched.name} synced from the vanilla one in "
+        f"{time.monotonic() - t0:.1f} s")
 
 
 def _read_int(path: Path) -> int | None:

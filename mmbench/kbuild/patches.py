@@ -15,6 +15,7 @@ from __future__ import annotations
 import email
 import email.policy
 import hashlib
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -176,15 +177,49 @@ def _failure(out: str) -> str:
     return shown if len(shown) < 300 else shown[:297] + "..."
 
 
-def touched_files(src: Path, p: Patch) -> list[str]:
-    """The files a patch changes (GNU patch's own reading, from a dry run)."""
-    proc = _patch_cmd(src, p, "--dry-run", "--forward")
-    files = []
-    for line in proc.stdout.decode(errors="replace").splitlines():
-        m = re.match(r"(?:checking|patching) file '?([^']+?)'?$", line.strip())
-        if m:
-            files.append(m.group(1))
-    return files
+def touched_files(p: Patch) -> list[str]:
+    """The files a patch changes, creates or deletes, from its ---/+++ headers (paths with the
+    patch's -pN applied)."""
+    out: list[str] = []
+    lines = p.text.decode("utf-8", errors="replace").splitlines()
+    for old, new in zip(lines, lines[1:]):
+        if not (old.startswith("--- ") and new.startswith("+++ ")):
+            continue
+        for header in (new, old):
+            path = header[4:].split("\t", 1)[0].strip()
+            if path != "/dev/null":
+                parts = Path(path).parts[p.strip:]
+                if parts:
+                    out.append(str(Path(*parts)))
+                break
+    return list(dict.fromkeys(out))
+
+
+FileTimes = dict[str, "tuple[int, int] | None"]
+
+
+def file_times(src: Path, patches: list[Patch]) -> FileTimes:
+    """Each touched file's (atime, mtime) in ns before the series, or None if it does not exist."""
+    out: FileTimes = {}
+    for p in patches:
+        for rel in touched_files(p):
+            if rel not in out:
+                try:
+                    st = os.stat(src / rel)
+                    out[rel] = (st.st_atime_ns, st.st_mtime_ns)
+                except OSError:
+                    out[rel] = None
+    return out
+
+
+def restore_times(src: Path, times: FileTimes) -> None:
+    """Give the files the series touched their times from before it again (after it came off)."""
+    for rel, t in times.items():
+        if t is not None:
+            try:
+                os.utime(src / rel, ns=t)
+            except OSError:
+                pass
 
 
 def apply_series(src: Path, patches: list[Patch], source_name: str,
@@ -212,10 +247,12 @@ def apply_series(src: Path, patches: list[Patch], source_name: str,
 
 
 def revert_series(src: Path, applied: list[Patch]) -> None:
-    """Take ``applied`` off again, last first.  The files get new times, so kbuild recompiles them
-    for the next build: restoring their old times would leave the patched objects looking newer
-    than the reverted sources, and the next vanilla image would link them."""
+    """Take ``applied`` off again, last first (the files get new times: restore_times puts the old
+    ones back where no object tree was built from the patched files; kbuild/build.py)."""
     for p in reversed(applied):
+        if _patch_cmd(src, p, "--reverse", "--dry-run", "--force").returncode != 0 and \
+                _patch_cmd(src, p, "--forward", "--dry-run").returncode == 0:
+            continue   # already off (a build stopped while taking its series off)
         proc = _patch_cmd(src, p, "--reverse", "--remove-empty-files")
         if proc.returncode != 0:
             raise EnvironmentUnsupported(

@@ -261,27 +261,34 @@ def journal_path(source: Source) -> Path:
     return kbuild_root() / "applied" / f"{source.id}.json"
 
 
-def write_journal(source: Source, applied: list[Any]) -> None:
-    """The patches on the tree (their text, so they can come off even if the files changed)."""
+def write_journal(source: Source, applied: list[Any], times: dict[str, Any] | None = None) -> None:
+    """The patches on the tree (their text, so they can come off even if the files changed) and
+    the touched files' times from before them."""
     path = journal_path(source)
     if not applied:
         path.unlink(missing_ok=True)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps([{"name": p.name, "file": p.file, "subject": p.subject, "sha256": p.sha256,
-                                "strip": p.strip, "text": p.text.decode("latin-1")} for p in applied]))
+    tmp.write_text(json.dumps({"patches": [{"name": p.name, "file": p.file, "subject": p.subject, "sha256": p.sha256,
+                                            "strip": p.strip, "text": p.text.decode("latin-1")} for p in applied],
+                               "times": times or {}}))
     os.replace(tmp, path)
 
 
-def read_journal(source: Source) -> list[Any]:
+def read_journal(source: Source) -> tuple[list[Any], dict[str, Any]]:
+    """(patches left applied, the touched files' times from before them)."""
     from mmbench.kbuild.patches import Patch
     path = journal_path(source)
     if not path.exists():
-        return []
+        return [], {}
     try:
-        items = json.loads(path.read_text())
-        return [Patch(i["name"], i["file"], i["subject"], i["sha256"], i["text"].encode("latin-1"), i["strip"])
-                for i in items]
-    except (OSError, ValueError, KeyError):
-        return []
+        doc = json.loads(path.read_text())
+        if isinstance(doc, list):   # written before the times were kept
+            doc = {"patches": doc}
+        patches = [Patch(i["name"], i["file"], i["subject"], i["sha256"], i["text"].encode("latin-1"), i["strip"])
+                   for i in doc["patches"]]
+        times = {k: tuple(v) if v else None for k, v in (doc.get("times") or {}).items()}
+        return patches, times
+    except (OSError, ValueError, KeyError, TypeError):
+        return [], {}
