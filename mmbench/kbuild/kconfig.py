@@ -171,6 +171,8 @@ def read_kconfig(srctree: Path, arch: str = "x86") -> dict[str, Symbol]:
             if not stripped or stripped.startswith("#"):
                 continue
             word, _, rest = stripped.replace("\t", " ").partition(" ")
+            if "#" in rest and '"' not in rest:   # a trailing comment (select NLS  # for UTF-8)
+                rest = rest.split("#", 1)[0]
             rest = rest.strip()
             if word in ("help", "---help---"):
                 in_help, help_indent = True, None
