@@ -14,6 +14,10 @@ interval that decides:
   ``--baseline-set`` values on top), run in alternation with this one (A B A B ...), so slow drift
   of the machine hits both equally.
 
+With ``--baseline-kernel`` (commands/run.py) the two arms are the same suite on two kernels, each
+round booting one guest per kernel (``arm_runners``: one run function per arm), and without
+``--until`` it runs exactly ``--iterations`` rounds.
+
 It stops as soon as every headline interval is narrower than the target, or at ``--max-iterations``
 or ``--max-time``, and says which.  A suite names its headline metrics in ``[suite] headline``;
 otherwise each workload's first metric is its headline.  Each round is a run of its own in a
@@ -126,13 +130,16 @@ def _one_round(suite: Any, first: bool) -> Any:
 
 
 def run_adaptive(load: Callable[[list[str]], Any], sets: list[str], name: str, store: Any, *,
-                 until: Until, baseline: str | None, baseline_sets: list[str] | None,
+                 until: Until | None, baseline: str | None, baseline_sets: list[str] | None,
                  max_iterations: int, max_time: float | None, force: bool, progress: Any,
-                 run_suite: Callable[..., str]) -> tuple[str, str]:
-    """Run rounds until the target, a limit, or a failure; returns (status, why it stopped)."""
+                 run_suite: Callable[..., str] | None,
+                 arm_runners: dict[str, Callable[..., str]] | None = None) -> tuple[str, str]:
+    """Run rounds until the target, a limit, or a failure; returns (status, why it stopped).
+    ``until`` None: exactly ``max_iterations`` rounds.  ``arm_runners``: run name → the function
+    that runs that arm's round (default ``run_suite``), e.g. a guest boot of that arm's kernel."""
     from mmbench.store import open_store
     from mmbench.store.transfer import join_interleaved
-    if max_iterations < MIN_ITERATIONS:
+    if until is not None and max_iterations < MIN_ITERATIONS:
         raise UsageError(f"--max-iterations: at least {MIN_ITERATIONS} (fewer cannot estimate a spread)")
     configs = [(name, load(sets))]
     fixed_baseline = None
@@ -155,12 +162,19 @@ def run_adaptive(load: Callable[[list[str]], Any], sets: list[str], name: str, s
         for rnd in range(max_iterations):
             for run_name, suite in configs:
                 part = f"{run_name}.round{rnd}"
-                st = run_suite(_one_round(suite, rnd == 0), part, parts_store, force=True, progress=progress)
+                runner = (arm_runners or {}).get(run_name, run_suite)
+                assert runner is not None
+                st = runner(_one_round(suite, rnd == 0), part, parts_store, force=True, progress=progress)
                 parts[run_name].append(part)
                 join_interleaved(parts_store, parts[run_name], store, run_name, force=True)
                 if st != "complete":
                     return "failed", f"round {rnd + 1} of {run_name} ended {st}"
             n = rnd + 1
+            if until is None:  # a fixed number of rounds (A/B kernels without --until)
+                progress.info(f"round {n} of {max_iterations} done ({', '.join(r for r, _ in configs)})")
+                if n == max_iterations:
+                    return status, f"ran {n} rounds, each arm once per round ({' '.join(r for r, _ in configs)})"
+                continue
             if n < MIN_ITERATIONS:
                 continue
             runs = {rn: store.load_run(rn) for rn, _ in configs}

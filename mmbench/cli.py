@@ -19,6 +19,7 @@ from mmbench import __version__
 from mmbench.plugins import module_names
 from mmbench.commands.results import (cmd_analyze, cmd_compare, cmd_import, cmd_import_mmtests, cmd_list,
                                       cmd_plot, cmd_reindex, cmd_report, cmd_rm, cmd_show)
+from mmbench.commands.kernel import add_build_args, cmd_kernel_build, cmd_kernel_list
 from mmbench.commands.run import cmd_monitor, cmd_restore, cmd_run
 from mmbench.errors import (EXIT_INTERNAL, EXIT_UNSUPPORTED, EXIT_USAGE, EnvironmentUnsupported, UsageError)
 
@@ -66,7 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--iterations", type=_positive_int, metavar="N", help="measured iterations per workload")
     r.add_argument("--force", action="store_true", help="replace an existing run of the same name")
     r.add_argument("--kernel", metavar="KERNEL", help="run inside a QEMU guest booting this kernel: "
-                   "debian:linux-image-..., a bzImage/vmlinuz path (IMAGE:MODULES_DIR) or a build tree")
+                   "debian:linux-image-..., a bzImage/vmlinuz path (IMAGE:MODULES_DIR) or a build tree; "
+                   "or built from source first: source, source:linux-source-6.1, tree:PATH, git:PATH@REF")
+    add_build_args(r)
+    r.add_argument("--baseline-kernel", metavar="KERNEL", help="with --baseline NAME: run the baseline on this "
+                   "kernel, alternating with --kernel round by round (A B A B ...), --iterations rounds")
+    add_build_args(r, "baseline-")
     r.add_argument("--vm-memory", metavar="SIZE", help="guest memory, the machine under test (default 1G)")
     r.add_argument("--vm-cpus", type=_positive_int, metavar="N", help="guest CPUs (default 2)")
     r.add_argument("--vm-numa", type=_positive_int, metavar="N", help="guest NUMA nodes (default 1)")
@@ -165,6 +171,16 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("baseline")
     pl.add_argument("others", nargs="*")
     pl.set_defaults(func=cmd_plot)
+
+    k = sub.add_parser("kernel", help="build kernels under test from source, list the cached builds")
+    ksub = k.add_subparsers(dest="kernel_command", required=True, parser_class=_Parser)
+    kb = ksub.add_parser("build", help="build a kernel (cached): prints its image, release, key and objects compiled")
+    kb.add_argument("spec", nargs="?", default="source", metavar="SPEC",
+                    help="source (default), source:linux-source-6.1, tree:PATH or git:PATH@REF")
+    add_build_args(kb)
+    kb.set_defaults(func=cmd_kernel_build)
+    kl = ksub.add_parser("list", help="the cached kernel builds")
+    kl.set_defaults(func=cmd_kernel_list)
 
     an = sub.add_parser("analyze", help="analyse saved trace output")
     an.add_argument("kind", choices=["irqsoff"])

@@ -19,6 +19,10 @@ pkgs=(gcc libc6-dev make util-linux mount dosfstools e2fsprogs procps time postm
 # kernbench/thpchallenge: Debian's kernel source (/usr/src/linux-source-X.tar.xz) and its build
 # dependencies; pgbench: Debian's PostgreSQL server and its pgbench.
 pkgs+=(linux-source bc bison flex libelf-dev libssl-dev xz-utils perl postgresql)
+# kernels under test built from source (mmbench kernel build): GNU patch for patch series, git
+# for git:PATH@REF sources, rsync for the patched builds' object tree (the compiler and the
+# build dependencies are above)
+pkgs+=(patch git rsync)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,7 +18,7 @@ PKG = Path(mmbench.__file__).parent
 STAGES = {
     "model": 0, "errors": 0, "plugins": 0, "guest": 0, "__init__": 0,
     "config": 1,
-    "run": 2, "vm": 2, "workloads": 2, "monitors": 2,
+    "run": 2, "vm": 2, "kbuild": 2, "workloads": 2, "monitors": 2,
     "store": 3, "importers": 3,
     "analysis": 4,
     "report": 5,

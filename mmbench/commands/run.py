@@ -23,6 +23,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         from mmbench.model.store import validate_run_name
         validate_run_name(args.name)
         from mmbench.guest import in_guest
+        _check_kernel_flags(args)
+        from mmbench.kbuild.spec import is_build_spec
+        for spec, items in ((suite.vm.get("kernel"), getattr(args, "kernel_patches", None)),
+                            (getattr(args, "baseline_kernel", None), getattr(args, "baseline_kernel_patches", None))):
+            if spec and is_build_spec(spec):   # every build input read and checked; nothing built
+                from mmbench.kbuild.build import plan, request_from_args
+                frags = [*suite.vm.get("kernel_fragments", []), *(getattr(args, "fragment", None) or [])]
+                req = request_from_args(spec, list(items or []), list(dict.fromkeys(frags)),
+                                        getattr(args, "kconfig", None) or [])
+                key = plan(req)[3]
+                print(f"kernel {spec}: {len(req.patches)} patch(es), fragments {'+'.join(req.fragment_names())}: "
+                      f"cache key {key}")
         if suite.vm.get("kernel") and not in_guest():
             print("settings are checked by the kernel under test when the run boots it")
         else:
@@ -33,16 +45,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     require_root()
     signals.ignore_after_exit()
+    ab_kernels = getattr(args, "baseline_kernel", None) is not None
     if getattr(args, "until", None) is None:
         for flag in ("baseline", "baseline_set", "max_iterations", "max_time"):
-            if getattr(args, flag, None) not in (None, []):
-                raise UsageError(f"--{flag.replace('_', '-')} goes with --until")
+            if getattr(args, flag, None) not in (None, []) and not (ab_kernels and flag == "baseline"):
+                raise UsageError(f"--{flag.replace('_', '-')} goes with --until"
+                                 + (" (or --baseline-kernel)" if flag == "baseline" else ""))
+    _check_kernel_flags(args)
     args.set = list(args.set or []) + _vm_sets(args)
     suite = load_suite(args.config, args.set, args.iterations)
     progress = make_progress(quiet=args.quiet, json_log=args.json_log)
     try:
         from mmbench.guest import in_guest
-        if suite.vm.get("kernel") and not in_guest():
+        if ab_kernels:
+            status = _run_ab_kernels(args, suite, progress)
+        elif suite.vm.get("kernel") and not in_guest():
             status = _run_in_vm(args, suite, progress)
         elif getattr(args, "until", None) is not None:
             status = _run_adaptive(args, progress, run_suite)
@@ -84,12 +101,98 @@ def _vm_sets(args: argparse.Namespace) -> list[str]:
     return out
 
 
+def _check_kernel_flags(args: argparse.Namespace) -> None:
+    from mmbench.commands.kernel import check_build_flags
+    check_build_flags(args, getattr(args, "kernel", None))
+    if getattr(args, "baseline_kernel", None) is not None:
+        if not args.baseline:
+            raise UsageError("--baseline-kernel needs --baseline NAME (the name the baseline kernel's run is stored as)")
+        if not getattr(args, "kernel", None):
+            raise UsageError("--baseline-kernel goes with --kernel (the kernel of run NAME)")
+        if args.baseline_set:
+            raise UsageError("--baseline-kernel and --baseline-set: give one difference between the arms at a time")
+    if getattr(args, "baseline_kernel_patches", None):
+        from mmbench.kbuild.spec import is_build_spec
+        if not (args.baseline_kernel and is_build_spec(args.baseline_kernel)):
+            raise UsageError("--baseline-patch/--baseline-series go with --baseline-kernel source|tree:PATH|git:PATH@REF")
+
+
+def _guest_kernel(args: argparse.Namespace, spec: str, patches: list[tuple[str, str]], suite: Any,
+                  progress: Any) -> Any:
+    """A kernel built from source (kbuild/) as the VM runner's GuestKernel; None for other specs
+    (the VM runner resolves those itself).  Both kernels of a comparison get the suite's
+    ``[vm] kernel_fragments`` and the command line's --fragment/--kconfig."""
+    from mmbench.kbuild.spec import is_build_spec
+    if not is_build_spec(spec):
+        return None
+    from mmbench.commands.kernel import build_for
+    fragments = [*suite.vm.get("kernel_fragments", []), *(getattr(args, "fragment", None) or [])]
+    return build_for(spec, patches, list(dict.fromkeys(fragments)), getattr(args, "kconfig", None) or [],
+                     progress.info)
+
+
+def _vm_options(suite: Any, kernel_spec: str, guest_kernel: Any) -> Any:
+    from mmbench.vm.runner import VmOptions
+    vm = suite.vm
+    return VmOptions(kernel=kernel_spec, memory_mb=vm["memory_mb"], cpus=vm["cpus"], numa=vm["numa"],
+                     disk_gb=vm["disk_gb"], timeout=vm["timeout_s"], accel=vm["accel"], append=vm["append"],
+                     guest_kernel=guest_kernel)
+
+
+def _run_ab_kernels(args: argparse.Namespace, suite: Any, progress: Any) -> str:
+    """``--kernel A --baseline NAME --baseline-kernel B``: both kernels built first, then rounds of
+    one iteration per kernel, one guest boot each, baseline first (A B A B ...; campaign.py), so
+    drift of the machine hits both; ``--iterations N`` rounds, or with --until until the
+    headline intervals are narrow enough."""
+    from mmbench.campaign import DEFAULT_MAX_ITERATIONS, parse_until, run_adaptive
+    from mmbench.config.load import load_suite
+    from mmbench.model.sizes import parse_duration
+    from mmbench.store import open_store
+    from mmbench.vm.runner import run_in_vm
+    if suite.vm.get("kernel") is None:
+        raise UsageError("--baseline-kernel: the run needs --kernel too")
+    base_patches = list(getattr(args, "baseline_kernel_patches", None) or [])
+    kernels = {args.baseline: (args.baseline_kernel, _guest_kernel(args, args.baseline_kernel, base_patches,
+                                                                  suite, progress)),
+               args.name: (suite.vm["kernel"], _guest_kernel(args, suite.vm["kernel"],
+                                                             list(args.kernel_patches or []), suite, progress))}
+    common = [item for item in args.set if not item.split("=", 1)[0].startswith("vm.")]
+
+    def arm(run_name: str) -> Any:
+        spec, gk = kernels[run_name]
+
+        def run_round(round_suite: Any, part: str, parts_store: Any, *, force: bool, progress: Any) -> str:
+            guest_args: list[str] = []
+            for item in common:
+                guest_args += ["--set", item]
+            guest_args += ["--iterations", "1"]
+            for w in round_suite.workloads:
+                guest_args += ["--set", f"{w.label}.warmup={w.warmup}"]
+            return run_in_vm(_vm_options(round_suite, spec, gk), round_suite, [*guest_args, part], part, parts_store,
+                             force=True, progress=progress, open_store=open_store)
+        return run_round
+    until = parse_until(args.until) if args.until is not None else None
+    max_time = None
+    if args.max_time is not None:
+        try:
+            max_time = parse_duration(args.max_time)
+        except ValueError as e:
+            raise UsageError(f"--max-time: {e}") from None
+    rounds = args.max_iterations or (DEFAULT_MAX_ITERATIONS if until else
+                                     (args.iterations or max(w.iterations for w in suite.workloads)))
+    status, why = run_adaptive(
+        lambda sets: load_suite(args.config, sets), list(args.set), args.name, store_of(args), until=until,
+        baseline=args.baseline, baseline_sets=[], max_iterations=rounds, max_time=max_time, force=args.force,
+        progress=progress, run_suite=None, arm_runners={n: arm(n) for n in kernels})
+    print(f"mmbench: {why}", file=sys.stderr)
+    return status
+
+
 def _run_in_vm(args: argparse.Namespace, suite: Any, progress: Any) -> str:
     """Run the suite inside a guest; the guest runs `mmbench run` with the same arguments."""
-    from mmbench.vm.runner import VmOptions, run_in_vm
-    vm = suite.vm
-    opts = VmOptions(kernel=vm["kernel"], memory_mb=vm["memory_mb"], cpus=vm["cpus"], numa=vm["numa"],
-                     disk_gb=vm["disk_gb"], timeout=vm["timeout_s"], accel=vm["accel"], append=vm["append"])
+    from mmbench.vm.runner import run_in_vm
+    gk = _guest_kernel(args, suite.vm["kernel"], list(getattr(args, "kernel_patches", None) or []), suite, progress)
+    opts = _vm_options(suite, suite.vm["kernel"], gk)
     guest_args: list[str] = []
     for item in args.set:
         if not item.split("=", 1)[0].startswith("vm."):

@@ -89,6 +89,9 @@ class VmSpec(_Strict):
     timeout: str | float = "2h"
     accel: Literal["auto", "kvm", "tcg"] = "auto"
     append: str = ""
+    # shipped config fragments a kernel built for this suite needs (both kernels of a comparison
+    # get them), e.g. ["irqsoff"]: mmbench/configs/kernel/NAME.config
+    kernel_fragments: list[str] = Field(default_factory=list)
 
 
 class SuiteFile(_Strict):

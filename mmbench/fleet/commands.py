@@ -45,7 +45,9 @@ def cmd_pull(args: argparse.Namespace) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from mmbench.fleet.queue import job_for_suite, submit
     from mmbench.model.store import validate_run_name
+    from mmbench.commands.kernel import pack_build_inputs
     url = _queue_url(args)
+    kernel_inputs = pack_build_inputs(args)   # patches and fragments travel with the job
     if args.interleave:
         names = [validate_run_name(n) for n in args.names]
         if len(names) != len(args.interleave):
@@ -56,6 +58,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             # CONFIG[,KEY=VALUE...]: each configuration is a suite plus its own --set values
             config, *sets = spec.split(",")
             configs.append(job_for_suite(config, [*args.set, *sets], args.kernel, name))
+            configs[-1]["kernel_build"] = kernel_inputs
         job: dict[str, Any] = {"kind": "interleave", "configs": configs, "rounds": args.rounds,
                                "name": "+".join(names), "results": args.results}
     else:
@@ -64,7 +67,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
                              "NAME each)")
         job = {"kind": "run", **job_for_suite(args.config, args.set, args.kernel,
                                               validate_run_name(args.names[0]), args.iterations),
-               "results": args.results}
+               "results": args.results, "kernel_build": kernel_inputs}
     job_id = submit(url, args.machines, job)
     print(f"queued job {job_id} ({job['name']}) for machines tagged {args.machines!r}")
     return 0
@@ -140,6 +143,8 @@ def add_fleet_commands(sub: Any, results_arg: Callable[[argparse.ArgumentParser]
     sm.add_argument("--config", metavar="SUITE", help="suite file or shipped suite name")
     sm.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     sm.add_argument("--kernel", metavar="KERNEL", help="run in a VM with this kernel (see mmbench run)")
+    from mmbench.commands.kernel import add_build_args
+    add_build_args(sm)   # their files' contents travel with the job
     sm.add_argument("--iterations", type=int, metavar="N")
     sm.add_argument("--machines", required=True, metavar="TAG", help="run on an agent with this tag")
     sm.add_argument("--interleave", nargs="+", metavar="CONFIG[,KEY=VALUE...]",

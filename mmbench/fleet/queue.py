@@ -154,6 +154,8 @@ def _run_argv(spec: dict[str, Any], workdir: Path, results: str, name: str, extr
         argv += ["--set", s]
     if spec.get("kernel"):
         argv += ["--kernel", spec["kernel"]]
+    from mmbench.commands.kernel import unpack_build_inputs
+    argv += unpack_build_inputs(spec.get("kernel_build"), workdir)
     return argv + extra + [name]
 
 

@@ -1,6 +1,7 @@
 """The kernel under test: resolve a ``--kernel`` argument into an image, its modules and config.
 
-Three forms: a Debian kernel package (``debian:linux-image-6.1.0-50-cloud-amd64``), fetched with
+Three forms (a source to build, ``source``/``tree:``/``git:``, is kbuild/'s: the VM runner only
+ever gets the image it built): a Debian kernel package (``debian:linux-image-6.1.0-50-cloud-amd64``), fetched with
 ``apt-get download`` into ``$MMBENCH_CACHE/kernels`` and unpacked with ``dpkg-deb -x`` (never
 installed); a kernel image path (bzImage/vmlinuz), with its modules found beside it
 (``<root>/boot/vmlinuz-REL`` → ``<root>/lib/modules/REL``) or named explicitly as
@@ -39,6 +40,7 @@ class GuestKernel:
     release: str                  # uname -r of the guest
     modules: Path | None          # the directory holding modules.dep (lib/modules/REL), if modular
     config: Path | None           # the kernel's .config, if known
+    build: dict | None = None     # built by mmbench (kbuild/): its provenance (source, patches, config)
 
     def config_values(self) -> dict[str, str]:
         """The mm-relevant options of the kernel's config (all of them are in ``config_all``)."""
@@ -142,6 +144,10 @@ def resolve_kernel(spec: str) -> GuestKernel:
                          "or a build tree")
     if spec.startswith("debian:"):
         return _from_root(spec, _fetch_debian(spec[len("debian:"):]))
+    from mmbench.kbuild.spec import is_build_spec
+    if is_build_spec(spec):  # the command builds it first (kbuild/) and hands over a GuestKernel
+        raise UsageError(f"--kernel {spec}: a kernel source to build; build it with 'mmbench kernel build "
+                         f"{spec}' or give it to 'mmbench run --kernel'")
     image_part, _, mods_part = spec.partition(":") if not Path(spec).exists() else (spec, "", "")
     path = Path(image_part)
     if path.is_dir():

@@ -67,11 +67,15 @@ def probe_accelerator(kernel: GuestKernel, cache: Path, log: Callable[[str], Non
     cached per kernel image and QEMU version."""
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return "tcg"
-    key = f"{kernel.image.stat().st_size}-{int(kernel.image.stat().st_mtime)}-{qemu_version()}"
+    key = f"{kernel.image}|{kernel.image.stat().st_size}-{int(kernel.image.stat().st_mtime)}-{qemu_version()}"
+    if kernel.build and kernel.build.get("config_sha256"):
+        # kernels mmbench built from one config boot alike under KVM (a patch to mm/ does not
+        # change that): one probe per config, not 20 s per patched image
+        key = f"kbuild-config:{kernel.build['config_sha256']}|{qemu_version()}"
     memo = cache / "accel-probe.json"
     known = json.loads(memo.read_text()) if memo.exists() else {}
-    if f"{kernel.image}|{key}" in known:
-        return known[f"{kernel.image}|{key}"]
+    if key in known:
+        return known[key]
     initrd = build_initramfs(kernel, cache)
     argv = [QEMU, *_accel_args("kvm"), "-m", "256M", "-smp", "1", "-nographic", "-no-reboot",
             "-kernel", str(kernel.image), "-initrd", str(initrd),
@@ -85,7 +89,7 @@ def probe_accelerator(kernel: GuestKernel, cache: Path, log: Callable[[str], Non
     accel = "kvm" if ok else "tcg"
     log(f"accelerator probe: KVM {'boots' if ok else 'cannot boot'} {kernel.release} "
         f"({time.monotonic() - t0:.1f} s); using {accel.upper()}")
-    known[f"{kernel.image}|{key}"] = accel
+    known[key] = accel
     memo.write_text(json.dumps(known))
     return accel
 

@@ -13,6 +13,7 @@ progress) with the console's last lines as the reason; completed iterations are 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -28,7 +29,7 @@ from typing import Any, Callable, Sequence
 from mmbench.errors import UsageError
 from mmbench.guest import GUEST_ENV
 from mmbench.model.store import Store, copy_runs, validate_run_name
-from mmbench.vm.kernel import cache_root, resolve_kernel
+from mmbench.vm.kernel import GuestKernel, cache_root, resolve_kernel
 from mmbench.vm.qemu import Guest, GuestSpec, probe_accelerator, qemu_version
 from mmbench.vm.trees import TreeDisk, suite_trees, tree_disks
 
@@ -45,6 +46,7 @@ class VmOptions:
     timeout: float = 7200.0
     accel: str = "auto"
     append: str = ""
+    guest_kernel: GuestKernel | None = None   # already resolved (a kernel mmbench built: kbuild/)
 
 
 def _guest_argv(run_argv: list[str], results: Path, suite_copy: Path) -> list[str]:
@@ -76,6 +78,8 @@ def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None,
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
            GUEST_ENV: "1", "PYTHONDONTWRITEBYTECODE": "1", "MMBENCH_CACHE": str(share_run.parent / "guest-cache"),
            "MMBENCH_LOCK_WAIT": "0", "LC_ALL": "C.UTF-8",
+           # an internal error's traceback lands in the share, so it comes back with the run
+           "MMBENCH_CRASH_DIR": str(share_run / "crash"),
            # the host's cache, read-only in the guest; the trees of it a workload reads are
            # mounted from read-only disks at their paths (vm/trees.py)
            "MMBENCH_HOST_CACHE": str(cache_root())}
@@ -151,7 +155,15 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
     validate_run_name(name)
     if store.exists(name) and not force:
         raise UsageError(f"run {name!r} already exists; use --force to replace it or pick another name")
-    kernel = resolve_kernel(opts.kernel)
+    kernel = opts.guest_kernel or resolve_kernel(opts.kernel)
+    from mmbench.vm.requirements import missing
+    core, lacking = missing(kernel, suite)
+    if core:
+        from mmbench.errors import EnvironmentUnsupported
+        raise EnvironmentUnsupported(f"kernel {kernel.release} ({opts.kernel}) cannot run mmbench in a guest: it "
+                                     f"lacks {'; '.join(core)}")
+    for line in lacking:
+        progress.warn(line)
     qver = qemu_version()
     cache = cache_root() / "vm"
     cache.mkdir(parents=True, exist_ok=True)
@@ -204,6 +216,9 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
                     "host_kernel": os.uname().release, "host_thp": host_thp(), "wall_s": round(result.wall, 1),
                     "boot_to_exit_s": round(time.monotonic() - t0, 1)}
         vm_facts["console_log"] = str(workdir / "console.log")
+        if kernel.build:
+            vm_facts["kernel_build"] = kernel.build
+        _report_guest_crash(workdir, progress)
         for extra in extra_runs:  # --baseline-set: the baseline configuration ran in the guest too
             _store_guest_run(open_store(results), store, extra, result, dict(vm_facts), suite, force, {})
         return _store_guest_run(open_store(results), store, name, result, vm_facts, suite, force, current)
@@ -242,8 +257,13 @@ def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: d
     meta.setdefault("workload_order", [w.label for w in suite.workloads])  # written at the end inside
     meta.setdefault("suite", suite.path.stem)
     fp = json.loads(files.get("fingerprint.json", b"{}"))
+    build = vm.pop("kernel_build", None)
     fp["vm"] = vm
     kern = fp.get("kernel") or {}
+    if build:  # a kernel mmbench built: its source, patches and config, in the environment diff
+        kern.update(build_facts(build))
+        fp["kernel"] = kern
+        files["kernel-build.json"] = json.dumps(build, indent=1).encode()
     if "cmdline" in kern:  # mmbench's own boot arguments name per-run paths: not part of the environment
         kern["cmdline"] = " ".join(t for t in kern["cmdline"].split() if not t.startswith("mmbench."))
     fp["guest_host"], fp["host"] = fp.get("host", ""), vm["host"]
@@ -263,6 +283,8 @@ def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: d
     files["run.json"] = json.dumps(meta, indent=1).encode()
     if console.is_file():  # the guest's serial console, kept with the run
         files["vm-console.log"] = console.read_bytes()
+    for crash in sorted((console.parent / "crash").glob("crash-*.txt")):  # mmbench's own traceback
+        files[f"guest-{crash.name}"] = crash.read_bytes()
     store.put_run_files(name, sorted(files.items()), force=True)
     return meta["status"]
 
@@ -274,3 +296,27 @@ def _fail_iteration(files: dict[str, bytes], current: dict[str, Any], reason: st
         {"workload": label, "index": index, "warmup": bool(current.get("warmup")), "status": "failed",
          "reason": reason, "samples": {}, "duration": {}, "vmstat_delta": {}, "memcg": {}, "monitors": {},
          "started": 0.0, "finished": 0.0, "path": f"{label}/iter-{index}"}).encode()
+
+
+def build_facts(build: dict[str, Any]) -> dict[str, Any]:
+    """The fingerprint's view of a kernel mmbench built (``kernel.*``): one readable line per fact in
+    a comparison's environment diff; the whole record is the run's ``kernel-build.json``."""
+    patches = [p.get("name", "?") for p in build.get("patches") or []]
+    series = hashlib.sha256("".join(p.get("sha256", "") for p in build.get("patches") or []).encode()).hexdigest()
+    user = {}
+    for f in build.get("fragments") or []:
+        user.update(f.get("options") or {})
+    return {"source": build.get("source_label", ""), "patches": patches,
+            "series_sha256": series[:12] if patches else "",
+            "fragments": [f.get("name", "?") for f in build.get("fragments") or []],
+            "config_sha256": str(build.get("config_sha256", ""))[:12],
+            "user_options": user}
+
+
+def _report_guest_crash(workdir: Path, progress: Any) -> None:
+    """mmbench's own traceback from inside the guest, printed on the host (it is kept with the run)."""
+    for crash in sorted((workdir / "crash").glob("crash-*.txt")):
+        lines = [l for l in crash.read_text(errors="replace").splitlines() if l.strip()]
+        progress.warn(f"mmbench crashed inside the guest ({crash.name}, kept with the run as guest-{crash.name}):")
+        for line in lines[-12:]:
+            progress.warn(f"  [guest] {line}")

@@ -18,7 +18,11 @@ def env_diff(runs: list[RunRecord], names: list[str]) -> list[tuple[str, dict[st
     for k in sorted(keys):
         vals = [f.get(k) for f in flat]
         if any(v != vals[0] for v in vals[1:]):
-            out.append((k, dict(zip(names, vals))))
+            # a list reads as one line: patches: vanilla=[] patched=[seed002-kswapd-premature-sleep]
+            shown = [f"[{', '.join(map(str, v))}]" if isinstance(v, list) else v for v in vals]
+            out.append((k, dict(zip(names, shown))))
+    if any(k == "kernel.patches" for k, _ in out):  # the series hash only adds to a different series
+        out = [(k, v) for k, v in out if k != "kernel.series_sha256"]
     return out
 
 

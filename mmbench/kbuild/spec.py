@@ -1,0 +1,81 @@
+"""What ``--kernel`` names to build: the spec syntax, parsed without touching the disk.
+
+    source                 Debian's linux-source package the set-up installed (the newest
+                           /usr/src/linux-source-X.Y.tar.xz)
+    source:linux-source-6.1  that package's tarball (/usr/src/linux-source-6.1.tar.xz)
+    tree:PATH              a kernel source tree on this machine (built out of tree, O=)
+    git:PATH@REF           a local git repository at a commit, tag or branch (a detached
+                           worktree in the cache; nothing is fetched from a network)
+
+A name is never a path: the keywords ``source``, ``tree:`` and ``git:`` always mean a build,
+whatever files exist in the current directory (a built tree or image is given as a path,
+``./source`` for a folder named ``source``, and booted as it is: vm/kernel.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from mmbench.errors import UsageError
+
+PACKAGE = re.compile(r"^linux-source-[0-9]+\.[0-9]+$")
+SRC_DIR = Path("/usr/src")
+EXAMPLES = "source, source:linux-source-6.1, tree:PATH or git:PATH@REF"
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A kernel source to build: ``kind`` is "package", "tree" or "git"."""
+    kind: str
+    text: str                 # as the user wrote it
+    package: str = ""         # kind "package": linux-source-X.Y, or "" for the newest installed
+    path: Path | None = None  # kind "tree"/"git": absolute
+    ref: str = ""             # kind "git"
+
+
+def is_build_spec(text: str) -> bool:
+    """``--kernel TEXT`` names a source to build (not a package to fetch, an image or a built tree)."""
+    return text == "source" or text.startswith(("source:", "tree:", "git:"))
+
+
+def parse_spec(text: str, flag: str = "--kernel") -> SourceSpec:
+    """``text`` → a SourceSpec; bad input is a UsageError naming the flag."""
+    if text == "source":
+        return SourceSpec("package", text)
+    kind, sep, rest = text.partition(":")
+    if not sep or kind not in ("source", "tree", "git"):
+        raise UsageError(f"{flag} {text}: not a kernel source to build (expected {EXAMPLES})")
+    if not rest:
+        raise UsageError(f"{flag} {text}: nothing after '{kind}:' (expected {EXAMPLES})")
+    if kind == "source":
+        if not PACKAGE.match(rest):
+            raise UsageError(f"{flag} {text}: {rest!r} is not a linux-source package name "
+                             f"(expected e.g. source:linux-source-6.1; a path is given as tree:PATH)")
+        return SourceSpec("package", text, package=rest)
+    if kind == "tree":
+        return SourceSpec("tree", text, path=Path(rest).expanduser().absolute())
+    repo, at, ref = rest.rpartition("@")
+    if not at or not repo or not ref:
+        raise UsageError(f"{flag} {text}: expected git:PATH@REF (a commit, tag or branch of a local "
+                         f"repository, e.g. git:~/linux@v6.1)")
+    if ref.startswith("-") or any(c.isspace() for c in ref):
+        raise UsageError(f"{flag} {text}: {ref!r} is not a git ref")
+    return SourceSpec("git", text, path=Path(repo).expanduser().absolute(), ref=ref)
+
+
+def package_tarball(spec: SourceSpec) -> Path:
+    """The tarball of a ``source`` spec: the named package's, or the newest one installed."""
+    if spec.package:
+        tar = SRC_DIR / f"{spec.package}.tar.xz"
+        if not tar.is_file():
+            raise UsageError(f"--kernel {spec.text}: {tar} is not installed (apt-get install {spec.package}; "
+                             f"scripts/setup.sh installs Debian's default linux-source)")
+        return tar
+    found = sorted(SRC_DIR.glob("linux-source-*.tar.xz"),
+                   key=lambda p: [int(x) for x in re.findall(r"[0-9]+", p.name)])
+    if not found:
+        raise UsageError(f"--kernel {spec.text}: no /usr/src/linux-source-*.tar.xz (scripts/setup.sh installs "
+                         f"Debian's linux-source package)")
+    return found[-1]
