@@ -2,9 +2,12 @@
 
 * :func:`welch` — Welch's unequal-variance t-test on iteration means (or per-iteration values
   of duration and vmstat rows); needs ≥ 2 iterations on each side.
-* :func:`mann_whitney` — Mann–Whitney U (two-sided) on the pooled within-iteration samples; used
-  for the percentile rows of ``latency`` metrics when a side has a single iteration.  Needs ≥ 3
-  samples on each side.
+* :func:`count_test` — the quasi-Poisson rate test for rows that count events (per-iteration
+  counts: compaction stalls, pages scanned): a likelihood-ratio F test whose dispersion is
+  estimated from the iterations (never below Poisson's), so 360 → 0 in every iteration is found at
+  3 iterations a side, where an exact permutation test cannot go below p = 0.10.
+* :func:`mann_whitney` — Mann–Whitney U (two-sided); no longer used by compare (the iteration is
+  the unit of replication; one iteration a side gets no test), kept for the calibration script.
 * :func:`ratio_ci` — Welch t-interval of new/base on the log scale (the interval compare shows);
   :func:`bootstrap_ratio_ci`, the percentile bootstrap it replaced, stays for
   ``bench/stats-calibration``.
@@ -34,22 +37,40 @@ BOOTSTRAP_BUDGET = 4_000_000   # max resamples × sample count per CI (keeps com
 BOOTSTRAP_MIN_RESAMPLES = 200
 WELCH_MIN_ITERATIONS = 2
 MWU_MIN_SAMPLES = 3
+# Values closer than this (relative) are the same value: 7 and 7.00000001 are equal, a spread of
+# 1e-8 of the mean is rounding, not variation (issue 22 item 2).
+REL_TOL = 1e-8
 
-TestState = Literal["ok", "deterministic", "too-few-samples", "zero-variance", "undefined"]
+# "no-variance": both sides constant (within REL_TOL), so a t statistic has no scale: not tested,
+# never a p of 0 (issue 22 item 2); "same-constant" when the two constants are equal as well.
+TestState = Literal["ok", "too-few-samples", "no-variance", "same-constant", "undefined", "not-counts"]
 
 
 @dataclass(frozen=True)
 class TestResult:
-    test: str                     # "welch" | "mann-whitney"
+    test: str                     # "welch" | "count" | "mann-whitney"
     state: TestState
     p: float | None = None        # raw p-value when state == "ok"
     n_base: int = 0
     n_new: int = 0
+    # the smallest p this test could give with these iteration counts (and, for counts, these
+    # totals): above ALPHA, no q can reach ALPHA whatever the data (issue 22 item 2)
+    p_floor: float = 0.0
 
     @property
     def ok(self) -> bool:
-        """True when ``p`` may enter the significance table (a real test or the constant rule)."""
-        return self.state in ("ok", "deterministic") and self.p is not None
+        """True when ``p`` may enter the significance table."""
+        return self.state == "ok" and self.p is not None
+
+
+def close(a: float, b: float) -> bool:
+    """Equal within :data:`REL_TOL` (relative to the larger magnitude)."""
+    return a == b or abs(a - b) <= REL_TOL * max(abs(a), abs(b))
+
+
+def constant(a: list[float]) -> bool:
+    """Every value equal to the first within :data:`REL_TOL`."""
+    return all(close(a[0], v) for v in a[1:]) if a else True
 
 
 def _finite(x: Values) -> list[float]:
@@ -65,16 +86,16 @@ def welch(base_iter_means: Values, new_iter_means: Values) -> TestResult:
     """Welch's t-test (as scipy ``ttest_ind(equal_var=False)``, two-sided) on iteration means.
 
     State ``too-few-samples`` when a side has fewer than 2 iterations.  Two constant series
-    (no spread on either side) follow the documented deterministic rule: state
-    ``deterministic`` with p = 0 when the constants differ (a definite change) and p = 1 when
-    they are equal (no change); never "no test".  The data are scaled by their largest magnitude
-    first so extreme finite values (1e100, 1e-90) cannot overflow the degrees of freedom."""
+    (no spread on either side, within :data:`REL_TOL`) are not tested: ``same-constant`` when
+    the constants are equal, else ``no-variance`` ("no variance: not tested"; a count row goes
+    to :func:`count_test` instead).  The data are scaled by their largest magnitude first so
+    extreme finite values (1e100, 1e-90) cannot overflow the degrees of freedom."""
     b, n = _finite(base_iter_means), _finite(new_iter_means)
     nb, nn = len(b), len(n)
     if nb < WELCH_MIN_ITERATIONS or nn < WELCH_MIN_ITERATIONS:
         return TestResult("welch", "too-few-samples", None, nb, nn)
-    if min(b) == max(b) and min(n) == max(n):
-        return TestResult("welch", "deterministic", 0.0 if b[0] != n[0] else 1.0, nb, nn)
+    if constant(b) and constant(n):
+        return TestResult("welch", "same-constant" if close(b[0], n[0]) else "no-variance", None, nb, nn)
     scale = max(max(map(abs, b)), max(map(abs, n)))
     try:                                  # what ttest_ind(equal_var=False) computes (tested equal)
         bs, ns = [v / scale for v in b], [v / scale for v in n]
@@ -89,17 +110,101 @@ def welch(base_iter_means: Values, new_iter_means: Values) -> TestResult:
     return TestResult("welch", "ok", p, nb, nn)
 
 
+def is_counts(values: Values) -> bool:
+    """Non-negative whole numbers (within :data:`REL_TOL`): what :func:`count_test` accepts."""
+    a = floats(values)
+    return bool(a) and all(math.isfinite(v) and v >= 0 and abs(v - round(v)) <= REL_TOL * max(1.0, v)
+                           for v in a)
+
+
+def _xlogy(x: float, y: float) -> float:
+    return 0.0 if x == 0 else x * math.log(y)
+
+
+def _f1_p(f: float, df: float) -> float:
+    """P(F(1, df) > f) = P(|t_df| > √f)."""
+    if f <= 0:
+        return 1.0
+    if math.isinf(f):
+        return 0.0
+    return min(1.0, betainc(df / 2.0, 0.5, df / (df + f)))
+
+
+def count_dispersion(b: list[float], n: list[float]) -> float:
+    """Quasi-Poisson dispersion of two groups of counts: Pearson χ² / (N − 2), at least 1 (a
+    count never varies less than Poisson's; an underdispersed estimate from 3 iterations is
+    chance, and a dispersion of 0 would make 7 7 7 vs 8 8 8 a certain change)."""
+    pearson = 0.0
+    for g in (b, n):
+        m = math.fsum(g) / len(g)
+        if m > 0:
+            pearson += math.fsum((v - m) ** 2 for v in g) / m
+    return max(1.0, pearson / (len(b) + len(n) - 2))
+
+
+def count_test(base: Values, new: Values) -> TestResult:
+    """Quasi-Poisson rate test (two-sided) of per-iteration event counts: the likelihood-ratio
+    statistic of "one rate" against "a rate per run", D = 2[T_b·ln(m_b/m) + T_n·ln(m_n/m)],
+    divided by the dispersion (:func:`count_dispersion`), against F(1, N − 2).  Overdispersed
+    counts (the usual case for kernel counters) widen it; a run that is 0 in every iteration
+    where the other had hundreds is still found at 3 iterations a side.
+
+    State ``not-counts`` when a value is negative or fractional (the caller uses Welch);
+    ``too-few-samples`` below 2 iterations a side; ``same-constant`` when every iteration of both
+    runs holds the same count.  ``p_floor`` is the p of the most extreme split of the same total
+    (all of it in one run, spread evenly): above 0.05 no data with this many events can be
+    significant."""
+    b, n = floats(base), floats(new)
+    nb, nn = len(b), len(n)
+    if not is_counts(b) or not is_counts(n):
+        return TestResult("count", "not-counts", None, nb, nn)
+    if nb < WELCH_MIN_ITERATIONS or nn < WELCH_MIN_ITERATIONS:
+        return TestResult("count", "too-few-samples", None, nb, nn)
+    if constant(b) and constant(n) and close(b[0], n[0]):
+        return TestResult("count", "same-constant", None, nb, nn)
+    tb, tn = math.fsum(b), math.fsum(n)
+    big = len(b) + len(n)
+    df = big - 2
+    m = (tb + tn) / big
+    d = 2.0 * (_xlogy(tb, (tb / nb) / m) + _xlogy(tn, (tn / nn) / m))
+    p = _f1_p(max(d, 0.0) / count_dispersion(b, n), df)
+    # all events in the run with fewer iterations, evenly: the largest D these totals allow
+    floor = _f1_p(2.0 * (tb + tn) * math.log(big / min(nb, nn)), df)
+    if math.isnan(p):
+        return TestResult("count", "undefined", None, nb, nn)
+    return TestResult("count", "ok", p, nb, nn, p_floor=floor)
+
+
+def count_ratio_ci(base: Values, new: Values, level: float = 0.95) -> tuple[float, float] | None:
+    """Interval of mean(new)/mean(base) for counts: ln ratio ± t(level, N − 2)·√(φ(1/T_b + 1/T_n))
+    with the quasi-Poisson dispersion φ.  None when a run counted nothing at all (the ratio's
+    logarithm is unbounded) or with fewer than 2 iterations a side."""
+    b, n = floats(base), floats(new)
+    if len(b) < 2 or len(n) < 2 or not is_counts(b) or not is_counts(n):
+        return None
+    tb, tn = math.fsum(b), math.fsum(n)
+    if tb <= 0 or tn <= 0:
+        return None
+    d = math.log((tn / len(n)) / (tb / len(b)))
+    h = t_quantile(0.5 + level / 2.0, len(b) + len(n) - 2) * math.sqrt(
+        count_dispersion(b, n) * (1.0 / tb + 1.0 / tn))
+    try:
+        return math.exp(d - h), math.exp(d + h)
+    except OverflowError:
+        return None
+
+
 def mann_whitney(base_samples: Values, new_samples: Values) -> TestResult:
     """Two-sided Mann–Whitney U on pooled samples (as scipy ``mannwhitneyu``: exact when both
     sides have ≤ 8 samples and no ties, else the normal approximation with tie and continuity
-    correction).  ``too-few-samples`` below 3 samples a side; ``zero-variance`` when
-    every sample of both sides is the same value."""
+    correction).  ``too-few-samples`` below 3 samples a side; ``no-variance`` (or
+    ``same-constant``) when every sample of each side is the same value."""
     import numpy as np   # thousands of samples: ranks and tie counts vectorised
     b, n = np.asarray(_finite(base_samples)), np.asarray(_finite(new_samples))
     if b.size < MWU_MIN_SAMPLES or n.size < MWU_MIN_SAMPLES:
         return TestResult("mann-whitney", "too-few-samples", None, b.size, n.size)
-    if b.min() == b.max() and n.min() == n.max():   # same deterministic rule as welch()
-        return TestResult("mann-whitney", "deterministic", 0.0 if b[0] != n[0] else 1.0,
+    if b.min() == b.max() and n.min() == n.max():   # as welch(): no variance, no test
+        return TestResult("mann-whitney", "same-constant" if b[0] == n[0] else "no-variance", None,
                           b.size, n.size)
     p = _mwu_pvalue(b, n)
     if math.isnan(p):
@@ -399,6 +504,26 @@ def min_detectable_effect(base: Values, new: Values,
     k = (t_quantile(1.0 - alpha / 2.0, df) + t_quantile(power, df)) * math.sqrt(vb + vn)
     try:
         return 100.0 * math.expm1(k)
+    except OverflowError:
+        return None
+
+
+def count_min_detectable_effect(base: Values, new: Values, power: float = 0.8,
+                                alpha: float = ALPHA) -> float | None:
+    """:func:`min_detectable_effect` for :func:`count_test`: the change of the rate found with
+    probability ``power`` at level ``alpha`` by the count test, with the standard error of the
+    log ratio at the baseline's rate, √(φ/m_b · (1/k_b + 1/k_n)), and N − 2 degrees of freedom.
+    None when the baseline counted nothing."""
+    b, n = floats(base), floats(new)
+    if len(b) < 2 or len(n) < 2 or not is_counts(b) or not is_counts(n):
+        return None
+    mb = math.fsum(b) / len(b)
+    if mb <= 0:
+        return None
+    df = len(b) + len(n) - 2
+    se = math.sqrt(count_dispersion(b, n) / mb * (1.0 / len(b) + 1.0 / len(n)))
+    try:
+        return 100.0 * math.expm1((t_quantile(1.0 - alpha / 2.0, df) + t_quantile(power, df)) * se)
     except OverflowError:
         return None
 
