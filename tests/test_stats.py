@@ -192,12 +192,25 @@ def test_means_equal_scipy():
         assert st.gmean(x) == pytest.approx(stats.gmean(x), rel=1e-12)
 
 
+def _welch_ref(a, b):
+    """scipy's Welch t with the df of significance.welch_df: scipy's own p at equal sizes."""
+    from scipy import stats
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.size == b.size:
+        return stats.ttest_ind(a, b, equal_var=False).pvalue
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    t = (b.mean() - a.mean()) / np.sqrt(va + vb)
+    return 2 * stats.t.sf(abs(t), sig.welch_df(va, vb, a.size, b.size))
+
+
 def test_welch_equals_ttest_ind():
     from scipy import stats
     rng = np.random.default_rng(1)
     for _ in range(20):
         a, b = rng.normal(0, 1, rng.integers(2, 9)), rng.normal(0.5, 2, rng.integers(2, 9))
-        assert sig.welch(a, b).p == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue, rel=1e-9)
+        assert sig.welch(a, b).p == pytest.approx(_welch_ref(a, b), rel=1e-9)
+        # unequal sizes: the df is bounded (issue 22 item 5), so never less conservative than scipy's
+        assert sig.welch(a, b).p >= stats.ttest_ind(a, b, equal_var=False).pvalue * (1 - 1e-9)
 
 
 def test_significance_matches_scipy_stats():
@@ -214,8 +227,7 @@ def test_significance_matches_scipy_stats():
         if trial % 3 == 0:
             b, n = np.round(b), np.round(n)          # ties
         ours = sig.welch(b, n).p
-        ref = st.ttest_ind(b, n, equal_var=False).pvalue
-        assert ours == pytest.approx(ref, rel=1e-9, abs=1e-12)
+        assert ours == pytest.approx(_welch_ref(b, n), rel=1e-9, abs=1e-12)
         if nb >= 3 and nn >= 3:
             ours = sig.mann_whitney(b, n).p
             exact = nb <= 8 and nn <= 8 and np.unique(np.r_[b, n]).size == nb + nn
@@ -302,3 +314,12 @@ def test_count_test_equals_quasi_poisson_glm():
     dev = 2 * (sum(b) * np.log(mb / m) + sum(n) * np.log(mn / m))
     phi = max(1.0, (sum((np.array(b) - mb) ** 2 / mb) + sum((np.array(n) - mn) ** 2 / mn)) / (len(b) + len(n) - 2))
     assert sig.count_test(b, n).p == pytest.approx(stats.f.sf(dev / phi, 1, len(b) + len(n) - 2), rel=1e-9)
+
+
+def test_welch_df_bounded_at_unequal_n():
+    # issue 22 item 5: 3 vs 30 and 2 vs 10 covered 88.6-93 % with Welch-Satterthwaite's df
+    assert sig.welch_df(1 / 3, 1 / 3, 3, 3) == pytest.approx(4.0)        # equal n: unchanged
+    ws = (1 / 3 + 1 / 30) ** 2 / ((1 / 3) ** 2 / 2 + (1 / 30) ** 2 / 29)
+    assert sig.welch_df(1 / 3, 1 / 30, 3, 30) == pytest.approx(ws)          # true-variance case: same
+    small = sig.welch_df(0.01 / 3, 1 / 30, 3, 30)                           # the small run happened quiet
+    assert small < (0.01 / 3 + 1 / 30) ** 2 / ((0.01 / 3) ** 2 / 2 + (1 / 30) ** 2 / 29)

@@ -51,7 +51,9 @@ LEGEND = ("% vs the baseline: positive = better (each row by its own direction)"
           "P primary row (the suite's declared family): * = q < 0.05; only these gate --fail-on-regression",
           "e exploratory row (a family of its own): ~ = q < 0.05, a lead to follow, never gating",
           "no letter: descriptive, not tested; q: Benjamini-Hochberg adjusted p within the row's family; "
-          "intervals: per row, 95%, not adjusted for the other rows")
+          "intervals: per row, 95%, not adjusted for the other rows",
+          "mde (--pvalues): the true change the row's own test would mark 80% of the time, at its family's "
+          "level")
 
 
 @dataclass

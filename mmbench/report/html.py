@@ -101,7 +101,8 @@ def _cell(row: Row, run: str, multi: bool, base: str) -> dict[str, str]:
         tips.append(f"95% CI of {run}/{base}: [{ci[0]:.4g}, {ci[1]:.4g}]")
     mde = row.mde.get(run)
     if mde is not None:
-        tips.append(f"minimum detectable effect (80% power): {mde:.1f}%")
+        tips.append(f"minimum detectable effect: a true change of {mde:.1f}% is marked 80% of the time "
+                    f"(this row's test, at its family's level)")
     return {"value": fmt_value(row.values.get(run)), "pct": fmt_pct(pct) if multi and run != base else "",
             "cls": cls, "title": "; ".join(tips), "mark": row.mark(run) if multi else ""}
 

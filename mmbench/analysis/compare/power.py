@@ -75,7 +75,8 @@ def headline_warnings(ctx: Context, rows: list[tuple[str, MetricDef, Row, dict[s
             if mde is None or mde <= EFFECT_PCT:
                 continue
             weak.append(f"{mde:.1f}% for {n}")
-            k = sig.iterations_to_detect(b_it, n_it, md.mean_kind, EFFECT_PCT, limit=ITERATION_LIMIT)
+            k = sig.iterations_to_detect(b_it, n_it, md.mean_kind, EFFECT_PCT, limit=ITERATION_LIMIT,
+                                         alpha=family_alpha(ctx, row)[0])
             if k is None:
                 unknown = True
             else:
@@ -84,8 +85,9 @@ def headline_warnings(ctx: Context, rows: list[tuple[str, MetricDef, Row, dict[s
         if weak:
             how = (f"more than {ITERATION_LIMIT} iterations per run would be needed" if unknown else
                    f"{need} iterations per run would detect it at this variation")
+            fam, m = ("primary" if row.primary else "exploratory"), family_alpha(ctx, row)[1]
             out.append(f"{what} could not detect a {EFFECT_PCT:g}% change against {ctx.base}: smallest "
-                       f"detectable change (80% power) {', '.join(weak)}; {how}")
+                       f"change starred 80% of the time (its {fam} family of {m} tests) {', '.join(weak)}; {how}")
         if single:
             out.append(f"{what} could not detect any change against {ctx.base} for {', '.join(single)}: "
                        f"one iteration a side allows no test; run at least 2 (the number needed for "
