@@ -30,6 +30,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             validate_suite_settings(suite)
         print(f"{suite.path}: ok: {len(suite.workloads)} workload(s), {len(suite.settings)} setting(s), "
               f"{len(suite.monitors)} monitor(s); nothing was run")
+        print(f"primary rows ({'declared' if suite.primary_declared else 'default from the headline and aims'}): "
+              + ", ".join(suite.primary))
+        for note in suite.notes:
+            if note.startswith("suite.primary"):
+                print(f"note: {note}")
         return 0
     require_root()
     signals.ignore_after_exit()

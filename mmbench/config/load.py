@@ -77,6 +77,7 @@ class Suite:
     headline: list[str] = field(default_factory=list)
     vm: dict[str, Any] = field(default_factory=dict)
     primary: list[str] = field(default_factory=list)   # [suite] primary, or the aims' default
+    primary_declared: bool = False                      # False: primary is the default
 
 
 def shipped_suites() -> dict[str, Path]:
@@ -397,7 +398,8 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
                  scratch=Path(sf.suite.scratch), settings=dict(sf.settings),
                  actions=sf.actions.model_dump(), swap=swap, workloads=workloads, monitors=monitors,
                  headline=_check_headline(sf.suite.headline, workloads, where), vm=_vm_options(sf, where),
-                 primary=_primary(sf, effective, workloads, monitors, mreg, notes, where))
+                 primary=_primary(sf, effective, workloads, monitors, mreg, notes, where),
+                 primary_declared=bool(sf.suite.primary))
 
 
 def _vm_options(sf: SuiteFile, where: str) -> dict[str, Any]:
