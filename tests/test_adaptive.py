@@ -122,3 +122,70 @@ def test_plan_does_not_depend_on_metric_order():
     assert any("w/z" in n and "not used" in n for n in a.notes)
     none = campaign.plan_iterations(2.0, 12, {"w/z": [0.0, 0.0, 0.0]})
     assert none.iterations == 12 and "no headline metric" in none.notes[-1]
+
+
+class _Log:
+    def __init__(self):
+        self.lines = []
+
+    def info(self, text):
+        self.lines.append(text)
+
+
+def _fake_campaign(tmp_path, values, **kw):
+    """run_adaptive with a stand-in runner: each round stores one iteration of workload "w" whose
+    headline metric takes the next value of ``values`` (no root, no workload)."""
+    import types
+    from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
+    from mmbench.store import open_store
+    metric = MetricDef("tput", "MB/s", "higher", "rate")
+    suite = types.SimpleNamespace(headline=["tput"], workloads=[
+        types.SimpleNamespace(label="w", plugin="sim", iterations=3, warmup=0, metrics=[metric])])
+    feed = iter(values)
+    store = open_store(tmp_path / "res")
+
+    def run_suite(s, name, st, force, progress):
+        w = st.create_run(name, force=True, suite_text="", suite_hash="x", suite_effective={},
+                          fingerprint={}, settings={})
+        wl = s.workloads[0]
+        w.add_workload(WorkloadRun("w", "sim", {}, [metric], []))
+        for i in range(wl.warmup + wl.iterations):
+            w.add_iteration(IterationResult("w", i, i < wl.warmup, "ok", samples={"tput": [next(feed)]}))
+        w.finish("complete")
+        return "complete"
+    log = _Log()
+    status, why = campaign.run_adaptive(lambda sets: suite, [], "new", store, until=parse_until(kw.pop("until")),
+                                        baseline=kw.pop("baseline", None), baseline_sets=None,
+                                        max_iterations=kw.pop("max_iterations", 30), max_time=None, force=True,
+                                        progress=log, run_suite=run_suite)
+    return store, status, why, log.lines
+
+
+def test_until_pilot_is_warmup_and_the_size_is_fixed_before_measuring(tmp_path, monkeypatch):
+    # issue 22 item 4: a pilot of 3 rounds sizes the run and is left out of every statistic; the
+    # measured iterations are exactly the planned number whatever they show
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
+    pilot = [100.0, 103.0, 98.0]                      # 2.5 % spread: ci<2% needs 9 measured iterations
+    measured = [100.0] * 20                           # identical: the old rule stopped after 3 of these
+    store, status, why, lines = _fake_campaign(tmp_path, pilot + measured, until="ci<2%")
+    assert status == "complete" and "9 measured iterations planned" in lines[-1]
+    run = store.load_run("new")
+    its = run.workloads[0].iterations
+    assert [it.warmup for it in its] == [True] * 3 + [False] * 9
+    assert "stopped after 9 measured iterations as planned (+3 pilot" in why
+
+
+def test_until_against_a_stored_baseline_says_unreachable_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
+    from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
+    from mmbench.store import open_store
+    store = open_store(tmp_path / "res")
+    w = store.create_run("old", force=True, suite_text="", suite_hash="x", suite_effective={}, fingerprint={},
+                         settings={})
+    w.add_workload(WorkloadRun("w", "sim", {}, [MetricDef("tput", "MB/s", "higher", "rate")], []))
+    for i, v in enumerate([100.0, 103.0, 98.0]):
+        w.add_iteration(IterationResult("w", i, False, "ok", samples={"tput": [v]}))
+    w.finish("complete")
+    _, status, why, lines = _fake_campaign(tmp_path, [100.0] * 40, until="ci<2%", baseline="old")
+    assert "unreachable against this baseline" in " ".join(lines[:2])          # said before the run
+    assert "measured iterations planned" in lines[0] and "not reached" in why
