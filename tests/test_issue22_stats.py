@@ -92,3 +92,23 @@ def test_kswapd_awake_caption(tmp_path):
                   path=tmp_path / "r")
     titles = [f.title for f in stall_figures([r], ["a"])]
     assert titles == ["Kswapd awake time"]
+
+
+def test_report_calibration_small():
+    """bench/stats-calibration --reports, small: A/A reports (20 metrics, 5 primary) rarely star a
+    primary row for continuous data, small Poisson counts (13-34 % before: constant series were
+    p = 0), a 10 ms clock, one iteration a side (24 % before: pooled Mann-Whitney) and both runs
+    sized by --until; the seed001 example's primary rows are found."""
+    import importlib.machinery
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parent.parent / "bench" / "stats-calibration"
+    cal = importlib.machinery.SourceFileLoader("stats_calibration", str(path)).load_module()
+    rng = np.random.default_rng(5)
+    for fn, trials in ((cal.continuous(3), 150), (cal.poisson(0.3, 3), 150), (cal.poisson(1.0, 3), 150),
+                       (cal.clock10ms(3), 150), (cal.one_iteration_run_effect(), 20)):
+        star, _ = cal.aa_rate(trials, rng, fn)
+        assert star <= 0.10, (fn, star)
+    star, _, n = cal.until_rate(150, rng, 2.0, True, False)
+    assert star <= 0.10 and n >= 3
+    power = cal.seed001_power(40, rng)
+    assert power["Compaction stalls"][0] >= 0.9 and power["Percentage huge"][0] >= 0.9
