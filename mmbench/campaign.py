@@ -248,14 +248,19 @@ def _merge(parts: list[dict[str, list[float]]]) -> dict[str, list[float]]:
 
 
 def run_adaptive(load: Callable[[list[str]], Any], sets: list[str], name: str, store: Any, *,
-                 until: Until, baseline: str | None, baseline_sets: list[str] | None,
+                 until: Until | None, baseline: str | None, baseline_sets: list[str] | None,
                  max_iterations: int, max_time: float | None, force: bool, progress: Any,
-                 run_suite: Callable[..., str]) -> tuple[str, str]:
+                 run_suite: Callable[..., str] | None,
+                 arm_runners: dict[str, Callable[..., str]] | None = None) -> tuple[str, str]:
     """Size the run (pilot or stored baseline), then run exactly that many measured rounds (or
-    until --max-time); returns (status, what happened)."""
+    until --max-time); returns (status, what happened).  ``until`` None: exactly
+    ``max_iterations`` measured rounds, no pilot.  ``arm_runners``: run name → the function that
+    runs that arm's round (default ``run_suite``), e.g. a guest boot of that arm's kernel; a
+    pilot round asks for 0 measured iterations and 1 more warm-up of each workload, so a runner
+    must pass each workload's ``iterations`` and ``warmup`` on."""
     from mmbench.store import open_store
     from mmbench.store.transfer import join_interleaved
-    if max_iterations < MIN_ITERATIONS:
+    if until is not None and max_iterations < MIN_ITERATIONS:
         raise UsageError(f"--max-iterations: at least {MIN_ITERATIONS} (fewer cannot estimate a spread)")
     configs = [(name, load(sets))]
     fixed_baseline = None
@@ -268,9 +273,11 @@ def run_adaptive(load: Callable[[list[str]], Any], sets: list[str], name: str, s
         if store.exists(run_name) and not force:
             raise UsageError(f"run {run_name!r} already exists; use --force to replace it or pick another name")
     headline = list(configs[-1][1].headline)
-    target = until.pct
+    target = until.pct if until is not None else math.inf
     plan: Plan | None = None
-    if fixed_baseline is not None:
+    if until is None:                 # a fixed number of rounds (e.g. A/B kernels without --until)
+        plan = Plan(max_iterations, [])
+    elif fixed_baseline is not None:
         base_vals = headline_values(fixed_baseline, headline)
         plan = plan_iterations(target, max_iterations, {}, base_vals, base_fixed=True)
         progress.info(f"--until ci<{target:g}% against {baseline} ({_count(base_vals)} iterations): "
@@ -294,7 +301,9 @@ def run_adaptive(load: Callable[[list[str]], Any], sets: list[str], name: str, s
             pilot = plan is None
             for run_name, suite in configs:
                 part = f"{run_name}.round{rnd}"
-                st = run_suite(_one_round(suite, rnd == 0, pilot), part, parts_store, force=True, progress=progress)
+                runner = (arm_runners or {}).get(run_name, run_suite)
+                assert runner is not None
+                st = runner(_one_round(suite, rnd == 0, pilot), part, parts_store, force=True, progress=progress)
                 parts[run_name].append(part)
                 join_interleaved(parts_store, parts[run_name], store, run_name, force=True)
                 if st != "complete":
@@ -314,6 +323,12 @@ def run_adaptive(load: Callable[[list[str]], Any], sets: list[str], name: str, s
                     progress.info(text)
                 continue
             measured += 1
+            if until is None:
+                progress.info(f"round {measured} of {plan.iterations} done ({', '.join(r for r, _ in configs)})")
+                if measured >= plan.iterations:
+                    return status, (f"ran {measured} rounds, each arm once per round "
+                                    f"({' '.join(r for r, _ in configs)})")
+                continue
             if measured >= plan.iterations:
                 break
             if max_time is not None and time.monotonic() - start >= max_time:

@@ -154,10 +154,14 @@ def _fake_campaign(tmp_path, values, **kw):
         w.finish("complete")
         return "complete"
     log = _Log()
-    status, why = campaign.run_adaptive(lambda sets: suite, [], "new", store, until=parse_until(kw.pop("until")),
-                                        baseline=kw.pop("baseline", None), baseline_sets=None,
+    until = kw.pop("until")
+    arms = kw.pop("arms", None)
+    status, why = campaign.run_adaptive(lambda sets: suite, [], "new", store,
+                                        until=parse_until(until) if until else None,
+                                        baseline=kw.pop("baseline", None), baseline_sets=kw.pop("baseline_sets", None),
                                         max_iterations=kw.pop("max_iterations", 30), max_time=None, force=True,
-                                        progress=log, run_suite=run_suite)
+                                        progress=log, run_suite=None if arms else run_suite,
+                                        arm_runners={a: run_suite for a in arms} if arms else None)
     return store, status, why, log.lines
 
 
@@ -189,3 +193,13 @@ def test_until_against_a_stored_baseline_says_unreachable_first(tmp_path, monkey
     _, status, why, lines = _fake_campaign(tmp_path, [100.0] * 40, until="ci<2%", baseline="old")
     assert "unreachable against this baseline" in " ".join(lines[:2])          # said before the run
     assert "measured iterations planned" in lines[0] and "not reached" in why
+
+
+def test_fixed_rounds_with_arm_runners(tmp_path, monkeypatch):
+    # without --until (A/B kernels, helper kbuild): exactly max_iterations rounds per arm, no pilot
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
+    store, status, why, _ = _fake_campaign(tmp_path, [100.0] * 10, until=None, baseline="old", baseline_sets=[],
+                                           arms=["old", "new"], max_iterations=2)
+    assert status == "complete" and why.startswith("ran 2 rounds")
+    for name in ("old", "new"):
+        assert [it.warmup for it in store.load_run(name).workloads[0].iterations] == [False, False]
