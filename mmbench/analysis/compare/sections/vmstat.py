@@ -1,6 +1,7 @@
 """The ``vmstat: WORKLOAD`` section: the derived rows of ``analysis/vmstat.py`` from the
-per-counter means over the measured iterations (docs/statistics.md §5, §7), each row
-Welch-tested against the baseline on its per-iteration values in its own direction."""
+per-counter means over the measured iterations (docs/statistics.md §5, §7), each row tested
+against the baseline on its per-iteration values in its own direction: counts with the count
+test, shares and velocities with Welch's."""
 
 from __future__ import annotations
 
