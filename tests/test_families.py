@@ -176,3 +176,15 @@ def test_shipped_suites_declare_checked_primary_rows():
                  "seed004-pagealloc"):
         text = shipped_suites()[name].read_text()
         assert "\nprimary = [" in text, name
+
+
+def test_fail_on_regression_ignores_the_stats_filter(tmp_path):
+    # --stats only trims the printed rows: the gate still reads every primary row
+    from mmbench.store import open_store
+    store = open_store(tmp_path / "res")
+    for run in (seed001_run("off", [0, 0, 0], [132, 158, 157], [14.1, 15.0, 13.2], 2),
+                seed001_run("on", [347, 387, 343], [112, 121, 98], [36.5, 35.1, 37.9], 1)):
+        _store_run(store, run)
+    proc = mmbench("compare", "--results", str(tmp_path / "res"), "--stats", "stddev", "--fail-on-regression",
+                   "off", "on")
+    assert proc.returncode == 1, proc.stderr
