@@ -76,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--vm-memory", metavar="SIZE", help="guest memory, the machine under test (default 1G)")
     r.add_argument("--vm-cpus", type=_positive_int, metavar="N", help="guest CPUs (default 2)")
     r.add_argument("--vm-numa", type=_positive_int, metavar="N", help="guest NUMA nodes (default 1)")
-    r.add_argument("--until", metavar="ci<PCT%", help="add iterations until the headline metrics' 95%% "
-                   "interval is within ±PCT (of the mean, or of the ratio to --baseline)")
+    r.add_argument("--until", metavar="ci<PCT%", help="size the run so the headline metrics' 95%% "
+                   "interval is within ±PCT (of the mean, or of the ratio to --baseline): the number of "
+                   "iterations is fixed before any is measured, from --baseline or a 3-round pilot stored as warm-up")
     r.add_argument("--baseline", metavar="NAME", help="with --until: the run to compare against")
     r.add_argument("--baseline-set", action="append", default=[], metavar="KEY=VALUE",
                    help="with --until: run the baseline as this configuration, alternating (A B A B ...)")
@@ -104,7 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="compare runs side by side (the first is the baseline)")
     results_arg(c)
     c.add_argument("--format", choices=module_names("exporter"), default="text")
-    c.add_argument("--pvalues", action="store_true", help="show p-values and confidence intervals")
+    c.add_argument("--pvalues", action="store_true",
+                   help="show q-values (Benjamini-Hochberg adjusted within the row's family) and minimum detectable "
+                        "effects; intervals of the ratio in markdown, JSON and HTML (text: in the primary summary)")
     c.add_argument("--ratio", action="store_true", help="ratios to the baseline and their geometric mean")
     c.add_argument("--stats", metavar="LIST",
                    help="only these rows, e.g. mean,stddev (the seeds' mean and +/- table) or mean,p95,p99")

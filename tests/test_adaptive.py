@@ -1,5 +1,7 @@
-"""Adaptive repetitions (`mmbench run --until`): the stopping rule's intervals, and real runs that
-stop early on a loose target, at --max-iterations on an unreachable one, and interleave A B A B."""
+"""Adaptive repetitions (`mmbench run --until`): the intervals, the plan (a fixed number of measured
+iterations decided before any is seen: from a stored baseline, or from a pilot stored as warm-up),
+and real runs that stop as planned on a loose target, at --max-iterations on an unreachable one,
+and interleave A B A B."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import math
 import pytest
 
 from conftest import mmbench, needs_root
+from mmbench import campaign
 from mmbench.campaign import own_halfwidth_pct, parse_until, ratio_halfwidth_pct, t975
 from mmbench.errors import UsageError
 
@@ -32,7 +35,8 @@ def test_intervals_match_scipy():
     base, new = [100.0, 104.0, 98.0], [110.0, 108.0, 113.0, 111.0]
     la, lb = [math.log(v) for v in base], [math.log(v) for v in new]
     va, vb = stats.tvar(la) / 3, stats.tvar(lb) / 4
-    df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 3)
+    from mmbench.analysis.significance import welch_df
+    df = welch_df(va, vb, 3, 4)              # compare's df (bounded at unequal n, issue 22 item 5)
     want = (math.exp(stats.t.ppf(0.975, df) * math.sqrt(va + vb)) - 1) * 100
     assert math.isclose(ratio_halfwidth_pct(base, new), want, rel_tol=1e-7)
     assert own_halfwidth_pct([5.0]) == math.inf and ratio_halfwidth_pct([1.0, 1.0], [2.0, 2.0]) == 0.0
@@ -66,9 +70,12 @@ def test_stops_early_on_a_quiet_headline(results, suite_file):
     out = mmbench("run", "--config", str(suite), "--results", str(results), *SMALL, "--until", "ci<1%",
                   "--max-iterations", "10", "loose")
     assert out.returncode == 0, out.stderr
-    assert "stopped after 3 iterations" in out.stderr and "THP Active ±0.00%" in out.stderr
+    assert "stopped after 3 measured iterations as planned (+3 pilot" in out.stderr
+    assert "THP Active ±0.00%" in out.stderr
     its = sorted((results / "loose" / "faultin").glob("iter-*"))
-    assert [p.name for p in its] == ["iter-0", "iter-1", "iter-2"]
+    assert len(its) == 6
+    warm = [json.loads((p / "result.json").read_text())["warmup"] for p in its]
+    assert warm == [True] * 3 + [False] * 3              # the pilot is warm-up: never tested
 
 
 @needs_root
@@ -76,8 +83,8 @@ def test_stops_at_max_iterations_on_an_unreachable_target(results):
     out = mmbench("run", "--config", "smoke", "--results", str(results), *SMALL, "--until", "ci<0.0001%",
                   "--max-iterations", "4", "tight")
     assert out.returncode == 0, out.stderr
-    assert "stopped at --max-iterations 4" in out.stderr and "not reached" in out.stderr
-    assert len(list((results / "tight" / "faultin").glob("iter-*"))) == 4
+    assert "more than --max-iterations 4" in out.stderr and "not reached" in out.stderr
+    assert len(list((results / "tight" / "faultin").glob("iter-*"))) == 3 + 4
     assert "complete" in mmbench("list", "--results", str(results), check=True).stdout
 
 
@@ -92,6 +99,107 @@ def test_baseline_configuration_interleaved(results):
         for res in (results / name / "faultin").glob("iter-*/result.json"):
             starts.append((json.loads(res.read_text())["started"], name))
         assert json.loads((results / name / "run.json").read_text())["status"] == "complete"
-    assert [n for _, n in sorted(starts)] == ["nothp", "thp"] * 3
+    assert [n for _, n in sorted(starts)] == ["nothp", "thp"] * (3 + 3)   # pilot, then 3 measured
     settings = json.loads((results / "nothp" / "run.json").read_text())["settings"]
     assert settings.get("thp.enabled") == "never"
+
+
+def test_plan_against_a_stored_baseline_says_when_unreachable():
+    # issue 22 item 4: 3 baseline iterations at 2.5 % spread set a floor on the interval of the
+    # ratio; the run used to go silently to 30 iterations.  Now it says so before it starts.
+    plan = campaign.plan_iterations(2.0, 30, {}, {"w/m": [100.0, 103.0, 98.0]}, base_fixed=True)
+    assert plan.iterations < 10 and "unreachable against this baseline" in plan.notes[0]
+    assert "about 14 iterations" in plan.notes[0]
+    ok = campaign.plan_iterations(5.0, 30, {}, {"w/m": [100.0, 101.0, 99.5]}, base_fixed=True)
+    assert ok.iterations == 3 and not ok.notes
+
+
+def test_plan_does_not_depend_on_metric_order():
+    # an undefined width (a mean of 0) used to stop the run when it came last and never when first
+    a = campaign.plan_iterations(2.0, 30, {"w/z": [0.0, 0.0, 0.0], "w/m": [100.0, 103.0, 98.0]})
+    b = campaign.plan_iterations(2.0, 30, {"w/m": [100.0, 103.0, 98.0], "w/z": [0.0, 0.0, 0.0]})
+    assert a.iterations == b.iterations == 9
+    assert any("w/z" in n and "not used" in n for n in a.notes)
+    none = campaign.plan_iterations(2.0, 12, {"w/z": [0.0, 0.0, 0.0]})
+    assert none.iterations == 12 and "no headline metric" in none.notes[-1]
+
+
+class _Log:
+    def __init__(self):
+        self.lines = []
+
+    def info(self, text):
+        self.lines.append(text)
+
+
+def _fake_campaign(tmp_path, values, **kw):
+    """run_adaptive with a stand-in runner: each round stores one iteration of workload "w" whose
+    headline metric takes the next value of ``values`` (no root, no workload)."""
+    import types
+    from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
+    from mmbench.store import open_store
+    metric = MetricDef("tput", "MB/s", "higher", "rate")
+    suite = types.SimpleNamespace(headline=["tput"], workloads=[
+        types.SimpleNamespace(label="w", plugin="sim", iterations=3, warmup=0, metrics=[metric])])
+    feed = iter(values)
+    store = open_store(tmp_path / "res")
+
+    def run_suite(s, name, st, force, progress):
+        w = st.create_run(name, force=True, suite_text="", suite_hash="x", suite_effective={},
+                          fingerprint={}, settings={})
+        wl = s.workloads[0]
+        w.add_workload(WorkloadRun("w", "sim", {}, [metric], []))
+        for i in range(wl.warmup + wl.iterations):
+            w.add_iteration(IterationResult("w", i, i < wl.warmup, "ok", samples={"tput": [next(feed)]}))
+        w.finish("complete")
+        return "complete"
+    log = _Log()
+    until = kw.pop("until")
+    arms = kw.pop("arms", None)
+    status, why = campaign.run_adaptive(lambda sets: suite, [], "new", store,
+                                        until=parse_until(until) if until else None,
+                                        baseline=kw.pop("baseline", None), baseline_sets=kw.pop("baseline_sets", None),
+                                        max_iterations=kw.pop("max_iterations", 30), max_time=None, force=True,
+                                        progress=log, run_suite=None if arms else run_suite,
+                                        arm_runners={a: run_suite for a in arms} if arms else None)
+    return store, status, why, log.lines
+
+
+def test_until_pilot_is_warmup_and_the_size_is_fixed_before_measuring(tmp_path, monkeypatch):
+    # issue 22 item 4: a pilot of 3 rounds sizes the run and is left out of every statistic; the
+    # measured iterations are exactly the planned number whatever they show
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
+    pilot = [100.0, 103.0, 98.0]                      # 2.5 % spread: ci<2% needs 9 measured iterations
+    measured = [100.0] * 20                           # identical: the old rule stopped after 3 of these
+    store, status, why, lines = _fake_campaign(tmp_path, pilot + measured, until="ci<2%")
+    assert status == "complete" and "9 measured iterations planned" in lines[-1]
+    run = store.load_run("new")
+    its = run.workloads[0].iterations
+    assert [it.warmup for it in its] == [True] * 3 + [False] * 9
+    assert "stopped after 9 measured iterations as planned (+3 pilot" in why
+
+
+def test_until_against_a_stored_baseline_says_unreachable_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
+    from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
+    from mmbench.store import open_store
+    store = open_store(tmp_path / "res")
+    w = store.create_run("old", force=True, suite_text="", suite_hash="x", suite_effective={}, fingerprint={},
+                         settings={})
+    w.add_workload(WorkloadRun("w", "sim", {}, [MetricDef("tput", "MB/s", "higher", "rate")], []))
+    for i, v in enumerate([100.0, 103.0, 98.0]):
+        w.add_iteration(IterationResult("w", i, False, "ok", samples={"tput": [v]}))
+    w.finish("complete")
+    _, status, why, lines = _fake_campaign(tmp_path, [100.0] * 40, until="ci<2%", baseline="old")
+    assert "unreachable against this baseline" in " ".join(lines[:2])          # said before the run
+    assert "measured iterations planned" in lines[0] and "not reached" in why
+
+
+def test_fixed_rounds_with_arm_runners(tmp_path, monkeypatch):
+    # without --until (A/B kernels, helper kbuild): exactly max_iterations rounds per arm, no pilot
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
+    store, status, why, _ = _fake_campaign(tmp_path, [100.0] * 10, until=None, baseline="old", baseline_sets=[],
+                                           arms=["old", "new"], max_iterations=2)
+    assert status == "complete" and why.startswith("ran 2 rounds")
+    for name in ("old", "new"):
+        assert [it.warmup for it in store.load_run(name).workloads[0].iterations] == [False, False]

@@ -70,7 +70,8 @@ def test_compare_stats_filter(tmp_path):
     mmbench("import", "--results", res, str(_samples(tmp_path / "a.csv", [10.0, 10.1, 9.9])), "a", check=True)
     mmbench("import", "--results", res, str(_samples(tmp_path / "b.csv", [13.0, 13.1, 12.9])), "b", check=True)
     out = mmbench("compare", "--results", res, "--stats", "mean,stddev", "a", "b", check=True).stdout
-    stats = {line.split()[0] for line in out.splitlines() if "Elapsed" in line}
+    # table lines: the family letter (P, e or blank) in the first two columns, then the statistic
+    stats = {line[2:].split()[0] for line in out.splitlines() if "Elapsed [s]" in line}
     assert stats == {"Amean", "Stddev"}
     bad = mmbench("compare", "--results", res, "--stats", "p9", "a", "b")
     assert bad.returncode == 2 and "--stats" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
@@ -80,7 +81,8 @@ def _run_with_system_time(res: str, name: str, system: list[float]) -> None:
     """A stored run whose workload metric is flat and whose System time is ``system``."""
     from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
     store = FileStore(res)
-    w = store.create_run(name, force=False, suite_text="# test\n", suite_hash="x",
+    # System time is the suite's primary row: the only kind --fail-on-regression reads
+    w = store.create_run(name, force=False, suite_text='[suite]\nprimary = ["duration:System"]\n', suite_hash="x",
                          suite_effective={}, fingerprint={}, settings={})
     w.add_workload(WorkloadRun("tool", "import", {}, [MetricDef("Elapsed", "s", "lower", "time")], []))
     for i, s in enumerate(system):

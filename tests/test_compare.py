@@ -10,6 +10,7 @@ from mmbench.analysis import compare as cmpmod
 from mmbench.analysis.compare import build_comparison, pct_diff, regressions
 from mmbench.monitors.base import MonitorSummary
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
+from mmbench.plugins import exporters
 
 TPUT = MetricDef("Fault throughput", "faults/s", "higher", "rate")
 TIME = MetricDef("Time", "s", "lower", "time")
@@ -17,8 +18,8 @@ LAT = MetricDef("Fault latency", "us", "lower", "latency")
 
 
 def make_run(name, samples, metrics=(TPUT,), label="faultin", fingerprint=None, extra_iters=(),
-             duration=None, vmstat=None, monitors=None, path=None):
-    """samples: metric name → list of per-iteration sample lists."""
+             duration=None, vmstat=None, monitors=None, path=None, suite=""):
+    """samples: metric name → list of per-iteration sample lists; ``suite``: the suite text."""
     n = max(len(v) for v in samples.values())
     its = []
     for i in range(n):
@@ -29,7 +30,7 @@ def make_run(name, samples, metrics=(TPUT,), label="faultin", fingerprint=None, 
             vmstat_delta=(vmstat[i] if vmstat else {}),
             monitors=(monitors or {})))
     its.extend(extra_iters)
-    return RunRecord(name, "complete", 0.0, 1.0, "", "", fingerprint or {}, {},
+    return RunRecord(name, "complete", 0.0, 1.0, suite, "", fingerprint or {}, {},
                      [WorkloadRun(label, "pft", {}, list(metrics), its)], path=path)
 
 
@@ -82,9 +83,9 @@ def test_rows_values_and_pct():
     h = rows[(TPUT.name, "Hmean")]
     assert h.values == {"a": 100.0, "b": 110.0}
     assert h.pct["a"] == 0.0 and h.pct["b"] == pytest.approx(10.0)
-    # two constant series that differ: a definite change under the documented rule (item 4)
-    assert h.significant == {"a": False, "b": True}
-    assert "zero-variance" not in h.note
+    # two constant series that differ: no variance, no test, no star (issue 22 item 2)
+    assert h.significant == {"a": False, "b": False} and h.p["b"] is None
+    assert "no variance: not tested" in h.note
     sd = rows[(TPUT.name, "Stddev")]
     assert sd.better == "lower" and sd.pct["b"] == 0.0 and not sd.note   # 0 against 0: no change
 
@@ -129,15 +130,18 @@ def test_missing_workload_and_metric():
     assert any("faultin: not in run b" in n for n in c.notes)
 
 
-def test_latency_percentiles_mwu():
+def test_latency_percentiles_tested_across_iterations():
     rng = np.random.default_rng(1)
     a = make_run("a", {LAT.name: [rng.exponential(10, 400) for _ in range(3)]}, metrics=(LAT,))
     b = make_run("b", {LAT.name: [rng.exponential(20, 400) for _ in range(3)]}, metrics=(LAT,))
     c = build_comparison([a, b])
     rows = rows_of(c)
     for p in ("P50", "P90", "P95", "P99"):
-        assert rows[(LAT.name, p)].significant["b"]
+        # exploratory rows (the primary row is the metric's mean): a lead, never a '*'
+        assert rows[(LAT.name, p)].family == "exploratory" and rows[(LAT.name, p)].lead["b"]
+        assert not rows[(LAT.name, p)].significant["b"]
         assert rows[(LAT.name, p)].pct["b"] < 0        # slower = worse
+    assert rows[(LAT.name, "Amean")].family == "primary" and rows[(LAT.name, "Amean")].significant["b"]
     assert rows[(LAT.name, "P50")].values["a"] == pytest.approx(np.percentile(np.concatenate(
         [s for s in [it.samples[LAT.name] for it in a.workloads[0].iterations]]), 50))
 
@@ -146,7 +150,7 @@ def test_one_iteration_each_is_too_few_for_welch():
     a = make_run("a", {TIME.name: [[1.0]]}, metrics=(TIME,))
     b = make_run("b", {TIME.name: [[2.0]]}, metrics=(TIME,))
     r = rows_of(build_comparison([a, b]))[(TIME.name, "Amean")]
-    assert r.p["b"] is None and not r.significant["b"] and "too-few-samples" in r.note
+    assert r.p["b"] is None and not r.significant["b"] and "1 vs 1 iterations" in r.note
     assert r.ci["b"] is None
 
 
@@ -171,8 +175,9 @@ def test_system_time_regression_is_flagged():
     rng = np.random.default_rng(4)
     def dur(system):
         return [{"user": 1.0, "system": float(s), "elapsed": 10.0} for s in system]
-    a = make_run("a", {TIME.name: [[1]] * 6}, metrics=(TIME,), duration=dur(rng.normal(5.0, 0.05, 6)))
-    b = make_run("b", {TIME.name: [[1]] * 6}, metrics=(TIME,), duration=dur(rng.normal(6.0, 0.05, 6)))
+    suite = '[suite]\nprimary = ["duration:System"]\n'
+    a = make_run("a", {TIME.name: [[1]] * 6}, metrics=(TIME,), duration=dur(rng.normal(5.0, 0.05, 6)), suite=suite)
+    b = make_run("b", {TIME.name: [[1]] * 6}, metrics=(TIME,), duration=dur(rng.normal(6.0, 0.05, 6)), suite=suite)
     c = build_comparison([a, b])
     sysrow = rows_of(c, "duration")[("System", "Amean")]
     assert sysrow.significant["b"] and sysrow.ci["b"] is not None
@@ -247,14 +252,25 @@ def test_regressions():
     assert regressions(build_comparison([b, a]), 5.0) == []   # an improvement is not a regression
 
 
-def test_constant_series_7_vs_8_is_a_regression():
-    # issue 13 item 8: 7 vs 8 over 10 iterations (-14.29%) was "zero-variance" and passed
-    a = make_run("a", {TIME.name: [[7.0]] * 10}, metrics=(TIME,))
-    b = make_run("b", {TIME.name: [[8.0]] * 10}, metrics=(TIME,))
-    regs = regressions(build_comparison([a, b]), 5.0)
-    assert len(regs) == 1 and regs[0].run == "b"
-    same = make_run("c", {TIME.name: [[7.0]] * 10}, metrics=(TIME,))
-    assert regressions(build_comparison([a, same]), 0.0) == []
+def test_constant_series_are_not_starred():
+    # issue 22 item 2: `7 7 7` vs `7.00000001 x3` printed "-0.00%* p=0"; a constant time row
+    # has no variance to test against: "no variance: not tested", no star, no regression
+    a = make_run("a", {TIME.name: [[7.0]] * 3}, metrics=(TIME,))
+    b = make_run("b", {TIME.name: [[7.00000001]] * 3}, metrics=(TIME,))
+    c = build_comparison([a, b])
+    r = rows_of(c)[(TIME.name, "Amean")]
+    assert not r.significant["b"] and r.p["b"] is None and r.pct["b"] == 0.0
+    assert "(-0.00%)" not in exporters()["text"].render(c, {})
+    b8 = make_run("b", {TIME.name: [[8.0]] * 10}, metrics=(TIME,))
+    a10 = make_run("a", {TIME.name: [[7.0]] * 10}, metrics=(TIME,))
+    r = rows_of(build_comparison([a10, b8]))[(TIME.name, "Amean")]
+    assert r.p["b"] is None and "no variance: not tested" in r.note
+    assert regressions(build_comparison([a10, b8]), 5.0) == []
+    # a count goes through the count test and its family: 7 vs 8 events is no evidence
+    cnt = MetricDef("Events", "events", "lower", "count")
+    r = rows_of(build_comparison([make_run("a", {"Events": [[7]] * 3}, metrics=(cnt,)),
+                                  make_run("b", {"Events": [[8]] * 3}, metrics=(cnt,))]))[("Events", "Amean")]
+    assert r.test == "count" and r.p["b"] is not None and r.p["b"] > 0.5 and not r.significant["b"]
 
 
 def test_undefined_mean_is_not_tested():
@@ -264,7 +280,8 @@ def test_undefined_mean_is_not_tested():
     h = rows_of(build_comparison([a, b]))[(TPUT.name, "Hmean")]
     assert h.values["a"] is None
     assert not h.significant["b"] and h.ci["b"] is None and h.p["b"] is None
-    assert "mean undefined" in h.note
+    # issue 22 item 6: the note names the run whose mean is undefined (a), not the other one
+    assert "the Hmean of a is undefined" in h.note
 
 
 def test_ci_is_seeded_and_reproducible():
@@ -310,8 +327,9 @@ def test_real_ten_percent_shift_is_flagged(seed, sd):
     c = build_comparison([a, b])
     for m in METRICS:
         r = rows_of(c)[(m.name, "Amean")]
-        assert r.significant["b"] and r.pct["b"] == pytest.approx(-10, abs=5)
-    assert len(regressions(c, 5.0)) == len(METRICS)
+        # the first metric is the primary row (default: the headline); the others are leads
+        assert (r.significant["b"] if m is METRICS[0] else r.lead["b"]) and r.pct["b"] == pytest.approx(-10, abs=5)
+    assert [r.metric for r in regressions(c, 5.0)] == [METRICS[0].name]   # only primary rows gate
 
 
 def test_latency_percentiles_are_tested_per_iteration():
@@ -327,8 +345,10 @@ def test_latency_percentiles_are_tested_per_iteration():
         rows = rows_of(build_comparison([run("a"), run("b")]))
         quiet += not any(rows[(LAT.name, p)].significant["b"] for p in ("P50", "P90", "P95", "P99"))
     assert quiet >= 9
-    # a single iteration a side still gets a (pooled, Mann-Whitney) test
-    one = rows_of(build_comparison([
+    # issue 22 item 3: one iteration a side gets no p and no star anywhere (it was a pooled
+    # Mann-Whitney over the samples: 24 % of A/A reports starred with a 3 % run effect)
+    c = build_comparison([
         make_run("a", {LAT.name: [list(rng.exponential(100, 500))]}, metrics=(LAT,)),
-        make_run("b", {LAT.name: [list(rng.exponential(150, 500))]}, metrics=(LAT,))]))
-    assert one[(LAT.name, "P50")].p["b"] is not None and one[(LAT.name, "P50")].significant["b"]
+        make_run("b", {LAT.name: [list(rng.exponential(150, 500))]}, metrics=(LAT,))])
+    for r in rows_of(c).values():
+        assert r.p["b"] is None and not r.significant["b"] and not r.lead["b"]

@@ -12,12 +12,16 @@ TIME = MetricDef("Time", "s", "lower", "time")
 LAT = MetricDef("Launch", "ms", "lower", "latency")
 
 
+PRIMARY = '[suite]\nprimary = ["Major Faults", "THP fault alloc"]\n'
+
+
 def run(name, vmstats, samples=None, metrics=(TIME,)):
     its = [IterationResult("w", i, False, "ok",
                            samples=(samples[i] if samples else {"Time": [1.0 + 0.01 * i]}),
                            duration={"elapsed": 10.0}, vmstat_delta=d)
            for i, d in enumerate(vmstats)]
-    return RunRecord(name, "complete", 0.0, 1.0, "", "", {}, {}, [WorkloadRun("w", "bench", {}, list(metrics), its)])
+    return RunRecord(name, "complete", 0.0, 1.0, PRIMARY, "", {}, {},
+                     [WorkloadRun("w", "bench", {}, list(metrics), its)])
 
 
 def deltas(scale, *, fallback=0):
@@ -36,8 +40,9 @@ def test_vmstat_rows_tested_in_their_own_direction():
     assert major.significant["b"] and major.pct["b"] < -90          # twice the faults: worse
     assert thp.significant["b"] and thp.pct["b"] < -40              # half the THPs: worse
     assert major.ci["b"] is not None and major.mde["b"] is not None
-    swap = rows[("Swap Ins", "Amean")]                               # 0 vs 0 everywhere
-    assert swap.p["b"] == 1.0 and not swap.significant["b"]
+    assert major.test == "count" and thp.test == "count"             # counters: the count test
+    swap = rows[("Swap Ins", "Amean")]                               # 0 vs 0 everywhere: not tested
+    assert swap.p["b"] is None and not swap.significant["b"] and swap.why["b"].startswith("no change")
     found = {(r.section, r.metric) for r in regressions(c, 10.0)}
     assert ("vmstat: w", "Major Faults") in found and ("vmstat: w", "THP fault alloc") in found
     ratio = {(r.metric, r.stat): r for s in c.sections if s.kind == "ratio" for r in s.rows}

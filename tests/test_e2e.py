@@ -34,7 +34,7 @@ from conftest import REPO as THP_REPO  # noqa: E402
 def test_compare_text(two_runs):
     out = mmbench("compare", "--results", str(two_runs), "thp", "nothp", check=True).stdout
     assert "thp.enabled" in out.split("faultin")[0]          # differing environment first
-    lines = [l for l in out.splitlines() if "THP Active" in l and l.split()[0] in ("Amean", "Mean")]
+    lines = [l for l in out.splitlines() if "THP Active" in l and l[2:].split()[:1] in (["Amean"], ["Mean"])]
     assert lines, out
     assert "%)" in lines[0]
     assert "duration" in out and "vmstat" in out and "THP fault alloc" in out
@@ -49,8 +49,10 @@ def test_compare_json_shape(two_runs):
     assert active["better"] == "higher" and active["unit"]
     assert active["values"]["thp"] > 0 and active["values"]["nothp"] == 0
     assert active["pct"]["thp"] == 0
-    # issue 13 item 4: 128 vs 0 (zero variance on both sides) is a definite change, marked
-    assert active["significant"]["nothp"] is True and active["p"]["nothp"] is not None
+    # 128 vs 0 (zero variance on both sides): a count, so the count test decides (issue 22
+    # item 2: never p = 0 by rule); an exploratory row, so a lead ("~"), not a star
+    assert active["test"] == "count" and active["family"] == "exploratory"
+    assert active["lead"]["nothp"] is True and active["p"]["nothp"] is not None
     for r in rows.values():
         assert set(r) >= {"metric", "stat", "unit", "better", "values", "pct", "significant", "p", "ci"}
         assert set(r["values"]) == {"thp", "nothp"}

@@ -49,9 +49,13 @@ def test_text_layout(comparison):
     lines = out.splitlines()
     assert lines[0] == "Environment differences"
     assert "kernel" in lines[1] and "vanilla=vanilla" in lines[1]
-    hm = next(l for l in lines if l.startswith("Hmean") and "Fault throughput" in l)
-    # value (  pct%) per run, '*' after the significant cell
-    assert "(   0.00%)" in hm and "*" in hm and "p=" not in hm
+    hm = next(l for l in lines if l.startswith("P Hmean") and "Fault throughput" in l)
+    # family letter, value (  pct%) per run, '*' after the significant primary cell
+    assert "(   0.00%)" in hm and "*" in hm and "q=" not in hm
+    # issue 22 item 0: the primary summary comes before every table
+    head = next(i for i, l in enumerate(lines) if l.startswith("Primary rows"))
+    assert head < lines.index("faultin (pft)")
+    assert "Fault throughput" in lines[head + 1] and "* better" in lines[head + 1] and "CI [" in lines[head + 1]
     import re
     pcts = [float(x) for x in re.findall(r"\(\s*(-?[0-9.]+)%\)", hm)]
     assert pcts[0] == 0.0 and 15 < pcts[1] < 25
@@ -62,8 +66,8 @@ def test_text_layout(comparison):
 def test_text_pvalues_and_alignment(comparison):
     out = exporters()["text"].render(comparison, {**OPTS, "pvalues": True})
     lines = out.splitlines()
-    hm = next(l for l in lines if l.startswith("Hmean") and "Fault throughput" in l)
-    assert "p=" in hm
+    hm = next(l for l in lines if l.startswith("P Hmean") and "Fault throughput" in l)
+    assert "q=" in hm
     # every data line of the workload table has the first run's '(' at the same column
     block = lines[lines.index("faultin (pft)") + 2:]
     block = block[:next(i for i, l in enumerate(block) if not l.strip())]
@@ -85,7 +89,8 @@ def test_text_single_run_no_pct():
 def test_markdown(comparison):
     out = exporters()["markdown"].render(comparison, {**OPTS, "pvalues": True})
     assert "### faultin (pft)" in out
-    assert "| stat | metric | unit | vanilla | patched |" in out
+    assert "| family | stat | metric | unit | vanilla | patched |" in out
+    assert out.index("### Primary rows") < out.index("### faultin (pft)")
     assert "**" in out and "CI [" in out
 
 
@@ -98,7 +103,8 @@ def test_csv(comparison):
 
 
 def _check_shape(d):
-    assert set(d) == {"schema", "baseline", "runs", "env_diff", "sections", "notes"}
+    assert set(d) == {"schema", "baseline", "runs", "env_diff", "sections", "notes", "primary"}
+    assert set(d["primary"]) == {"entries", "source", "family_sizes", "rows"}
     assert d["schema"] == "mmbench-compare/1"
     assert d["baseline"] == d["runs"][0]
     assert isinstance(d["notes"], list) and all(isinstance(n, str) for n in d["notes"])
@@ -108,7 +114,8 @@ def _check_shape(d):
         assert set(s) == {"title", "rows"} and isinstance(s["title"], str)
         for r in s["rows"]:
             assert set(r) == {"metric", "stat", "unit", "better", "values", "pct", "significant", "p", "ci",
-                              "mde_pct"}
+                              "mde_pct", "family", "test", "p_raw", "lead", "why"}
+            assert r["family"] in ("primary", "exploratory", None)
             assert r["better"] in ("higher", "lower")
             for key in ("values", "pct", "significant", "p", "ci"):
                 assert set(r[key]) == set(d["runs"])

@@ -173,7 +173,7 @@ def test_cell_colour_and_hover() -> None:
     assert _cell(r, "c", True, "a")["cls"] == "bad"
     assert _cell(r, "a", True, "a")["cls"] == ""
     t = _cell(r, "b", True, "a")["title"]
-    assert "p=0.001" in t and "[0.7, 0.9]" in t
+    assert "q=0.001" in t and "[0.7, 0.9]" in t
     s = json_for_script({"x": "</script><!-- & \u2028"})
     assert "<" not in s and ">" not in s and "&" not in s and "\u2028" not in s
     assert json.loads(s) == {"x": "</script><!-- & \u2028"}

@@ -45,8 +45,14 @@ def floats(x: Iterable[float] | Any) -> list[float]:
 
 def _finite_all(a: list[float]) -> bool:
     """True when every value is finite (one sum: a NaN or inf propagates; an overflowing sum of
-    finite values also says False, which only sends the data to numpy's path)."""
-    return math.isfinite(sum(a))
+    finite values, 9e307 + 9e307, is checked value by value: such data are finite and take the
+    scaled path below, not numpy's overflowing one; issue 22 item 6)."""
+    return math.isfinite(sum(a)) or all(map(math.isfinite, a))
+
+
+def _scale(a: list[float]) -> float:
+    """The largest magnitude (at least 1): dividing by it keeps sums of finite data finite."""
+    return max(1.0, max(abs(v) for v in a))
 
 
 def _np() -> Any:
@@ -61,7 +67,11 @@ def amean(x: Values) -> float:
         return _NAN
     if not _finite_all(a):
         return float(_np().asarray(a).mean())
-    return math.fsum(a) / len(a)
+    try:
+        return math.fsum(a) / len(a)
+    except OverflowError:                 # finite values near the float maximum (9e307)
+        k = _scale(a)
+        return k * (math.fsum(v / k for v in a) / len(a))
 
 
 def hmean(x: Values) -> float:
@@ -101,6 +111,11 @@ def _stddev(a: list[float]) -> float:
         return _NAN
     if not _finite_all(a):
         return float(_np().asarray(a).std(ddof=1))
+    k = _scale(a)
+    if k > 1e150:                         # squares would overflow: work on scaled values
+        b = [v / k for v in a]
+        m = math.fsum(b) / len(b)
+        return k * math.sqrt(math.fsum((v - m) * (v - m) for v in b) / (len(b) - 1))
     m = math.fsum(a) / len(a)
     return math.sqrt(math.fsum((v - m) * (v - m) for v in a) / (len(a) - 1))
 
@@ -117,7 +132,7 @@ def coeffvar(x: Values, kind: MeanKind = "amean") -> float:
     m = mean(x, kind)
     if math.isnan(sd) or math.isnan(m) or m == 0:
         return _NAN
-    return 100.0 * sd / abs(m)
+    return 100.0 * (sd / abs(m))
 
 
 def vmin(x: Values) -> float:
@@ -268,7 +283,7 @@ def summarise(per_iter: Sequence[Values], *, kind: MeanKind = "amean",
         u, _ = units(per_iter, kind)
     m = mean(u, kind)
     sd = _stddev(u)
-    cv = _NAN if (math.isnan(sd) or math.isnan(m) or m == 0) else 100.0 * sd / abs(m)
+    cv = _NAN if (math.isnan(sd) or math.isnan(m) or m == 0) else 100.0 * (sd / abs(m))
     has_nan = bool(s) and s[-1] != s[-1]
     rows = [
         ("Min", _NAN if not s or has_nan else s[0]),

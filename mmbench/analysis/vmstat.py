@@ -39,6 +39,11 @@ class RowDef:
     numa: bool = False       # shown only when non-zero
     counter: str | None = None   # the one counter a plain row reads (its direction: counters.py)
 
+    @property
+    def count(self) -> bool:
+        """A count of events or pages (tested with the count test), not a share or a velocity."""
+        return self.unit not in ("%", "pages/s")
+
 
 def _plain(name: str, unit: str, counter: str, numa: bool = False) -> RowDef:
     """A row that is one counter's delta; its direction comes from analysis/counters.py."""

@@ -42,6 +42,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             validate_suite_settings(suite)
         print(f"{suite.path}: ok: {len(suite.workloads)} workload(s), {len(suite.settings)} setting(s), "
               f"{len(suite.monitors)} monitor(s); nothing was run")
+        print(f"primary rows ({'declared' if suite.primary_declared else 'default from the headline and aims'}): "
+              + ", ".join(suite.primary))
+        for note in suite.notes:
+            if note.startswith("suite.primary"):
+                print(f"note: {note}")
         return 0
     require_root()
     signals.ignore_after_exit()
@@ -171,7 +176,12 @@ def _run_ab_kernels(args: argparse.Namespace, suite: Any, progress: Any) -> str:
             return run_in_vm(_vm_options(round_suite, spec, gk), round_suite, [*guest_args, part], part, parts_store,
                              force=True, progress=progress, open_store=open_store)
         return run_round
-    until = parse_until(args.until) if args.until is not None else None
+    # A pilot round (--until) is stored as warm-up only, which a guest's `mmbench run` cannot
+    # express (a workload runs at least 1 measured iteration), so A/B kernels take a fixed count.
+    if args.until is not None:
+        raise UsageError("--until: not available with --baseline-kernel (its pilot rounds cannot run in a "
+                         "guest yet); give --iterations N (rounds, A B A B)")
+    until = None
     max_time = None
     if args.max_time is not None:
         try:

@@ -76,6 +76,8 @@ class Suite:
     monitors: list[ResolvedMonitor]
     headline: list[str] = field(default_factory=list)
     vm: dict[str, Any] = field(default_factory=dict)
+    primary: list[str] = field(default_factory=list)   # [suite] primary, or the aims' default
+    primary_declared: bool = False                      # False: primary is the default
 
 
 def shipped_suites() -> dict[str, Path]:
@@ -397,7 +399,9 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
                  budget=budget, sandbox=mode, aims=list(sf.suite.aims), notes=notes,
                  scratch=Path(sf.suite.scratch).absolute(), settings=dict(sf.settings),
                  actions=sf.actions.model_dump(), swap=swap, workloads=workloads, monitors=monitors,
-                 headline=_check_headline(sf.suite.headline, workloads, where), vm=_vm_options(sf, where))
+                 headline=_check_headline(sf.suite.headline, workloads, where), vm=_vm_options(sf, where),
+                 primary=_primary(sf, effective, workloads, monitors, mreg, notes, where),
+                 primary_declared=bool(sf.suite.primary))
 
 
 def _vm_options(sf: SuiteFile, where: str) -> dict[str, Any]:
@@ -415,6 +419,64 @@ def _vm_options(sf: SuiteFile, where: str) -> dict[str, Any]:
         raise UsageError(f"{where}: vm.numa: {vm['numa']} nodes of {vm['memory_mb'] // vm['numa']} MiB each "
                          f"is too small (give vm.memory at least 64M per node)")
     return vm
+
+
+def _primary(sf: SuiteFile, effective: dict[str, Any], workloads: list[ResolvedWorkload],
+             monitors: list[ResolvedMonitor], mreg: dict[str, Any], notes: list[str], where: str) -> list[str]:
+    """``[suite] primary`` checked against the rows this suite can produce (else the default from
+    its headline and aims); the resolved list is stored with the run (suite-effective.json).  A
+    row of a known monitor the suite does not run (``--set monitors.mm-trace=false``) is a note:
+    the report will say the row is missing."""
+    from mmbench.config import primary as pr
+    declared = list(sf.suite.primary)
+    if len(declared) > pr.MAX_PRIMARY:
+        raise UsageError(f"{where}: suite.primary: {len(declared)} rows; at most {pr.MAX_PRIMARY} (a family of "
+                         f"more has too little power at a few iterations: make the others exploratory)")
+    heads = list(sf.suite.headline) or [w.metrics[0].name for w in workloads if w.metrics]
+    names = declared or pr.default_primary(list(sf.suite.aims), heads)
+    metrics = {(w.label.lower(), w.plugin.lower()): w.metrics for w in workloads}
+    mons = {m.name.lower(): m.cls.row_patterns for m in monitors}
+    absent = {n.lower(): c.row_patterns for n, c in mreg.items() if n.lower() not in mons}
+    sections = {"vmstat", "duration"} | {k for pair in metrics for k in pair} | set(mons) | set(absent)
+    for i, text in enumerate(names):
+        e = pr.parse_entry(text, sections)
+        where_i = f"{where}: suite.primary[{i}] {text!r}"
+        if not e.name:
+            raise UsageError(f"{where_i}: empty row name")
+        found = False
+        if e.section in (None, "vmstat") and e.name in {n.lower() for n in pr.VMSTAT_ROWS}:
+            found = e.stat in (None, "mean") or _bad_stat(where_i, "a vmstat row has only its mean row")
+        if e.section in (None, "duration") and e.name in {n.lower() for n in pr.DURATION_ROWS}:
+            found = e.stat in (None, "mean") or _bad_stat(where_i, "a duration row has only its mean row")
+        for (label, plugin), mds in metrics.items():
+            if e.section not in (None, label, plugin):
+                continue
+            for md in mds:
+                if md.name.lower() == e.name:
+                    if e.stat not in (None, "mean") and md.kind != "latency":
+                        _bad_stat(where_i, f"{md.name} is not a latency metric: it has no percentile rows")
+                    found = True
+        for mname, patterns in mons.items():
+            if e.section in (None, mname) and pr.pattern_match(patterns, e.name):
+                found = True
+        if not found and e.section in absent and pr.pattern_match(absent[e.section], e.name):
+            notes.append(f"suite.primary[{i}] {text!r}: the suite runs no {e.section} monitor, so this primary "
+                         f"row will be missing from the comparison")
+            found = True
+        if not found:
+            known = ([*pr.VMSTAT_ROWS, *pr.DURATION_ROWS] + [md.name for mds in metrics.values() for md in mds])
+            by_low = {k.lower(): k for k in known}
+            hint = close_match(e.name, list(by_low))
+            hint = (f" (did you mean {by_low[hint.split(chr(39))[1]]!r}?)" if hint else
+                    "; no workload metric, vmstat row, duration row or monitor row of this suite has that name")
+            raise UsageError(f"{where_i}: not a row of this suite{hint}"
+                             + ("" if declared else f" (the default for aims {', '.join(sf.suite.aims)})"))
+    effective.setdefault("suite", {})["primary"] = list(names)
+    return list(names)
+
+
+def _bad_stat(where: str, why: str) -> bool:
+    raise UsageError(f"{where}: {why}")
 
 
 def _check_headline(headline: list[str], workloads: list[ResolvedWorkload], where: str) -> list[str]:

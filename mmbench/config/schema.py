@@ -2,7 +2,8 @@
 
 Layout (docs/suites.md has the full reference)::
 
-    [suite]      description, iterations, warmup, budget, sandbox, aims, scratch, timeout, headline
+    [suite]      description, iterations, warmup, budget, sandbox, aims, scratch, timeout, headline,
+                 primary
     [settings]   vm.* / thp.* / zswap.* / kernel.* knobs for the whole run
     [actions]    sync, drop_caches, compact_memory: before every iteration
     [swap]       type = none|zram|file, size, compressor, path, priority, zswap, zswap_compressor
@@ -37,6 +38,9 @@ class SuiteMeta(_Strict):
     scratch: str = "/var/tmp/mmbench"
     timeout: str | float | int = "2h"   # per iteration; a workload running longer is stopped
     headline: list[str] = Field(default_factory=list)   # metrics `run --until` watches
+    # the rows the suite is about: one small Benjamini–Hochberg family, the only rows
+    # --fail-on-regression reads (config/primary.py; at most 6)
+    primary: list[str] = Field(default_factory=list)
 
 
 class Actions(_Strict):

@@ -103,6 +103,10 @@ class Monitor:
     default_interval: ClassVar[float] = 1.0
     params: ClassVar[dict[str, Param]] = {}
     series: ClassVar[tuple[SeriesSpec, ...]] = ()   # what the report graphs (sampling monitors)
+    # The metric names its summary can produce, as fnmatch patterns (case-insensitive): what a
+    # suite's `[suite] primary` may name from this monitor (config/primary.py).  Keep them
+    # matching when a row is added or renamed.
+    row_patterns: ClassVar[tuple[str, ...]] = ()
 
     def unavailable_reason(self) -> str | None:
         """None when the monitor can run here, else a plain sentence why not."""

@@ -28,6 +28,7 @@ UNAVAILABLE = ("this kernel has no irqsoff tracer (CONFIG_IRQSOFF_TRACER); IRQs-
 
 class Irqsoff(Monitor):
     name = "irqsoff"
+    row_patterns = ("IRQs-off *",)
     summary = "worst IRQs-off sections per interval from the irqsoff tracer, with stacks"
     default_interval = 1.0
     root: Path = TRACEFS          # tests point this at a fake tracefs

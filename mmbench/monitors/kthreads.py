@@ -55,6 +55,7 @@ def stat_cpu_seconds(stat: bytes) -> float:
 
 class Kthreads(SamplingMonitor):
     name = "kthreads"
+    row_patterns = ("* CPU (s)", "* CPU %")
     summary = "CPU time of kswapd, kcompactd, khugepaged and kdamond threads"
     default_interval = 1.0
 

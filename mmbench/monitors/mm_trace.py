@@ -74,6 +74,8 @@ def _kthreads() -> dict[int, str]:
 
 class MmTrace(Monitor):
     name = "mm-trace"
+    row_patterns = ("* (us)", "* count", "* total (ms)", "* per stall", "* stalls *", "extfrag *", "* events",
+                    "*(trace)*")
     summary = "mm tracepoints (reclaim, compaction, extfrag, THP, OOM) → stall latencies per who"
     default_interval = 0.1
     params = {

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from dataclasses import dataclass
+
 from mmbench.analysis.compare import Comparison
 
 class Exporter:
@@ -37,3 +39,81 @@ def fmt_pct(v: float | None) -> str:
 
 def fmt_p(v: float | None) -> str:
     return "" if v is None else f"p={v:.3g}"
+
+
+def fmt_q(v: float | None) -> str:
+    """A q-value (the Benjamini–Hochberg adjusted p of the row's family)."""
+    return "" if v is None else f"q={v:.3g}"
+
+
+FAMILY_TAG = {"primary": "P", "exploratory": "e", None: " "}
+LEGEND = ("% vs the baseline: positive = better (each row by its own direction)",
+          "P primary row (the suite's declared family): * = q < 0.05; only these gate --fail-on-regression",
+          "e exploratory row (a family of its own): ~ = q < 0.05, a lead to follow, never gating",
+          "no letter: descriptive, not tested; q: Benjamini-Hochberg adjusted p within the row's family; "
+          "intervals: per row, 95%, not adjusted for the other rows",
+          "mde (--pvalues): the true change the row's own test would mark 80% of the time, at its family's "
+          "level")
+
+
+@dataclass
+class PrimaryText:
+    """One line of the primary summary, as every format shows it."""
+    what: str          # "Compaction stalls (vmstat: thpavail)"
+    run: str
+    base: str          # baseline value
+    value: str         # the run's value
+    unit: str
+    pct: str           # "-12.30%" or ""
+    ci: str            # "ratio 95% CI [0.81, 0.93]" or ""
+    q: str             # "q=0.012" or ""
+    verdict: str       # "* better", "no significant change (...)", "no test: ..."
+    cls: str           # "good" | "bad" | "" (HTML colour)
+
+
+def primary_texts(cmp: Comparison) -> list[PrimaryText]:
+    """The primary summary of a comparison: one line per primary row and run, entries in the
+    order the suite declares them."""
+    out = []
+    for pl in cmp.primary:
+        r = pl.row
+        if r is None:
+            out.append(PrimaryText(pl.entry, "", "", "", "", "", "", "",
+                                   "no such row in this comparison (these runs did not record it)", ""))
+            continue
+        n = pl.run
+        b, v = r.values.get(cmp.baseline), r.values.get(n)
+        pct = r.pct.get(n)
+        ci = r.ci.get(n)
+        q = r.p.get(n)
+        cls = ""
+        if r.significant.get(n):
+            better = (pct > 0) if pct is not None else (
+                v is not None and b is not None and ((v > b) == (r.better == "higher")))
+            verdict = f"* {'better' if better else 'worse'}"
+            cls = "good" if better else "bad"
+        elif n in r.why:
+            verdict = r.why[n]
+        elif q is None:
+            verdict = "not tested"
+        else:
+            mde = r.mde.get(n)
+            verdict = "no significant change" + (
+                f" (a true change of {mde:.3g}% would be starred 80% of the time)" if mde is not None else "")
+        where = pl.section or ""
+        what = f"{r.metric}" + (f" {r.stat}" if r.stat.startswith("P") else "") + (f" ({where})" if where else "")
+        out.append(PrimaryText(
+            what, n, fmt_value(b), fmt_value(v), r.unit, fmt_pct(pct) if pct is not None else "",
+            f"ratio 95% CI [{ci[0]:.3g}, {ci[1]:.3g}]" if ci is not None else "", fmt_q(q),
+            verdict + (f" [{_TEST_NAMES.get(r.test, r.test)}]" if r.test and q is not None else ""), cls))
+    return out
+
+
+_TEST_NAMES = {"welch": "Welch t-test", "count": "quasi-Poisson count test"}
+
+
+def primary_heading(cmp: Comparison) -> str:
+    m = cmp.family_sizes.get("primary", 0)
+    src = f"; {cmp.primary_source}" if cmp.primary_source else ""
+    return (f"Primary rows ({len(cmp.primary_entries)} declared{src}; one Benjamini-Hochberg family of {m} "
+            f"test(s); --fail-on-regression reads only these)")

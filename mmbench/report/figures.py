@@ -296,7 +296,8 @@ def stall_figures(runs: list[RunRecord], names: list[str]) -> list[Figure]:
         order = list(LABELS)
         for kind in sorted(kinds, key=lambda k: order.index(k) if k in order else len(order)):
             name = LABELS.get(kind, kind)
-            what = "awake time" if kind in ("kswapd", "kcompactd") else "stall latency"
+            # LABELS already say "Kswapd awake": "Kswapd awake time", not "Kswapd awake awake time"
+            what = "time" if kind in ("kswapd", "kcompactd") else "stall latency"
             fig = Figure(slug("stall", label, kind), "stalls", label, "cdf", f"{name} {what}",
                          xlabel="µs (log scale)", ylabel="fraction ≤ x", logx=True)
             for i in range(len(runs)):

@@ -26,7 +26,7 @@ from typing import Any
 from mmbench import __version__
 from mmbench.analysis.compare import Comparison, Row, build_comparison
 from mmbench.report import figures as figs
-from mmbench.report.base import fmt_pct, fmt_value
+from mmbench.report.base import LEGEND, fmt_pct, fmt_value, primary_heading, primary_texts
 from mmbench.model.results import RunRecord
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -91,15 +91,20 @@ def _cell(row: Row, run: str, multi: bool, base: str) -> dict[str, str]:
     tips = []
     p = row.p.get(run)
     if p is not None:
-        tips.append(f"p={p:.3g} (Benjamini-Hochberg adjusted)" + (", significant" if row.significant.get(run) else ""))
+        fam = row.family or ""
+        tips.append(f"q={p:.3g} (Benjamini-Hochberg adjusted within the {fam} family)" +
+                    (", significant" if row.significant.get(run) else ", a lead (exploratory)" if row.lead.get(run) else ""))
+    if row.why.get(run):
+        tips.append(row.why[run])
     ci = row.ci.get(run)
     if ci is not None:
         tips.append(f"95% CI of {run}/{base}: [{ci[0]:.4g}, {ci[1]:.4g}]")
     mde = row.mde.get(run)
     if mde is not None:
-        tips.append(f"minimum detectable effect (80% power): {mde:.1f}%")
+        tips.append(f"minimum detectable effect: a true change of {mde:.1f}% is marked 80% of the time "
+                    f"(this row's test, at its family's level)")
     return {"value": fmt_value(row.values.get(run)), "pct": fmt_pct(pct) if multi and run != base else "",
-            "cls": cls, "title": "; ".join(tips)}
+            "cls": cls, "title": "; ".join(tips), "mark": row.mark(run) if multi else ""}
 
 
 def _sections(cmp: Comparison) -> list[dict[str, Any]]:
@@ -108,7 +113,7 @@ def _sections(cmp: Comparison) -> list[dict[str, Any]]:
     for i, s in enumerate(cmp.sections):
         if not s.rows:
             continue
-        rows = [{"stat": r.stat, "metric": r.metric, "unit": r.unit, "note": r.note,
+        rows = [{"stat": r.stat, "metric": r.metric, "unit": r.unit, "note": r.note, "family": r.family or "",
                  "cells": [_cell(r, n, multi, cmp.baseline) for n in cmp.runs]} for r in s.rows]
         nsig = sum(1 for r in s.rows for n in cmp.runs[1:] if r.significant.get(n))
         out.append({"id": f"sec-{i}", "title": s.title, "kind": s.kind, "open": s.kind in OPEN_KINDS,
@@ -157,6 +162,9 @@ def render_report(runs: list[RunRecord], comparison: Comparison | None = None) -
         "irqsoff": figs.irqsoff_tables(runs, names),
         "notes": list(cmp.notes),
         "warnings": list(cmp.warnings),
+        "primary_heading": primary_heading(cmp) if cmp.primary else "",
+        "primary": [t.__dict__ for t in primary_texts(cmp)] if len(cmp.runs) > 1 else [],
+        "legend": list(LEGEND),
         "nfigures": len(figures),
         "css": Markup((TEMPLATES / "report.css").read_text()),
         "js": Markup(_safe_script((TEMPLATES / "report.js").read_text())),

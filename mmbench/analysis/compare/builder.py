@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from mmbench.analysis import significance as sig
 from mmbench.analysis import stats as st
+from mmbench.analysis.compare import families
 from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.environment import env_diff, memcg_notes, unique_names, vm_notes
 from mmbench.analysis.compare.model import Comparison, Section
@@ -36,6 +36,7 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
             f"{r.name} → {n}" for r, n in zip(runs, ctx.names) if r.name != n))
     cmp.env_diff = env_diff(runs, ctx.names)
     ctx.headline = suite_headline(runs)
+    families.resolve(ctx, cmp)
     for text in memcg_notes(runs, ctx.names) + vm_notes(runs, ctx.names):
         ctx.note(text)
     for text in run_status_notes(runs, ctx.names):   # incomplete or failed runs are said so
@@ -62,7 +63,9 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
             ratios.append(ratio_section(ctx, label, means, others))
         mons.extend(monitor_sections(ctx, label, measured))
     cmp.sections += [s for s in dur if s.rows] + vms + mons + ratios
-    _adjust(ctx)
+    families.mark_rows(ctx, cmp)
+    families.adjust(ctx)
+    cmp.family_sizes = dict(ctx.family_sizes)
     _pcts(ctx, cmp)
     if ctx.multi:
         cmp.warnings = headline_warnings(ctx, ctx.headline_rows)
@@ -87,22 +90,12 @@ def _measured(ctx: Context, name: str, label: str, w: WorkloadRun | None) -> lis
     return m
 
 
-def _adjust(ctx: Context) -> None:
-    """Benjamini–Hochberg over every test of the report; the q-value is the p shown."""
-    if not ctx.tests:
-        return
-    q = sig.bh_adjust([t.p for t in ctx.tests])
-    for t, qv in zip(ctx.tests, q):
-        for r in t.rows:
-            r.p[t.run] = qv
-            r.significant[t.run] = bool(qv < sig.ALPHA)
-
-
 def _pcts(ctx: Context, cmp: Comparison) -> None:
     for s in cmp.sections:
         for r in s.rows:
             for n in ctx.names:
                 r.significant.setdefault(n, False)
+                r.lead.setdefault(n, False)
                 r.p.setdefault(n, None)
                 if n not in r.ci:        # not r.ci.setdefault: that would compute a deferred interval
                     r.ci[n] = None

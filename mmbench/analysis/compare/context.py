@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from mmbench.analysis import stats as st
-from mmbench.analysis.compare.model import Row
+from mmbench.analysis.compare.model import Row, Section
+from mmbench.config.primary import Entry
 from mmbench.model.results import MetricDef, RunRecord
 
 
@@ -34,6 +35,10 @@ class Context:
     headline_rows: list[tuple[str, MetricDef, Row, dict[str, Series]]] = field(default_factory=list)
     # "mmtests": summary rows as MMTests computes them (imported trees; docs/mmtests-import.md)
     convention: st.Convention = "mmbench"
+    # the primary entries of the runs' suites (families.py) and the section names a prefix may be
+    primary: list[Entry] = field(default_factory=list)
+    # tests per Benjamini–Hochberg family, known once every section is built (the MDE reads it)
+    family_sizes: dict[str, int] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
 
     @property
@@ -51,6 +56,14 @@ class Context:
 
     def add_test(self, rows: list[Row], run: str, p: float) -> None:
         self.tests.append(Test(rows, run, p))
+
+    def is_primary(self, sec: Section, metric: str, stat: str) -> bool:
+        """Does a primary entry of the suites name this row?"""
+        if sec.kind == "ratio" or not self.primary:
+            return False
+        names = {sec.kind, sec.label.lower(), sec.source.lower()} - {""}
+        means = (st.mean_label("amean"), st.mean_label("hmean"), st.mean_label("gmean"))
+        return any(e.matches(names, metric, stat, means) for e in self.primary)
 
 
 class Series:

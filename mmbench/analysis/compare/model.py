@@ -17,6 +17,11 @@ from typing import Any, Callable, Literal
 SCHEMA = "mmbench-compare/1"
 Better = Literal["higher", "lower"]
 SectionKind = Literal["workload", "duration", "vmstat", "monitor", "ratio"]
+# The Benjamini–Hochberg family a tested row is in (docs/statistics.md §4): the suite's declared
+# primary rows (the `*`, the only rows --fail-on-regression reads) or every other tested row.
+Family = Literal["primary", "exploratory"]
+MARK_PRIMARY = "*"
+MARK_EXPLORATORY = "~"
 
 
 class Deferred(MutableMapping):
@@ -71,9 +76,25 @@ class Row:
     note: str = ""
     # minimum detectable effect (%, 80 % power, Welch at 0.05) per tested run (issue 13 item 3)
     mde: MutableMapping[str, float | None] = field(default_factory=Deferred)
+    # "primary" when the suite declares the row primary (whether or not a test could run),
+    # "exploratory" when it is tested and not primary, None for descriptive rows
+    family: Family | None = None
+    test: str = ""                                        # "welch", "count", "" (untested)
+    p_raw: dict[str, float | None] = field(default_factory=dict)
+    # exploratory rows with q < 0.05 in their own family (marked "~", never gating)
+    lead: dict[str, bool] = field(default_factory=dict)
+    # per run: why there is no test, or that none could reach q <= 0.05 (shown in the primary summary)
+    why: dict[str, str] = field(default_factory=dict)
+    primary: bool = False
 
     def add_note(self, text: str) -> None:
         self.note = f"{self.note}; {text}" if self.note else text
+
+    def mark(self, run: str) -> str:
+        """The cell's significance mark: ``*`` (primary, q < 0.05), ``~`` (exploratory lead) or ""."""
+        if self.significant.get(run):
+            return MARK_PRIMARY
+        return MARK_EXPLORATORY if self.lead.get(run) else ""
 
 
 @dataclass
@@ -81,6 +102,18 @@ class Section:
     title: str
     kind: SectionKind
     rows: list[Row] = field(default_factory=list)
+    label: str = ""      # the workload label
+    source: str = ""     # the workload's plugin, or the monitor's name
+
+
+@dataclass
+class PrimaryLine:
+    """One line of the primary summary at the top of every report: a primary row against one run
+    (``row`` None: the suite names it but this comparison has no such row)."""
+    entry: str
+    section: str
+    row: Row | None
+    run: str
 
 
 @dataclass
@@ -96,6 +129,12 @@ class Comparison:
     # what the comparison could not have detected (headline rows; analysis/compare/power.py),
     # shown at the top of every report; in JSON, the first entries of "notes"
     warnings: list[str] = field(default_factory=list)
+    # the primary family: the entries the suites declare, where they came from, one line per
+    # (row, run), and the number of tests in each Benjamini–Hochberg family
+    primary_entries: list[str] = field(default_factory=list)
+    primary_source: str = ""
+    primary: list[PrimaryLine] = field(default_factory=list)
+    family_sizes: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``mmbench-compare/1`` JSON shape (NaN → None)."""
@@ -114,8 +153,17 @@ class Comparison:
                      "p": {n: _num(r.p.get(n)) for n in self.runs},
                      "ci": {n: _ci(r.ci.get(n)) for n in self.runs},
                      "mde_pct": {n: clean(r.mde.get(n)) for n in self.runs},
+                     "family": r.family, "test": r.test or None,
+                     "p_raw": {n: _num(r.p_raw.get(n)) for n in self.runs},
+                     "lead": {n: bool(r.lead.get(n, False)) for n in self.runs},
+                     "why": {n: r.why.get(n) for n in self.runs},
                  } for r in s.rows]}
                 for s in self.sections],
+            "primary": {"entries": list(self.primary_entries), "source": self.primary_source,
+                        "family_sizes": dict(self.family_sizes),
+                        "rows": [{"entry": pl.entry, "section": pl.section, "run": pl.run,
+                                  "metric": pl.row.metric if pl.row else None,
+                                  "stat": pl.row.stat if pl.row else None} for pl in self.primary]},
             "notes": [f"warning: {w}" for w in self.warnings] + list(self.notes),
         }
 

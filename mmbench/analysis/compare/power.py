@@ -17,6 +17,23 @@ EFFECT_PCT = 5.0
 ITERATION_LIMIT = 100_000
 
 
+def family_alpha(ctx: Context, row: Row) -> tuple[float, int]:
+    """The per-test level at which one change in ``row``'s family is found by Benjamini–Hochberg
+    when the family's other rows do not change: α/m, m the family's size (its tests)."""
+    m = max(1, ctx.family_sizes.get("primary" if row.primary else "exploratory", 1))
+    return sig.ALPHA / m, m
+
+
+def row_mde(ctx: Context, row: Row, base: list[float], new: list[float], kind: str, test: str) -> float | None:
+    """The minimum detectable effect (80 % power) of the test applied to ``row``, at the level
+    Benjamini–Hochberg gives one change in its family (:func:`family_alpha`), so a true change
+    of this size is starred (or marked) 80 % of the time, not 80 % before the adjustment."""
+    alpha, _ = family_alpha(ctx, row)
+    if test == "count":
+        return sig.count_min_detectable_effect(base, new, alpha=alpha)
+    return sig.min_detectable_effect(base, new, kind, alpha=alpha)  # type: ignore[arg-type]
+
+
 def suite_headline(runs: list[RunRecord]) -> set[str]:
     """The metric names the runs' suites declare in ``[suite] headline`` (union over runs)."""
     out: set[str] = set()
@@ -58,7 +75,8 @@ def headline_warnings(ctx: Context, rows: list[tuple[str, MetricDef, Row, dict[s
             if mde is None or mde <= EFFECT_PCT:
                 continue
             weak.append(f"{mde:.1f}% for {n}")
-            k = sig.iterations_to_detect(b_it, n_it, md.mean_kind, EFFECT_PCT, limit=ITERATION_LIMIT)
+            k = sig.iterations_to_detect(b_it, n_it, md.mean_kind, EFFECT_PCT, limit=ITERATION_LIMIT,
+                                         alpha=family_alpha(ctx, row)[0])
             if k is None:
                 unknown = True
             else:
@@ -67,8 +85,9 @@ def headline_warnings(ctx: Context, rows: list[tuple[str, MetricDef, Row, dict[s
         if weak:
             how = (f"more than {ITERATION_LIMIT} iterations per run would be needed" if unknown else
                    f"{need} iterations per run would detect it at this variation")
+            fam, m = ("primary" if row.primary else "exploratory"), family_alpha(ctx, row)[1]
             out.append(f"{what} could not detect a {EFFECT_PCT:g}% change against {ctx.base}: smallest "
-                       f"detectable change (80% power) {', '.join(weak)}; {how}")
+                       f"change starred 80% of the time (its {fam} family of {m} tests) {', '.join(weak)}; {how}")
         if single:
             out.append(f"{what} could not detect any change against {ctx.base} for {', '.join(single)}: "
                        f"one iteration a side allows no test; run at least 2 (the number needed for "

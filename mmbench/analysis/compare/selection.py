@@ -1,13 +1,19 @@
 """Which test decides which row (docs/statistics.md §4), run against the baseline:
 
-* the mean row of a metric: Welch's t-test on the iteration means, with the interval of the
-  ratio and the minimum detectable effect (both deferred: computed only if a report reads them);
-* the percentile rows of a latency metric: Welch on the per-iteration percentiles with ≥ 2
-  iterations a side, else Mann–Whitney on the pooled samples;
-* a row with one value per iteration (durations): Welch on those values.
+* a row that counts events (vmstat counters, a metric of kind ``count``) whose per-iteration
+  values are whole numbers: the quasi-Poisson count test (``significance.count_test``);
+* any other tested row: Welch's t-test on one value per iteration (the iteration means of a
+  metric, its per-iteration percentiles, a duration, a vmstat row's per-iteration value);
+* with fewer than 2 iterations on a side: no test at all (the iteration is the unit of
+  replication; pooling the samples of one iteration would test the machine's state of that
+  iteration, not the kernels);
+* two constant series: a count goes to the count test; any other row is "no variance: not
+  tested", never p = 0.
 
-Every p-value goes to :class:`~mmbench.analysis.compare.context.Context` for the report-wide
-Benjamini–Hochberg adjustment; a row that cannot be tested says why in its note.
+Every p-value goes to :class:`~mmbench.analysis.compare.context.Context` for the Benjamini–Hochberg
+step of its family (primary or exploratory, ``families.py``); a row that cannot be tested says why
+in its note and in ``Row.why``.  The interval of the ratio and the minimum detectable effect are
+deferred: computed only if a report reads them.
 """
 
 from __future__ import annotations
@@ -18,87 +24,99 @@ from mmbench.analysis import significance as sig
 from mmbench.analysis import stats as st
 from mmbench.analysis.compare.context import Context, Series
 from mmbench.analysis.compare.model import Row
+from mmbench.analysis.compare.power import row_mde
 from mmbench.model.results import MetricDef
 
 
+def _fmt(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def test_row(ctx: Context, row: Row, run: str, base: list[float], new: list[float],
+             kind: st.MeanKind = "amean", count: bool = False) -> sig.TestResult:
+    """Test ``row`` for ``run`` on one value per iteration a side; register the p-value, the
+    deferred interval and MDE, or say why there is no test."""
+    res = None
+    if count and sig.is_counts(base) and sig.is_counts(new):
+        res = sig.count_test(base, new)
+    if res is None:
+        res = sig.welch(base, new)
+    row.test = row.test or res.test
+    why = None
+    if res.state == "too-few-samples":
+        why = (f"no test: {res.n_base} vs {res.n_new} iterations (a test needs 2 a side: the iteration is "
+               f"the unit)")
+    elif res.state == "same-constant":
+        why = f"no change: {_fmt(base[0])} in every iteration of both runs (not tested)"
+    elif res.state == "no-variance":
+        why = f"no variance: not tested ({_fmt(base[0])} vs {_fmt(new[0])} in every iteration)"
+    elif res.state == "undefined":
+        why = "no test: the test statistic is undefined for these values"
+    elif res.p_floor > sig.ALPHA:
+        why = (f"cannot reach q <= {sig.ALPHA:g} at this n: {_fmt(sum(base) + sum(new))} events in all, even "
+               f"all in one run would give p = {res.p_floor:.2g}")
+    if why is not None:
+        row.why[run] = why
+    if res.ok and res.p_floor <= sig.ALPHA:
+        ctx.add_test([row], run, res.p)  # type: ignore[arg-type]
+    if len(base) >= 2 and len(new) >= 2:
+        if res.test == "count":
+            row.ci.defer(run, partial(sig.count_ratio_ci, base, new))  # type: ignore[attr-defined]
+        else:
+            row.ci.defer(run, partial(sig.ratio_ci, base, new, kind))  # type: ignore[attr-defined]
+        if res.ok:
+            row.mde.defer(run, partial(row_mde, ctx, row, base, new, kind, res.test))  # type: ignore[attr-defined]
+    return res
+
+
+def _notes(row: Row, runs: list[str]) -> None:
+    """The reasons of ``row.why`` in the row's note, each said once with the runs it applies to."""
+    by: dict[str, list[str]] = {}
+    for n in runs:
+        if n in row.why:
+            by.setdefault(row.why[n], []).append(n)
+    for text, who in by.items():
+        if text.startswith("no change:"):     # the values say it; kept in Row.why for the summary
+            continue
+        row.add_note(f"{text} for {', '.join(who)}")
+
+
 def metric_tests(ctx: Context, md: MetricDef, series: dict[str, Series], mean_row: Row,
-                pct_rows: list[Row]) -> None:
+                 pct_rows: list[Row]) -> None:
     kind = md.mean_kind
     base = series[ctx.base]
     b_it = base.iteration_means
-    states: dict[str, list[str]] = {}
+    count = md.kind == "count"
     for n in ctx.names[1:]:
         new = series[n]
-        n_it = new.iteration_means
-        if mean_row.values.get(ctx.base) is None or mean_row.values.get(n) is None:
+        undefined = [r for r in (ctx.base, n) if mean_row.values.get(r) is None]
+        if undefined:
             # An undefined mean (e.g. Hmean over an iteration with a 0) is not tested: the
             # test would silently drop the undefined iteration (issue 13 item 8).
-            states.setdefault("mean undefined", []).append(n)
+            mean_row.why[n] = f"no test: the {mean_row.stat} of {' and '.join(undefined)} is undefined"
             continue
-        res = sig.welch(b_it, n_it)
-        if res.ok:
-            ctx.add_test([mean_row], n, res.p)  # type: ignore[arg-type]
-        else:
-            states.setdefault(f"Welch {res.state} ({res.n_base} vs {res.n_new} iterations)", []).append(n)
-        # Welch t-interval on the log ratio of iteration means (chosen by
-        # bench/stats-calibration: the percentile bootstrap covered 80-82 % at 3 iterations).
-        # One iteration a side: no interval (pooled samples would claim a precision the
-        # runs do not have).
-        if len(b_it) >= 2 and len(n_it) >= 2:
-            mean_row.ci.defer(n, partial(sig.ratio_ci, b_it, n_it, kind))  # type: ignore[attr-defined]
-        else:
-            mean_row.ci[n] = None
-        if res.ok:
-            mean_row.mde.defer(n, partial(sig.min_detectable_effect, b_it, n_it, kind))  # type: ignore[attr-defined]
-        if pct_rows and len(b_it) >= 2 and len(n_it) >= 2:
-            # Several iterations: the iteration is the unit of replication, so each percentile
-            # is tested across the per-iteration percentiles (Welch).  Pooling thousands of
-            # samples would call a 3% wobble between two identical runs significant.
-            for r, q in zip(pct_rows, st.PERCENTILES):
-                res = sig.welch(base.iteration_percentiles[q], new.iteration_percentiles[q])
-                if res.ok:
-                    ctx.add_test([r], n, res.p)  # type: ignore[arg-type]
-                else:
-                    r.add_note(f"Welch {res.state} on per-iteration P{q} for {n}")
-        elif pct_rows:
-            # One iteration a side: only the samples are left (Mann-Whitney, pooled)
-            mw = sig.mann_whitney(base.pooled_sorted, new.pooled_sorted)
-            if mw.ok:
-                ctx.add_test(pct_rows, n, mw.p)  # type: ignore[arg-type]
-            else:
-                for r in pct_rows:
-                    r.add_note(f"Mann-Whitney {mw.state} ({mw.n_base} vs {mw.n_new} samples) for {n}")
-    for text, who in states.items():
-        mean_row.add_note(f"no test: {text} for {', '.join(who)}")
+        test_row(ctx, mean_row, n, b_it, new.iteration_means, kind, count)
+        # Percentiles: one per iteration, Welch across them (the iteration is the unit of
+        # replication; pooled samples would call a 3% wobble between identical runs significant).
+        for r, q in zip(pct_rows, st.PERCENTILES):
+            test_row(ctx, r, n, base.iteration_percentiles[q], new.iteration_percentiles[q])
+    for r in [mean_row, *pct_rows]:
+        _notes(r, ctx.names[1:])
 
 
 def iteration_row_tests(ctx: Context, row: Row, vals: dict[str, list[float]],
-                       kind: st.MeanKind = "amean", equal_constants_tested: bool = True) -> None:
-    """Welch-test a row whose per-iteration values are ``vals`` (duration and vmstat rows),
-    against the baseline, so --fail-on-regression and --ratio see them (issue 13 item 5).
-
-    With ``equal_constants_tested`` False, two runs with the same constant in every iteration
-    (a vmstat counter that stays 0 without swap, say) get p = 1 without entering the report's
-    Benjamini–Hochberg family: dozens of such rows carry no evidence and would only dilute the
-    q-values of the rows that do."""
+                        kind: st.MeanKind = "amean", count: bool = False) -> None:
+    """Test a row whose per-iteration values are ``vals`` (duration, vmstat and monitor rows)
+    against the baseline, so --fail-on-regression and --ratio see them (issue 13 item 5).  Two
+    runs with the same constant in every iteration (a swap counter that stays 0) are not tested
+    and stay out of the Benjamini–Hochberg family: they carry no evidence and would only dilute
+    the q-values of the rows that do."""
     base = vals.get(ctx.base)
     if base is None or row.values.get(ctx.base) is None:
         return
-    states: dict[str, list[str]] = {}
     for n in ctx.names[1:]:
         new = vals.get(n)
         if new is None or row.values.get(n) is None:
             continue
-        res = sig.welch(base, new)
-        if res.state == "deterministic" and res.p == 1.0 and not equal_constants_tested:
-            row.p[n] = 1.0
-            continue
-        if res.ok:
-            ctx.add_test([row], n, res.p)  # type: ignore[arg-type]
-            if len(base) >= 2 and len(new) >= 2:
-                row.ci.defer(n, partial(sig.ratio_ci, base, new, kind))  # type: ignore[attr-defined]
-                row.mde.defer(n, partial(sig.min_detectable_effect, base, new, kind))  # type: ignore[attr-defined]
-        else:
-            states.setdefault(f"Welch {res.state} ({res.n_base} vs {res.n_new} iterations)", []).append(n)
-    for text, who in states.items():
-        row.add_note(f"no test: {text} for {', '.join(who)}")
+        test_row(ctx, row, n, base, new, kind, count)
+    _notes(row, ctx.names[1:])

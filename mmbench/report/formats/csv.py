@@ -9,8 +9,10 @@ from typing import Any
 from mmbench.analysis.compare import Comparison
 from mmbench.report.base import Exporter
 
+# "p" is the q-value (Benjamini-Hochberg within the row's family); "family": primary, exploratory
+# or empty (descriptive); "lead": an exploratory q < 0.05 ("~", never gating)
 COLUMNS = ["section", "metric", "stat", "unit", "better", "run", "value", "pct", "significant",
-           "p", "ci_lo", "ci_hi", "note"]
+           "p", "ci_lo", "ci_hi", "note", "family", "lead"]
 
 
 def _n(v: float | None) -> str:
@@ -31,5 +33,6 @@ class CsvExporter(Exporter):
                     w.writerow([sec.title, r.metric, r.stat, r.unit, r.better, n,
                                 _n(r.values.get(n)), _n(r.pct.get(n)),
                                 "1" if r.significant.get(n) else "0", _n(r.p.get(n)),
-                                _n(ci[0]) if ci else "", _n(ci[1]) if ci else "", r.note])
+                                _n(ci[0]) if ci else "", _n(ci[1]) if ci else "", r.note,
+                                r.family or "", "1" if r.lead.get(n) else "0"])
         return buf.getvalue()

@@ -1,12 +1,14 @@
-"""Markdown tables: one per section, a column per run with ``value (pct%)``, bold + ``*`` when
-significant; p-values and CIs with ``--pvalues``."""
+"""Markdown: the primary summary first (one line per primary row: change, interval, verdict),
+then one table per section with the row's family, a column per run with ``value (pct%)``, bold +
+``*`` when a primary row is significant, ``~`` for an exploratory lead; q-values and intervals
+with ``--pvalues``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from mmbench.analysis.compare import Comparison
-from mmbench.report.base import Exporter, fmt_p, fmt_pct, fmt_value
+from mmbench.report.base import LEGEND, Exporter, fmt_pct, fmt_q, fmt_value, primary_heading, primary_texts
 
 
 def _esc(s: str) -> str:
@@ -29,12 +31,24 @@ class MarkdownExporter(Exporter):
             out.append("")
         if comparison.warnings:
             out += ["### Warnings", ""] + [f"- **{_esc(w)}**" for w in comparison.warnings] + [""]
+        if multi and comparison.primary:
+            out += [f"### {_esc(primary_heading(comparison))}", "",
+                    "| primary row | run | value | baseline | change | interval | q | verdict |",
+                    "|---|---|---:|---:|---:|---|---|---|"]
+            for t in primary_texts(comparison):
+                verdict = _esc(t.verdict).replace("*", "\\*")
+                verdict = f"**{verdict}**" if t.cls else verdict
+                out.append(f"| {_esc(t.what)} | {_esc(t.run)} | {_esc(t.value)} | {_esc(t.base)} | {_esc(t.pct)} | "
+                           f"{_esc(t.ci)} | {_esc(t.q)} | {verdict} |")
+            out.append("")
+        if multi and any(sec.rows for sec in comparison.sections):
+            out += [_esc(" ".join(f"{x}." for x in LEGEND)), ""]
         for sec in comparison.sections:
             if not sec.rows:
                 continue
             out += [f"### {_esc(sec.title)}", "",
-                    "| stat | metric | unit | " + " | ".join(map(_esc, runs)) + " |",
-                    "|---|---|---|" + "---:|" * len(runs)]
+                    "| family | stat | metric | unit | " + " | ".join(map(_esc, runs)) + " |",
+                    "|---|---|---|---|" + "---:|" * len(runs)]
             for r in sec.rows:
                 cells = []
                 for n in runs:
@@ -43,13 +57,15 @@ class MarkdownExporter(Exporter):
                         c += f" ({fmt_pct(r.pct.get(n))})"
                     if r.significant.get(n):
                         c = f"**{c}** \\*"
+                    elif r.lead.get(n):
+                        c += " ~"
                     if pvalues and r.p.get(n) is not None:
-                        c += f" {fmt_p(r.p.get(n))}"
+                        c += f" {fmt_q(r.p.get(n))}"
                     ci = r.ci.get(n)
                     if pvalues and ci is not None:
                         c += f" CI [{ci[0]:.3f}, {ci[1]:.3f}]"
                     cells.append(c)
-                out.append(f"| {_esc(r.stat)} | {_esc(r.metric)} | {_esc(r.unit)} | " + " | ".join(cells) + " |")
+                out.append(f"| {r.family or ''} | {_esc(r.stat)} | {_esc(r.metric)} | {_esc(r.unit)} | " + " | ".join(cells) + " |")
             notes = [f"- {_esc(r.stat)} {_esc(r.metric)}: {_esc(r.note)}" for r in sec.rows if r.note]
             if notes:
                 out += [""] + notes

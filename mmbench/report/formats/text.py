@@ -1,7 +1,8 @@
-"""Plain-text tables in the layout of the LKML mails: row label and ``[unit]``, then
-``value (  pct%)`` per run, ``*`` after a significant cell, ``p=`` with ``--pvalues``; one line
-before the tables says that a positive percentage means better.  Environment differences first, notes
-last.  Colour (significant better green, worse red) only when ``options["color"]`` is set and
+"""Plain-text tables in the layout of the LKML mails: the row's family letter (P primary, e
+exploratory), row label and ``[unit]``, then ``value (  pct%)`` per run, ``*`` after a significant
+primary cell and ``~`` after an exploratory lead, ``q=`` and the minimum detectable effect with
+``--pvalues``.  Environment differences first, then warnings, then the primary summary (one line
+per primary row: change, interval, verdict), the legend, the tables; notes last.  Colour (significant better green, worse red) only when ``options["color"]`` is set and
 NO_COLOR is not; the plain path needs nothing but the standard library.
 """
 
@@ -11,7 +12,7 @@ import os
 from typing import Any
 
 from mmbench.analysis.compare import Comparison, Row
-from mmbench.report.base import Exporter, fmt_p, fmt_value
+from mmbench.report.base import LEGEND, Exporter, fmt_q, fmt_value, primary_heading, primary_texts
 
 
 def _cell(r: Row, run: str, multi: bool, pvalues: bool) -> tuple[str, str, str]:
@@ -21,8 +22,8 @@ def _cell(r: Row, run: str, multi: bool, pvalues: bool) -> tuple[str, str, str]:
         return v, "", ""
     pct = r.pct.get(run)
     ptxt = f"({pct:7.2f}%)" if pct is not None else "(    n/a)"
-    ptxt += "*" if r.significant.get(run) else " "
-    ptext = fmt_p(r.p.get(run)) if pvalues else ""
+    ptxt += r.mark(run) or " "
+    ptext = fmt_q(r.p.get(run)) if pvalues else ""
     mde = r.mde.get(run) if pvalues else None
     if mde is not None:
         ptext += f" mde {mde:.1f}%"   # minimum detectable effect at 80 % power
@@ -49,16 +50,28 @@ class TextExporter(Exporter):
             out.append("Warnings")
             out += [f"  ! {w}" for w in comparison.warnings]
             out.append("")
+        if multi and comparison.primary:
+            out.append(primary_heading(comparison))
+            lines = primary_texts(comparison)
+            ww = max(len(t.what) for t in lines)
+            for t in lines:
+                if not t.run:
+                    out.append(f"  {t.what:<{ww}}  {t.verdict}")
+                    continue
+                unit = f" {t.unit}" if t.unit and t.unit != "%" else ("%" if t.unit == "%" else "")
+                parts = [f"{t.run}: {t.value} vs {t.base}{unit}", f"({t.pct})" if t.pct else "", t.ci, t.q,
+                         t.verdict]
+                out.append(f"  {t.what:<{ww}}  " + "  ".join(x for x in parts if x))
+            out.append("")
         if multi and any(sec.rows for sec in comparison.sections):
             # said once: every row's percentage is signed by its own direction
-            out.append("% vs the baseline: positive = better (each row by its own direction), "
-                       "* = significant")
+            out += list(LEGEND)
             out.append("")
         for sec in comparison.sections:
             if not sec.rows:
                 continue
             sw = max(10, *(len(r.stat) for r in sec.rows))   # "Stddev.samples" is wider than "Amean"
-            labels = [f"{r.stat:<{sw}} {r.metric}{_unit(r)}" for r in sec.rows]
+            labels = [f"{_tag(r, multi)}{r.stat:<{sw}} {r.metric}{_unit(r)}" for r in sec.rows]
             lw = max(len(x) for x in labels + [sec.title])
             cells = [[_cell(r, n, multi, pvalues) for n in runs] for r in sec.rows]
             extra = 12 if multi else 0          # " (%7.2f%%)" and the significance mark
@@ -72,7 +85,7 @@ class TextExporter(Exporter):
                 line = f"{label:<{lw}}"
                 for i, (v, p, pv) in enumerate(rc):
                     cell = f"{v:>{vw[i]}}" + (f" {p}" if multi else "") + (f" {pv:<{pw[i]}}" if pw[i] else "")
-                    if paint and r.significant.get(runs[i]):
+                    if paint and r.mark(runs[i]):
                         pct = r.pct.get(runs[i])
                         cell = paint(cell, pct is not None and pct > 0)
                     line += "  " + cell
@@ -84,6 +97,13 @@ class TextExporter(Exporter):
             out.append("Notes")
             out += [f"  - {n}" for n in comparison.notes]
         return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _tag(r: Row, multi: bool) -> str:
+    """The row's family letter: P primary, e exploratory, blank descriptive (comparisons only)."""
+    if not multi:
+        return ""
+    return {"primary": "P ", "exploratory": "e "}.get(r.family or "", "  ")
 
 
 def _unit(r: Row) -> str:

@@ -11,7 +11,7 @@ from mmbench.model.results import IterationResult
 
 
 def duration_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
-    sec = Section(f"duration: {label}", "duration")
+    sec = Section(f"duration: {label}", "duration", label=label)
     for key, name in (("user", "User"), ("system", "System"), ("elapsed", "Elapsed")):
         vals = {n: [float(it.duration[key]) for it in its if key in it.duration]
                 for n, its in measured.items()}

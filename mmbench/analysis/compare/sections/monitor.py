@@ -1,6 +1,7 @@
 """The ``monitor NAME: WORKLOAD`` sections: each monitor's per-iteration summary (cached in its
 folder by ``load_summary``); latency metrics (mm-trace stalls) get workload-style rows and tests,
-the others an Amean and a Max row.  The monitor registry is imported only when an iteration
+the others an Amean and a Max row, the Amean row tested on its per-iteration means when the suite
+declares it primary (kswapd0 CPU, a stall count; counts with the count test).  The monitor registry is imported only when an iteration
 recorded a monitor, so a plain compare does not pay for it."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from mmbench.analysis import stats as st
 from mmbench.analysis.compare.context import Context, Series
 from mmbench.analysis.compare.model import Row, Section, clean
 from mmbench.analysis.compare.sections.workload import metric_rows
+from mmbench.analysis.compare.selection import iteration_row_tests
 from mmbench.model.results import IterationResult, MetricDef
 
 
@@ -59,7 +61,7 @@ def monitor_sections(ctx: Context, label: str, measured: dict[str, list[Iteratio
                 for md, vals in summ.metrics:
                     defs.setdefault(md.name, md)
                     values.setdefault(md.name, {}).setdefault(n, []).append(st.floats(vals))
-        sec = Section(f"monitor {mon}: {label}", "monitor")
+        sec = Section(f"monitor {mon}: {label}", "monitor", label=label, source=mon)
         for mname, md in defs.items():
             per = values.get(mname, {})
             if md.kind == "latency":
@@ -72,6 +74,12 @@ def monitor_sections(ctx: Context, label: str, measured: dict[str, list[Iteratio
             for stat, fn in (("Amean", st.amean), ("Max", st.vmax)):
                 sec.rows.append(Row(mname, stat, md.unit, md.better,
                                     {n: clean(fn(v)) if v else None for n, v in pooled.items()}))
+            if ctx.multi and ctx.is_primary(sec, mname, "Amean"):
+                # a primary monitor row (kswapd0 CPU, a stall count) is tested on its
+                # per-iteration means; other monitor rows stay descriptive
+                iteration_row_tests(ctx, sec.rows[-2], {n: [st.amean(v) for v in per.get(n, []) if v]
+                                                        for n in ctx.names if per.get(n)},
+                                    count=md.kind == "count")
         if sec.rows:
             out.append(sec)
     return out

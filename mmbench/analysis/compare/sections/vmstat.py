@@ -1,6 +1,7 @@
 """The ``vmstat: WORKLOAD`` section: the derived rows of ``analysis/vmstat.py`` from the
-per-counter means over the measured iterations (docs/statistics.md §5, §7), each row
-Welch-tested against the baseline on its per-iteration values in its own direction."""
+per-counter means over the measured iterations (docs/statistics.md §5, §7), each row tested
+against the baseline on its per-iteration values in its own direction: counts with the count
+test, shares and velocities with Welch's."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from mmbench.model.results import IterationResult
 
 
 def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
-    sec = Section(f"vmstat: {label}", "vmstat")
+    sec = Section(f"vmstat: {label}", "vmstat", label=label)
     derived: dict[str, dict[str, float]] = {}
     for n, its in measured.items():
         with_delta = [it for it in its if it.vmstat_delta]
@@ -32,7 +33,7 @@ def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
                   {n: clean(derived.get(n, {}).get(rd.name)) for n in ctx.names})
         sec.rows.append(row)
         if per_iter:
-            _test(ctx, row, {n: [d[rd.name] for d in ds] for n, ds in per_iter.items()})
+            _test(ctx, row, {n: [d[rd.name] for d in ds] for n, ds in per_iter.items()}, rd.count)
     return sec
 
 
@@ -46,8 +47,9 @@ def _per_iteration(measured: dict[str, list[IterationResult]]) -> dict[str, list
     return out
 
 
-def _test(ctx: Context, row: Row, vals: dict[str, list[float | None]]) -> None:
-    """Welch on the per-iteration values, in the row's own direction (``vm.ROWS``).  A row
+def _test(ctx: Context, row: Row, vals: dict[str, list[float | None]], count: bool) -> None:
+    """The count test (counts) or Welch on the per-iteration values, in the row's own direction
+    (``vm.ROWS``).  A row
     undefined in some iteration of a run (a ratio with nothing scanned there) is not tested for
     that run: the test would silently drop the iteration (the rule of issue 13 item 8)."""
     whole: dict[str, list[float]] = {}
@@ -61,4 +63,4 @@ def _test(ctx: Context, row: Row, vals: dict[str, list[float | None]]) -> None:
     if gaps:
         row.add_note(f"no test: undefined in some iterations of {', '.join(gaps)}")
     if ctx.base in whole:
-        iteration_row_tests(ctx, row, whole, equal_constants_tested=False)
+        iteration_row_tests(ctx, row, whole, count=count)

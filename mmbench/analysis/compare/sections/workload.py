@@ -36,7 +36,7 @@ def workload_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
                      measured: dict[str, list[IterationResult]]) -> tuple[Section, Means]:
     plugin = next((w.plugin for w in wrs.values() if w is not None), "")
     title = label if not plugin or plugin == label else f"{label} ({plugin})"
-    sec = Section(title, "workload")
+    sec = Section(title, "workload", label=label, source=plugin)
     means: Means = {}
     defs = metric_defs(ctx, label, wrs)
     heads = headline_metrics(defs, ctx.headline)
