@@ -149,7 +149,7 @@ def _run_ab_kernels(args: argparse.Namespace, suite: Any, progress: Any) -> str:
     one iteration per kernel, one guest boot each, baseline first (A B A B ...; campaign.py), so
     drift of the machine hits both; ``--iterations N`` rounds, or with --until until the
     headline intervals are narrow enough."""
-    from mmbench.campaign import DEFAULT_MAX_ITERATIONS, parse_until, run_adaptive
+    from mmbench.campaign import DEFAULT_MAX_ITERATIONS, run_adaptive
     from mmbench.config.load import load_suite
     from mmbench.model.sizes import parse_duration
     from mmbench.store import open_store
