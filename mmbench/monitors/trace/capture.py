@@ -60,6 +60,11 @@ class RawCapture:
         (self.outdir / "formats").mkdir(parents=True, exist_ok=True)
         for f in self.formats:
             (self.outdir / "formats" / f"{f.system}:{f.name}").write_text(f.text)
+        for name in ("header_page", "header_event"):   # the page and record header layouts
+            try:
+                (self.outdir / name).write_text((TRACEFS / "events" / name).read_text())
+            except OSError:
+                pass
         size_path = inst / "buffer_size_kb"
         cur = size_path.read_text().strip()
         if "expanded" in cur:   # "7 (expanded: 1408)": make the journal's original a plain number
@@ -128,14 +133,17 @@ class RawCapture:
             self._drain()
         except OSError as ex:
             self.errors.append(f"final read: {ex}")
-        stats = {}
+        stats: dict[str, int] = {}
+        per_cpu: dict[str, dict[str, int]] = {}
         for cpu in self._fds:
             try:
                 txt = (self.inst / "per_cpu" / f"cpu{cpu}" / "stats").read_text()
                 for line in txt.splitlines():
                     k, _, v = line.partition(":")
                     if k.strip() in ("overrun", "dropped events"):
-                        stats[k.strip()] = stats.get(k.strip(), 0) + int(float(v.split()[0]))
+                        n = int(float(v.split()[0]))
+                        stats[k.strip()] = stats.get(k.strip(), 0) + n
+                        per_cpu.setdefault(str(cpu), {})[k.strip()] = n
             except (OSError, ValueError, IndexError):
                 pass
         for fd in self._fds.values():
@@ -157,7 +165,9 @@ class RawCapture:
         unmount(self.mounted)
         meta = {"bytes": self.bytes, "cpus": sorted(self._outs), "page_size": self.page_size,
                 "reader_cpu_s": round(getattr(self, "reader_cpu_s", 0.0), 4),
-                "ring_buffer": stats, "instance": self.inst.name, "mounted_tracefs": self.mounted,
+                "ring_buffer": stats, "ring_buffer_per_cpu": per_cpu, "instance": self.inst.name,
+                "mounted_tracefs": self.mounted, "events": [f.full for f in self.formats],
+                "kernel_release": os.uname().release,
                 "errors": self.errors + problems}
         (self.outdir / "capture.json").write_text(json.dumps(meta, indent=1))
         return meta
