@@ -87,6 +87,10 @@ class MmTrace(Monitor):
         "exclude": Param("str_list", DEFAULT_EXCLUDE, "tracepoints ('system:event') left out of `events`"),
         "buffer_kb": Param("int", 8192, "ring buffer per CPU (KiB)", minimum=64),
         "keep_raw": Param("bool", False, "keep the raw per-CPU pages after decoding"),
+        "decoder": Param("str", "c", "c (trace_decode.c) or python (the reference reader: ~10x slower)",
+                         choices=("c", "python")),
+        "decode_in_guest": Param("bool", False, "in a VM guest, decode there after each iteration as the host "
+                                 "would (measurement only: 10-50x slower under TCG); default: the host decodes"),
         "decode_gap": Param("float", DEFAULT_GAP, "seconds from the workload's end to the end of mm-trace's "
                             "stop, decoding included, the same for every iteration (0: no padding)", minimum=0),
     }
@@ -164,13 +168,14 @@ class MmTrace(Monitor):
             "notes": [], "keep_raw": keep}
         if self._missing:
             meta["notes"].append("missing tracepoints: " + ", ".join(self._missing))
-        if in_guest():
+        if in_guest() and not p.get("decode_in_guest"):
             # Decoding under emulation is 10-50x slower than on the host and would run between
             # iterations: the host decodes after the guest powers off (finish_deferred).
             meta.update(deferred="decode", files=meta["files"] + files)
             return meta
         meta["files"] += ["stalls.tsv", "stalls.txt", "counts.json"] + (files if keep else [])
-        meta.update(decode_capture(outdir, self._ctx.binary, keep_raw=keep, where="recording machine"))
+        meta.update(decode_capture(outdir, self._ctx.binary, keep_raw=keep, reference=p.get("decoder") == "python",
+                                   where="VM guest" if in_guest() else "recording machine"))
         _loss_notes(meta, cap_meta)
         # A fixed, recorded gap between the workload's end and the next iteration: after a few idle
         # seconds first touches run 25-50x slower (free page reporting), so a decode time that

@@ -141,6 +141,8 @@ def _parse_stats(text: str, cap: Capture) -> dict[str, Any]:
             out["unpaired"] = {"begins": int(p[1]), "ends": int(p[2])}
         elif p[0] == "stalls":
             out["stalls"], out["lost_stalls"] = int(p[1]), int(p[2])
+        elif p[0] == "seconds":
+            out["phases_s"] = {"walk": float(p[1]), "pair": float(p[2]), "write": float(p[3])}
         elif p[0] == "peak_rss_kb":
             out["peak_rss_kb"] = int(p[1])
         elif p[0] == "kept":
@@ -178,8 +180,8 @@ def run_c(cap: Capture, binary: str, stalls_path: Path | None, dump: Path | None
         if stalls_path is not None:
             import numpy as np
             rows = np.fromfile(t / "table", dtype=TABLE_ROW)
-            out["table"] = {"kind": np.array(KINDS)[rows["kind"]], "who": np.array(WHO_CODES)[rows["who"]],
-                            "dur_ns": rows["dur_ns"], "lost": rows["lost"].astype(np.int64)}
+            out["table"] = {"kind": sa.Coded(rows["kind"], KINDS), "who": sa.Coded(rows["who"], WHO_CODES),
+                            "dur_ns": rows["dur_ns"], "lost": rows["lost"]}
         return out
 
 

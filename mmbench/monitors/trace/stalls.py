@@ -270,28 +270,50 @@ def stats(durations_us: list[float] | np.ndarray) -> dict[str, Any]:
             "max_us": float(a.max()), "bins": dict(zip(BIN_LABELS, map(int, counts)))}
 
 
+@dataclass
+class Coded:
+    """A column of a few distinct strings as small integer codes (8x less memory than numpy
+    strings, and a comparison per name instead of per row)."""
+
+    codes: Any
+    names: list[str]
+
+    @classmethod
+    def of(cls, values: Any) -> "Coded":
+        if isinstance(values, Coded):
+            return values
+        names = sorted(set(values.tolist() if isinstance(values, np.ndarray) else values))
+        idx = {n: i for i, n in enumerate(names)}
+        return cls(np.fromiter((idx[v] for v in values), dtype=np.int32, count=len(values)), names)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def mask(self, name: str) -> Any:
+        return self.codes == (self.names.index(name) if name in self.names else -1)
+
+    def take(self, sel: Any) -> "Coded":
+        return Coded(self.codes[sel], self.names)
+
+
 def _groups(cols: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """kind → {"all": durations µs (float array), "_sel": its rows, who: durations µs, ...}, kinds
     in LABELS order (then any other kind the file holds)."""
     if not len(cols["kind"]):
         return {}
-    kind = np.asarray(cols["kind"])
-    who = np.asarray(cols["who"])
+    kind = Coded.of(cols["kind"])
+    who = Coded.of(cols["who"])
     dur = np.asarray(cols["dur_ns"]) / 1e3
     out: dict[str, dict[str, Any]] = {}
-    sels = {k: kind == k for k in LABELS}
-    known = np.zeros(len(kind), bool)
-    for m in sels.values():
-        known |= m
-    if not known.all():
-        sels.update({k: kind == k for k in sorted(set(kind[~known].tolist()))})
-    for k, sel in sels.items():
+    order = [k for k in LABELS if k in kind.names] + sorted(k for k in kind.names if k not in LABELS)
+    for k in order:
+        sel = kind.mask(k)
         if not sel.any():
             continue
         d: dict[str, Any] = {"all": dur[sel], "_sel": sel}
-        kw = who[sel]
+        kw = who.take(sel)
         for w in WHO:
-            m = kw == w
+            m = kw.mask(w)
             if m.any():
                 d[w] = d["all"][m]
         out[k] = d

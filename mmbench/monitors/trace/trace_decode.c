@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define COMMIT_MASK ((1u << 27) - 1)
 #define MISSED_EVENTS (1ull << 31)
@@ -56,13 +57,16 @@ struct event {
 	long long count;
 	FILE *dump;
 };
-struct rel {                     /* an event the pairing needs, 32 bytes */
-	uint64_t ts, tie;            /* tie: order << 40 | record sequence (the reference's sort) */
+struct rel {                     /* an event the pairing needs, 24 bytes */
+	uint64_t ts;
 	int64_t val;
 	int32_t pid;
-	uint8_t role, kind;
+	uint16_t ev;                 /* index into events[]: role, kind and the order of its format */
 	uint16_t cpu;
 };
+/* The reference's order: time, then the event's format order, then the record's position in the
+   per-CPU files (CPU by CPU): here the position in rels[], which is filled in that order and only
+   ever sorted stably. */
 struct fork { uint64_t ts, seq; int64_t parent, child; int cpu; };
 struct thr { uint64_t ts; int64_t usec; int32_t pid; };
 struct stall { int64_t start, dur, reclaimed, scanned, seq; int32_t pid; uint8_t kind, lost; };
@@ -312,6 +316,7 @@ static struct win *wins;
 static size_t nwins, capwins;
 static long long unknown, truncated, extfrag_n, extfrag_change, extfrag_frag;
 static uint64_t seq;
+static double t_walk, t_pair, t_write;     /* seconds per phase, for bench/trace-measure */
 
 static void record(struct cpustat *cs, uint64_t ts, const uint8_t *p, int64_t length)
 {
@@ -345,8 +350,7 @@ static void record(struct cpustat *cs, uint64_t ts, const uint8_t *p, int64_t le
 	case R_BEGIN: case R_END: case R_LRU: {
 		if (e->role == R_LRU && !have_scanned)
 			break;
-		struct rel r = { ts, ((uint64_t)e->order << 40) | seq, 0, (int32_t)pid, (uint8_t)e->role,
-				 (uint8_t)e->kind, (uint16_t)cs->cpu };
+		struct rel r = { ts, 0, (int32_t)pid, (uint16_t)ei, (uint16_t)cs->cpu };
 		r.val = e->nf ? rd(p + e->f[0].off, e->f[0].size, e->f[0].sgn) : -1;
 		PUSH(rels, nrels, caprels, r);
 		break;
@@ -462,14 +466,6 @@ static void walk_cpu(struct cpustat *cs)
 }
 
 /* ---- order ---- */
-static int rel_cmp(const void *a, const void *b)
-{
-	const struct rel *x = a, *y = b;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x->tie < y->tie ? -1 : x->tie > y->tie;
-}
-
 static int fork_cmp(const void *a, const void *b)
 {
 	const struct fork *x = a, *y = b;
@@ -498,7 +494,42 @@ static int win_cmp(const void *a, const void *b)
 
 static inline int rel_less(const struct rel *x, const struct rel *y)
 {
-	return x->ts < y->ts || (x->ts == y->ts && x->tie < y->tie);
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
+	int ox = events[x->ev].order, oy = events[y->ev].order;
+	return ox != oy ? ox < oy : x < y;
+}
+
+/* key order without the position: what a stable sort sorts by */
+static inline int rel_key_less(const struct rel *x, const struct rel *y)
+{
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
+	return events[x->ev].order < events[y->ev].order;
+}
+
+/* a segment whose time stamps go backwards: sorted stably (bottom-up merge sort) */
+static void stable_sort(struct rel *a, size_t n)
+{
+	struct rel *tmp = xrealloc(NULL, n * sizeof(*a)), *src = a, *dst = tmp;
+	for (size_t w = 1; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t i = lo, j = mid, k = lo;
+			while (i < mid && j < hi)
+				dst[k++] = rel_key_less(&src[j], &src[i]) ? src[j++] : src[i++];
+			while (i < mid)
+				dst[k++] = src[i++];
+			while (j < hi)
+				dst[k++] = src[j++];
+		}
+		struct rel *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof(*a));
+	free(tmp);
 }
 
 /* k-way merge of the per-CPU segments (each sorted first, if it is not already) */
@@ -596,19 +627,6 @@ static void oput(struct obuf *o, const char *s, size_t n)
 	o->n += n;
 }
 
-static void oint(struct obuf *o, int64_t v)
-{
-	char tmp[24], *p = tmp + sizeof(tmp);
-	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		*--p = '-';
-	oput(o, p, (size_t)(tmp + sizeof(tmp) - p));
-}
-
 /* ---- tasks ---- */
 static struct hmap comm_of;      /* pid → offset into pool */
 static char *pool;
@@ -703,8 +721,8 @@ static void pair(void)
 		struct cpustat *cs = &cpus[c];
 		size_t b = cs->rel_begin, e = cs->rel_end;
 		for (size_t i = b + 1; i < e; i++)
-			if (rel_less(&rels[i], &rels[i - 1])) {
-				qsort(rels + b, e - b, sizeof(*rels), rel_cmp);
+			if (rel_key_less(&rels[i], &rels[i - 1])) {
+				stable_sort(rels + b, e - b);
 				break;
 			}
 		if (b < e) {
@@ -719,8 +737,8 @@ static void pair(void)
 	struct rel *r;
 	while ((r = merge_next())) {
 		uint64_t pid = (uint64_t)(uint32_t)r->pid;
-		int existed;
-		if (r->role == R_LRU) {
+		int existed, role = events[r->ev].role, kind = events[r->ev].kind;
+		if (role == R_LRU) {
 			struct hent *k = hget(&reclaim, pid);
 			if (k) {
 				struct hent *o = hget(&open, ((uint64_t)(k->a - 1) << 32) | pid);
@@ -729,15 +747,15 @@ static void pair(void)
 			}
 			continue;
 		}
-		uint64_t key = ((uint64_t)r->kind << 32) | pid;
-		if (r->role == R_BEGIN) {
+		uint64_t key = ((uint64_t)kind << 32) | pid;
+		if (role == R_BEGIN) {
 			struct hent *o = hput(&open, key, &existed);
 			unpaired_begins += existed;
 			o->a = (int64_t)r->ts;
 			o->b = 0;
-			if (kind_reclaim[r->kind]) {
+			if (kind_reclaim[kind]) {
 				struct hent *k = hput(&reclaim, pid, &existed);
-				k->a = r->kind + 1;
+				k->a = kind + 1;
 			}
 			continue;
 		}
@@ -748,13 +766,13 @@ static void pair(void)
 		}
 		int64_t start = o->a, scanned = o->b;
 		hdel(&open, o);
-		if (kind_reclaim[r->kind]) {
+		if (kind_reclaim[kind]) {
 			struct hent *k = hget(&reclaim, pid);
-			if (k && k->a == r->kind + 1)
+			if (k && k->a == kind + 1)
 				hdel(&reclaim, k);
 		}
 		struct stall s = { start, (int64_t)r->ts - start, r->val,
-				   kind_reclaim[r->kind] && have_scanned ? scanned : -1, sseq++, r->pid, r->kind,
+				   kind_reclaim[kind] && have_scanned ? scanned : -1, sseq++, r->pid, kind,
 				   (uint8_t)overlaps_loss(start, (int64_t)r->ts) };
 		PUSH(stalls, nstalls, capstalls, s);
 	}
@@ -773,16 +791,75 @@ static void pair(void)
 	qsort(stalls, nstalls, sizeof(*stalls), stall_cmp);
 }
 
-static void put_comm(struct obuf *o, const char *c)
+/* digits of v at p (backwards from p): returns the new start */
+static inline char *fmt_int(char *p, int64_t v)
 {
-	if (!*c) {
-		oput(o, "-", 1);
-		return;
+	static const char d2[201] =
+		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	while (u >= 100) {
+		unsigned r = (unsigned)(u % 100);
+		u /= 100;
+		p -= 2;
+		memcpy(p, d2 + 2 * r, 2);
 	}
-	for (const char *p = c; *p; p++) {
-		char ch = (*p == '\t' || *p == '\n') ? ' ' : *p;
-		oput(o, &ch, 1);
+	if (u >= 10) {
+		p -= 2;
+		memcpy(p, d2 + 2 * u, 2);
+	} else {
+		*--p = (char)('0' + u);
 	}
+	if (v < 0)
+		*--p = '-';
+	return p;
+}
+
+static inline char *put_int(char *q, int64_t v)
+{
+	char tmp[24], *p = fmt_int(tmp + sizeof(tmp), v);
+	size_t n = (size_t)(tmp + sizeof(tmp) - p);
+	memcpy(q, p, n);
+	return q + n;
+}
+
+/* "who<TAB>pid<TAB>comm<TAB>" of a pid, made once per pid */
+static struct hmap pidline;     /* pid → offset into lines, (length << 8) | who code */
+static char *lines;
+static size_t nlines, caplines;
+
+static const char *pid_prefix(int32_t pid, size_t *len, int *wc)
+{
+	int existed;
+	struct hent *h = hput(&pidline, (uint64_t)(uint32_t)pid, &existed);
+	if (!existed) {
+		const char *c = comm(pid);
+		int code = who_code(pid, c);
+		const char *w = who_name(code);
+		size_t need = strlen(w) + strlen(c) + 40;
+		if (nlines + need > caplines) {
+			caplines = (nlines + need) * 2;
+			lines = xrealloc(lines, caplines);
+		}
+		char *q = lines + nlines;
+		memcpy(q, w, strlen(w));
+		q += strlen(w);
+		*q++ = '\t';
+		q = put_int(q, pid);
+		*q++ = '\t';
+		if (!*c)
+			*q++ = '-';
+		for (; *c; c++)
+			*q++ = (*c == '\t' || *c == '\n') ? ' ' : *c;
+		*q++ = '\t';
+		h->a = (int64_t)nlines;
+		h->b = (int64_t)((size_t)(q - (lines + nlines)) << 8) | code;
+		nlines = (size_t)(q - lines);
+	}
+	*len = (size_t)h->b >> 8;
+	*wc = (int)(h->b & 0xff);
+	return lines + h->a;
 }
 
 static void write_stalls(void)
@@ -795,12 +872,16 @@ static void write_stalls(void)
 	struct obuf o = { f, xrealloc(NULL, OBUF), 0 };
 	struct obuf ot = { t, t ? xrealloc(NULL, OBUF) : NULL, 0 };
 	static const char header[] = "kind\twho\tpid\tcomm\tstart_ns\tdur_ns\treclaimed\tscanned\tlost\n";
+	size_t klen[MAXKIND];
+	for (int k = 0; k < MAXKIND; k++)
+		klen[k] = kind_name[k] ? strlen(kind_name[k]) : 0;
+	hinit(&pidline, 1024);
 	oput(&o, header, sizeof(header) - 1);
 	for (size_t i = 0; i < nstalls; i++) {
 		struct stall *s = &stalls[i];
-		const char *c = comm(s->pid);
-		int wc = who_code(s->pid, c);
-		const char *w = who_name(wc);
+		size_t plen;
+		int wc;
+		const char *pre = pid_prefix(s->pid, &plen, &wc);
 		if (t) {
 			uint8_t row[16] = { 0 };
 			memcpy(row, &s->dur, 8);
@@ -809,23 +890,27 @@ static void write_stalls(void)
 			row[10] = s->lost;
 			oput(&ot, (const char *)row, 16);
 		}
-		const char *k = kind_name[s->kind] ? kind_name[s->kind] : "?";
-		oput(&o, k, strlen(k));
-		oput(&o, "\t", 1);
-		oput(&o, w, strlen(w));
-		oput(&o, "\t", 1);
-		oint(&o, s->pid);
-		oput(&o, "\t", 1);
-		put_comm(&o, c);
-		oput(&o, "\t", 1);
-		oint(&o, s->start);
-		oput(&o, "\t", 1);
-		oint(&o, s->dur);
-		oput(&o, "\t", 1);
-		oint(&o, s->reclaimed);
-		oput(&o, "\t", 1);
-		oint(&o, s->scanned);
-		oput(&o, s->lost ? "\t1\n" : "\t0\n", 3);
+		if (o.n + plen + klen[s->kind] + 128 > OBUF)
+			oflush(&o);
+		if (plen + klen[s->kind] + 128 > OBUF)
+			die("a comm too long for a stalls line", NULL);
+		char *q = o.b + o.n;
+		memcpy(q, kind_name[s->kind], klen[s->kind]);
+		q += klen[s->kind];
+		*q++ = '\t';
+		memcpy(q, pre, plen);
+		q += plen;
+		q = put_int(q, s->start);
+		*q++ = '\t';
+		q = put_int(q, s->dur);
+		*q++ = '\t';
+		q = put_int(q, s->reclaimed);
+		*q++ = '\t';
+		q = put_int(q, s->scanned);
+		*q++ = '\t';
+		*q++ = s->lost ? '1' : '0';
+		*q++ = '\n';
+		o.n = (size_t)(q - o.b);
 	}
 	oflush(&o);
 	if (fclose(f))
@@ -863,6 +948,7 @@ static void write_stats(void)
 	fprintf(f, "unpaired %lld %lld\n", unpaired_begins, unpaired_ends);
 	fprintf(f, "stalls %zu %lld\n", nstalls, lost_stalls);
 	fprintf(f, "kept %zu %zu %zu\n", nrels, nforks, nthrs);
+	fprintf(f, "seconds %.6f %.6f %.6f\n", t_walk, t_pair, t_write);
 	/* this program's own peak RSS (VmHWM is per address space: getrusage's maxrss would include
 	   the parent's pages from before exec) */
 	FILE *st = fopen("/proc/self/status", "r");
@@ -874,6 +960,13 @@ static void write_stats(void)
 		fclose(st);
 	if (f != stdout && fclose(f))
 		die("cannot write", stats_path);
+}
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
 int main(int argc, char **argv)
@@ -891,16 +984,22 @@ int main(int argc, char **argv)
 		}
 	read_comms();
 	read_workload();
+	double t0 = now();
 	for (int c = 0; c < ncpus; c++)
 		walk_cpu(&cpus[c]);
+	t_walk = now() - t0;
 	for (int i = 0; i < nevents; i++)
 		if (events[i].dump && fclose(events[i].dump))
 			die("cannot write a dump file", strerror(errno));
+	t0 = now();
 	follow_forks();
 	merge_windows();
 	pair();
+	t_pair = now() - t0;
+	t0 = now();
 	if (stalls_path)
 		write_stalls();
+	t_write = now() - t0;
 	write_stats();
 	return 0;
 }
