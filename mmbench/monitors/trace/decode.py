@@ -265,7 +265,7 @@ def c_records(cap: Capture, binary: str, workdir: Path) -> dict[str, list[tuple]
     for order, (fmt, st, cols) in enumerate(event_table(cap.formats)):
         names = [c for c in cols if c != "common_pid"]
         a = np.fromfile(workdir / f"ev{order}.bin", dtype=np.int64).reshape(-1, 3 + len(names))
-        cols_out = [a[:, i].tolist() for i in range(3)]
+        cols_out = [a[:, 0].view(np.uint64).tolist(), a[:, 1].tolist(), a[:, 2].tolist()]
         for j, n in enumerate(names):
             col = a[:, 3 + j]
             off, size, signed = fmt.fields[n]

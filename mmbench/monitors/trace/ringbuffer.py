@@ -23,8 +23,10 @@ from typing import BinaryIO, Callable, Iterator
 from mmbench.monitors.trace.formats import EventFormat
 
 COMMIT_MASK = (1 << 27) - 1
+U64 = (1 << 64) - 1       # time stamps are u64 (they wrap as the C reader's do)
 MISSED_EVENTS = 1 << 31
 MISSED_STORED = 1 << 30
+MAX_LOST = 1 << 48        # a stored count above this is damage, not a count
 PAGE_HEADER = 16          # u64 timestamp + local_t commit (64-bit kernels)
 CHUNK_PAGES = 256         # pages read at a time
 
@@ -104,7 +106,7 @@ def page_records(page: bytes, layout: PageLayout, st: CpuStats | None = None
         tl = hdr & 31
         delta = hdr >> 5
         if 0 < tl <= 28:
-            ts += delta
+            ts = (ts + delta) & U64
             length = tl << 2
             yield ts, pos + 4, length
             pos += 4 + length
@@ -114,7 +116,7 @@ def page_records(page: bytes, layout: PageLayout, st: CpuStats | None = None
         if tl == 0:
             length = u32(page, pos + 4)[0] - 4
             length = (length + 3) & ~3
-            ts += delta
+            ts = (ts + delta) & U64
             if st is not None:
                 st.big_records += 1
             yield ts, pos + 8, length
@@ -126,7 +128,7 @@ def page_records(page: bytes, layout: PageLayout, st: CpuStats | None = None
                 st.padding += 1
             pos += 4 + u32(page, pos + 4)[0]
         elif tl == 30:          # time extend
-            ts += (u32(page, pos + 4)[0] << 27) + delta
+            ts = (ts + (u32(page, pos + 4)[0] << 27) + delta) & U64
             if st is not None:
                 st.time_extend += 1
             pos += 8
@@ -150,7 +152,9 @@ def page_loss(page: bytes, layout: PageLayout) -> tuple[bool, int | None]:
     if commit & MISSED_STORED:
         at = layout.data_offset + (commit & COMMIT_MASK)
         if at + 8 <= len(page):
-            return True, _U64.unpack_from(page, at)[0]
+            n = _U64.unpack_from(page, at)[0]
+            if n <= MAX_LOST:
+                return True, n
     return True, None
 
 
@@ -176,7 +180,8 @@ class Decoded:
     cpus: dict[int, CpuStats] = field(default_factory=dict)
 
     def loss_windows(self) -> list[tuple[int, int]]:
-        return sorted(w for st in self.cpus.values() for w in st.loss_windows)
+        """Every CPU's loss windows, (earlier, later) and sorted."""
+        return sorted((min(w), max(w)) for st in self.cpus.values() for w in st.loss_windows)
 
 
 def event_table(formats: list[EventFormat], wanted_fields: dict[str, list[str]] | None = None

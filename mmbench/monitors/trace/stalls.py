@@ -70,6 +70,12 @@ def classify(pid: int, comm: str, workload_pids: set[int]) -> str:
     return "other"
 
 
+def s64(x: int) -> int:
+    """A time (ns) as the signed 64-bit number the C reader computes (u64 stamps, int64 times)."""
+    x &= (1 << 64) - 1
+    return x - (1 << 64) if x >> 63 else x
+
+
 def merge_windows(windows: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """Loss windows (lo, hi) sorted and merged into disjoint intervals."""
     out: list[tuple[int, int]] = []
@@ -143,10 +149,11 @@ def find_stalls(events: dict[str, list[tuple]], columns: dict[str, list[str]],
             del open_reclaim[pid]
         comm = comms.get(pid, "")
         ri = reclaimed_idx.get(name)
-        stalls.append(Stall(kind, classify(pid, comm, wl), pid, comm, rec[0], ts - rec[0],
+        start = s64(rec[0])
+        stalls.append(Stall(kind, classify(pid, comm, wl), pid, comm, start, s64(ts - rec[0]),
                             row[ri] if ri is not None else -1,
                             rec[1] if kind in RECLAIM_KINDS and i_scanned is not None else -1,
-                            int(overlaps_loss(merged, rec[0], ts))))
+                            int(overlaps_loss(merged, start, s64(ts)))))
     if unpaired is not None:
         unpaired["begins"] = replaced + len(open_)
         unpaired["ends"] = ends_alone
@@ -157,9 +164,9 @@ def find_stalls(events: dict[str, list[tuple]], columns: dict[str, list[str]],
         for row in thr:
             pid = row[2]
             comm = comms.get(pid, "")
-            start = row[0] - row[j] * 1000
+            start = s64(row[0] - row[j] * 1000)
             stalls.append(Stall("throttled", classify(pid, comm, wl), pid, comm, start, row[j] * 1000,
-                                lost=int(overlaps_loss(merged, start, row[0]))))
+                                lost=int(overlaps_loss(merged, start, s64(row[0])))))
     stalls.sort(key=lambda s: s.start_ns)
     return stalls
 
@@ -426,7 +433,7 @@ def report(stalls: list[Stall] | dict[str, Any]) -> str:
 
 def read_stall_durations(path: Path) -> dict[str, list[float]]:
     """kind → stall durations (µs) from an mm-trace ``stalls.tsv``."""
-    c = read_stall_columns(path)
+    c = read_stall_columns(path, ("kind", "dur_ns"))
     dur = c["dur_ns"] / 1e3
     kind = np.asarray(c["kind"])
     return {k: dur[kind == k].tolist() for k in dict.fromkeys(c["kind"])}

@@ -42,6 +42,7 @@
 #define COMMIT_MASK ((1u << 27) - 1)
 #define MISSED_EVENTS (1ull << 31)
 #define MISSED_STORED (1ull << 30)
+#define MAX_LOST (1ull << 48)          /* a stored count above this is damage, not a count */
 #define MAXF 64
 #define MAXKIND 32
 #define MAXWHO 16
@@ -398,7 +399,7 @@ static void walk_cpu(struct cpustat *cs)
 			if (commit & MISSED_EVENTS) {
 				size_t at = (size_t)data_offset + (commit & COMMIT_MASK);
 				cs->lost_pages++;
-				if ((commit & MISSED_STORED) && at + 8 <= (size_t)page_size)
+				if ((commit & MISSED_STORED) && at + 8 <= (size_t)page_size && u64at(pg + at) <= MAX_LOST)
 					cs->lost_events += (long long)u64at(pg + at);
 				else
 					cs->lost_unstored++;
@@ -591,16 +592,18 @@ static void merge_windows(void)
 
 static int overlaps_loss(int64_t start, int64_t end)
 {
-	/* the last window with lo < end; it overlaps when its hi > start */
+	/* the last window with lo < end; it overlaps when its hi > start (windows are u64 stamps,
+	   times int64: compared exactly, as the reference's integers are) */
+	typedef __int128 i128;
 	size_t lo = 0, hi = nmerged;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if ((int64_t)merged[mid].lo < end || (merged[mid].lo == (uint64_t)end && merged[mid].hi < (uint64_t)end))
+		if ((i128)merged[mid].lo < (i128)end || ((i128)merged[mid].lo == (i128)end && (i128)merged[mid].hi < (i128)end))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo > 0 && (int64_t)merged[lo - 1].hi > start;
+	return lo > 0 && (i128)merged[lo - 1].hi > (i128)start;
 }
 
 /* ---- output ---- */
@@ -764,16 +767,16 @@ static void pair(void)
 			unpaired_ends++;
 			continue;
 		}
-		int64_t start = o->a, scanned = o->b;
+		int64_t start = o->a, scanned = o->b, end = (int64_t)r->ts;
 		hdel(&open, o);
 		if (kind_reclaim[kind]) {
 			struct hent *k = hget(&reclaim, pid);
 			if (k && k->a == kind + 1)
 				hdel(&reclaim, k);
 		}
-		struct stall s = { start, (int64_t)r->ts - start, r->val,
+		struct stall s = { start, (int64_t)(r->ts - (uint64_t)start), r->val,
 				   kind_reclaim[kind] && have_scanned ? scanned : -1, sseq++, r->pid, kind,
-				   (uint8_t)overlaps_loss(start, (int64_t)r->ts) };
+				   (uint8_t)overlaps_loss(start, end) };
 		PUSH(stalls, nstalls, capstalls, s);
 	}
 	unpaired_begins += (long long)open.n;
@@ -783,7 +786,7 @@ static void pair(void)
 			tk = k;
 	if (tk >= 0)
 		for (size_t i = 0; i < nthrs; i++) {
-			int64_t start = (int64_t)thrs[i].ts - thrs[i].usec * 1000;
+			int64_t start = (int64_t)(thrs[i].ts - (uint64_t)(thrs[i].usec * 1000));
 			struct stall s = { start, thrs[i].usec * 1000, -1, -1, sseq++, thrs[i].pid, (uint8_t)tk,
 					   (uint8_t)overlaps_loss(start, (int64_t)thrs[i].ts) };
 			PUSH(stalls, nstalls, capstalls, s);
