@@ -477,12 +477,80 @@ static int fork_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int stall_cmp(const void *a, const void *b)
+/* stalls by (start, seq): the keys are unique, so an in-place introsort gives the reference's
+   stable order without glibc qsort's temporary copy of the whole array */
+static inline int stall_less(const struct stall *x, const struct stall *y)
 {
-	const struct stall *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	return x->start < y->start || (x->start == y->start && x->seq < y->seq);
+}
+
+static void stall_swap(struct stall *a, struct stall *b)
+{
+	struct stall t = *a;
+	*a = *b;
+	*b = t;
+}
+
+static void stall_heapify(struct stall *a, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < n && stall_less(&a[m], &a[l]))
+			m = l;
+		if (r < n && stall_less(&a[m], &a[r]))
+			m = r;
+		if (m == i)
+			return;
+		stall_swap(&a[i], &a[m]);
+		i = m;
+	}
+}
+
+static void sort_stalls(struct stall *a, size_t n, int depth)
+{
+	while (n > 16) {
+		if (depth-- == 0) {     /* heapsort: no quadratic case */
+			for (size_t i = n / 2; i-- > 0;)
+				stall_heapify(a, n, i);
+			for (size_t i = n - 1; i > 0; i--) {
+				stall_swap(&a[0], &a[i]);
+				stall_heapify(a, i, 0);
+			}
+			return;
+		}
+		size_t mid = n / 2;
+		if (stall_less(&a[mid], &a[0]))
+			stall_swap(&a[mid], &a[0]);
+		if (stall_less(&a[n - 1], &a[0]))
+			stall_swap(&a[n - 1], &a[0]);
+		if (stall_less(&a[n - 1], &a[mid]))
+			stall_swap(&a[n - 1], &a[mid]);
+		struct stall pivot = a[mid];
+		size_t i = 0, j = n - 1;
+		for (;;) {
+			while (stall_less(&a[i], &pivot))
+				i++;
+			while (stall_less(&pivot, &a[j]))
+				j--;
+			if (i >= j)
+				break;
+			stall_swap(&a[i], &a[j]);
+			i++;
+			j--;
+		}
+		/* [0, j] <= pivot <= [j + 1, n): recurse into the smaller side */
+		if (j + 1 < n - j - 1) {
+			sort_stalls(a, j + 1, depth);
+			a += j + 1;
+			n -= j + 1;
+		} else {
+			sort_stalls(a + j + 1, n - j - 1, depth);
+			n = j + 1;
+		}
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k > 0 && stall_less(&a[k], &a[k - 1]); k--)
+			stall_swap(&a[k], &a[k - 1]);
 }
 
 static int win_cmp(const void *a, const void *b)
@@ -791,7 +859,9 @@ static void pair(void)
 					   (uint8_t)overlaps_loss(start, (int64_t)thrs[i].ts) };
 			PUSH(stalls, nstalls, capstalls, s);
 		}
-	qsort(stalls, nstalls, sizeof(*stalls), stall_cmp);
+	free(rels);
+	rels = NULL;
+	sort_stalls(stalls, nstalls, 2 * 64);
 }
 
 /* digits of v at p (backwards from p): returns the new start */
