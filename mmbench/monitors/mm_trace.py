@@ -188,6 +188,7 @@ class MmTrace(Monitor):
         elif gap > 0:
             meta["notes"].append(f"decoding took {spent:.2f} s, longer than the fixed gap of {gap:g} s "
                                  "(decode_gap): the pause before the next iteration was longer than the others'")
+            (outdir / SUMMARY_CACHE).unlink(missing_ok=True)   # summarised again with this note
         meta["gap_s"] = round(max(gap, spent), 3)
         return meta
 
