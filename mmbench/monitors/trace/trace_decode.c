@@ -288,7 +288,13 @@ static void read_spec(const char *path)
 		}
 	}
 	fclose(f);
-	if (page_size < 64 || data_offset < 16 || data_offset >= page_size || (commit_size != 4 && commit_size != 8))
+	for (int k = 0; k < MAXKIND; k++)
+		if (!kind_name[k])
+			kind_name[k] = dupstr("?");
+	for (int i = 0; i < nevents; i++)
+		if (events[i].kind < 0 || events[i].kind >= MAXKIND)
+			die("an event's kind is out of range", NULL);
+	if (page_size < 64 || (commit_size != 4 && commit_size != 8) || data_offset < 8 + commit_size || data_offset >= page_size)
 		die("bad page layout", NULL);
 }
 
