@@ -242,11 +242,10 @@ def _loss_metrics(counts: dict[str, Any]) -> list[tuple[MetricDef, list[float]]]
     cpus = counts.get("cpus")
     if cpus is None:    # decoded before per-CPU accounting
         return []
-    rb = (counts.get("ring_buffer_per_cpu") or {})
     out = []
     total = 0.0
     for cpu in sorted(cpus, key=int):
-        n = float(max(cpus[cpu].get("lost_events", 0), (rb.get(cpu) or {}).get("overrun", 0)))
+        n = float(max(cpus[cpu].get("lost_events", 0), cpus[cpu].get("overrun", 0)))
         total += n
         out.append((MetricDef(f"Trace events lost, CPU {cpu}", "events", "lower", kind="count", mean="amean",
                               description="ring-buffer overrun: events overwritten before mm-trace read them"),
@@ -267,7 +266,8 @@ def _loss_notes(meta: dict[str, Any], cap_meta: dict[str, Any]) -> None:
         per = ", ".join(f"CPU {c}: {n}" for c, n in sorted(overrun.items(), key=lambda x: int(x[0])))
         meta["notes"].append(
             f"the ring buffer overran and lost events ({per or str(meta.get('lost_events')) + ' events'}); "
-            f"{meta.get('stalls_in_loss', 0)} stall(s) overlap a loss and are flagged; raise buffer_kb")
+            f"{meta.get('stalls_in_loss', 0)} of {meta.get('stalls', 0)} stall(s) overlap a loss and are flagged "
+            "(lost=1 in stalls.tsv); raise buffer_kb")
 
 
 def _write_tasks(outdir: Path, comms: dict[int, str], wl: set[int], cmdlines: dict[int, str]) -> None:

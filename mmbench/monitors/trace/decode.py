@@ -226,7 +226,9 @@ def decode_capture(outdir: Path, binary: Callable[[Path], str] | None, *, keep_r
     cols = st.pop("table", None) or sa.read_stall_columns(outdir / "stalls.tsv")
     (outdir / "stalls.txt").write_text(sa.report(cols) + "\n")
     decode_s = time.monotonic() - t0
-    cpus = {str(c): v for c, v in st["cpus"].items()}
+    per_cpu = cap.meta.get("ring_buffer_per_cpu") or {}
+    # the kernel's overrun count is exact; a page stores its count only when it has room
+    cpus = {str(c): {**v, "overrun": int((per_cpu.get(str(c)) or {}).get("overrun", 0))} for c, v in st["cpus"].items()}
     lost_events = sum(v["lost_events"] for v in st["cpus"].values())
     lost_pages = sum(v["lost_pages"] for v in st["cpus"].values())
     rb = cap.meta.get("ring_buffer", {})
