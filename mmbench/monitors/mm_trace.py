@@ -56,7 +56,7 @@ DEFAULT_EVENTS = ["vmscan", "compaction", "kmem:mm_page_alloc_extfrag", "huge_me
 # reclaim (230k of 420k events in a 4 s usemem-swap iteration) and the same count is in
 # /proc/vmstat (nr_vmscan_write, "Page writes by reclaim").  Name it in `events` to get it back.
 DEFAULT_EXCLUDE = list(PER_PAGE_TRACEPOINTS)
-DEFAULT_GAP = 1.0     # s: decoding ~5 M events and summarising fit in it (bench/trace-measure)
+DEFAULT_GAP = 1.0     # s: decoding + summarising took 0.16 s for 1.3 M events, 0.77 s for 300k stalls
 
 
 def _comm(pid: int) -> str | None:
