@@ -87,7 +87,7 @@ class MmTrace(Monitor):
         "exclude": Param("str_list", DEFAULT_EXCLUDE, "tracepoints ('system:event') left out of `events`"),
         "buffer_kb": Param("int", 8192, "ring buffer per CPU (KiB)", minimum=64),
         "keep_raw": Param("bool", False, "keep the raw per-CPU pages after decoding"),
-        "decoder": Param("str", "c", "c (trace_decode.c) or python (the reference reader: ~10x slower)",
+        "decoder": Param("str", "c", "c (trace_decode.c) or python (the reference reader: 25-45x slower)",
                          choices=("c", "python")),
         "decode_in_guest": Param("bool", False, "in a VM guest, decode there after each iteration as the host "
                                  "would (measurement only: 10-50x slower under TCG); default: the host decodes"),
