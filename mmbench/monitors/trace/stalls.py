@@ -35,7 +35,7 @@ PAIRS: dict[str, tuple[str, str, str]] = {
     "memcg_softlimit": ("mm_vmscan_memcg_softlimit_reclaim_begin", "mm_vmscan_memcg_softlimit_reclaim_end",
                         "Memcg softlimit reclaim"),
     "node": ("mm_vmscan_node_reclaim_begin", "mm_vmscan_node_reclaim_end", "Node reclaim"),
-    "compaction": ("mm_compaction_begin", "mm_compaction_end", "Compaction"),
+    "compaction": ("mm_compaction_begin", "mm_compaction_end", "Compaction run"),
     "kswapd": ("mm_vmscan_kswapd_wake", "mm_vmscan_kswapd_sleep", "Kswapd awake"),
     "kcompactd": ("mm_compaction_kcompactd_wake", "mm_compaction_kcompactd_sleep", "Kcompactd awake"),
     "shrink_slab": ("mm_shrink_slab_start", "mm_shrink_slab_end", "Shrink slab"),
