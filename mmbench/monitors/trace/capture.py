@@ -25,6 +25,8 @@ from typing import Any, Callable
 from mmbench.monitors.trace.formats import EventFormat, read_format
 from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, unmount
 
+WRITE_BUFFER = 1 << 20
+
 
 class RawCapture:
     """A private trace instance with some events enabled, copied raw to per-CPU files."""
@@ -75,7 +77,9 @@ class RawCapture:
         for cpu in cpus:
             fd = os.open(inst / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw", os.O_RDONLY | os.O_NONBLOCK)
             self._fds[cpu] = fd
-            self._outs[cpu] = open(self.outdir / f"cpu{cpu}.raw", "wb")
+            # written 1 MiB at a time: in a VM guest the files are on the host's share (virtiofs),
+            # where every write is a round trip to the host
+            self._outs[cpu] = open(self.outdir / f"cpu{cpu}.raw", "wb", buffering=WRITE_BUFFER)
         for s, e in self.events:
             self.journal.set_value(inst / "events" / s / e / "enable", "1")
         self._stop.clear()
