@@ -3,11 +3,13 @@ after SIGKILL; raw page decoding and stall pairing on synthetic data."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -18,6 +20,7 @@ from mmbench.monitors.base import MonitorContext
 from mmbench.monitors.trace.formats import parse_format
 from mmbench.monitors.trace.ringbuffer import decode_files
 from mmbench.monitors.trace.tracefs import TRACEFS, is_mounted
+from mmbench.run.build import binary_for
 from mmbench.run.journal import Journal
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (tracefs, cgroups)")
@@ -56,16 +59,22 @@ def test_mm_trace_end_to_end(tmp_path, journal):
     mon = cls()
     assert mon.unavailable_reason() is None
     with TestMemcg("trace", 64 << 20, journal) as cg:
-        ctx = MonitorContext(outdir=tmp_path / "mm-trace", interval=0.1, params={}, sandbox_paths=cg.sandbox_paths(),
-                             sandbox_pids=cg.pids, journal=journal, log=lambda m: None)
+        ctx = MonitorContext(outdir=tmp_path / "mm-trace", interval=0.1, params={"decode_gap": 0.6},
+                             sandbox_paths=cg.sandbox_paths(), sandbox_pids=cg.pids, journal=journal,
+                             log=lambda m: None, binary=binary_for)
         mark = journal.mark()
         mon.start(ctx)
         try:
             p = cg.spawn(thrash_command(tmp_path, 160, 2, anon_mb=8))
             assert p.wait(timeout=60) == 0
         finally:
+            t0 = time.monotonic()
             meta = mon.stop()
+            stop_s = time.monotonic() - t0
     assert meta["errors"] == [], meta
+    # decoded by the C program, inside a fixed gap (the same pause after every iteration)
+    assert meta["decoder"] == "c" and meta["gap_s"] >= 0.6 and stop_s >= 0.6
+    assert (ctx.outdir / "summary.json").exists()      # summarised inside the gap too
     # stop() itself put everything back (before the journal does)
     assert tracing_state() == before
     assert journal.restore(since=mark) == []
@@ -87,6 +96,11 @@ def test_mm_trace_end_to_end(tmp_path, journal):
     assert m["Memcg reclaim stall count"][1] == [float(len(memcg))]
     assert "Extfrag fallbacks" in m
     assert not list(ctx.outdir.glob("cpu*.raw"))          # keep_raw is off by default
+    counts = json.loads((ctx.outdir / "counts.json").read_text())
+    assert counts["decoder"] == "c" and set(counts["cpus"]) == {str(c) for c in range(os.cpu_count() or 1)}
+    assert m["Trace events lost"][1] == [float(counts["lost_events"])]
+    tasks = json.loads((ctx.outdir / "tasks.json").read_text())
+    assert set(tasks) >= {"comms", "saved_cmdlines", "workload_pids", "pageblock_order"}
 
 
 CHILD = r"""

@@ -66,6 +66,28 @@ def test_guest_reclaims_the_whole_machine(guest_run):
     assert fp["memory"]["MemTotal"] < 512 << 20          # the guest's memory, not the host's
     text = mmbench("compare", "--results", str(results), "reclaim", check=True).stdout
     assert "Kswapd pages scanned" in text or "Direct pages scanned" in text
+    assert "Trace events lost, CPU 1" in text
+
+
+def test_guest_trace_is_decoded_on_the_host(guest_run):
+    """mm-trace in the guest only records (raw pages, formats, tasks); the host decodes after the
+    guest powers off, with the C decoder, and gets what the Python reference gets."""
+    from mmbench.monitors.trace import decode as D
+    results, out, _ = guest_run
+    it = results / "reclaim" / "usemem" / "iter-0"
+    meta = json.loads((it / "result.json").read_text())["monitors"]["mm-trace"]
+    assert "deferred" not in meta and meta["decoded_on_host"] and meta["decoder"] == "c", meta
+    assert meta["events"] > 1000 and meta["stalls"] > 0
+    assert "mm-trace: 1 iteration(s) finished on the host" in out.stderr
+    mon = it / "monitors" / "mm-trace"
+    counts = json.loads((mon / "counts.json").read_text())
+    assert counts["decoded_on"].startswith("host") and set(counts["cpus"]) == {"0", "1"}
+    tasks = json.loads((mon / "tasks.json").read_text())
+    assert any(c.startswith("kswapd") for c in tasks["comms"].values()) and tasks["workload_pids"]
+    ref = D.run_reference(D.Capture(mon), mon / "reference.tsv")
+    assert ref["stalls"] == meta["stalls"] and sum(ref["events"].values()) == meta["events"]
+    assert (mon / "reference.tsv").read_text() == (mon / "stalls.tsv").read_text()
+    assert any(s.who == "kswapd" for s in D.sa.read_stalls(mon / "stalls.tsv"))
 
 
 def test_guest_panic_fails_the_iteration_with_the_console(guest_run):

@@ -6,11 +6,14 @@ events are left alone), sets the instance's ``buffer_size_kb``, enables the conf
 it (every change journaled before it is made) and copies the binary ring-buffer pages of
 ``per_cpu/cpuN/trace_pipe_raw`` to ``cpuN.raw`` every 100 ms without decoding them.  At stop it
 disables the events, reads what is left, removes the instance (and unmounts tracefs if it
-mounted it), then decodes the pages with the field layouts read from each event's ``format``
-file on this kernel (saved under ``formats/``), pairs begin/end events per pid
-(``mmbench.monitors.trace.stalls``) and writes ``stalls.tsv``, ``stalls.txt`` and ``counts.json``.
+mounted it) and saves what decoding needs (``formats/``, ``header_page``, ``tasks.json``: comms,
+saved_cmdlines, the workload's pids, pageblock_order).  Decoding (``trace/decode.py``: the C
+walker ``trace/trace_decode.c``, the Python reader as the reference) pairs begin/end events per
+pid and writes ``stalls.tsv``, ``stalls.txt`` and ``counts.json``: on a host run inside a fixed,
+recorded gap after the workload (``decode_gap``); in a VM guest never: the host decodes the
+capture after the guest powers off (``finish_deferred``).
 
-Why raw ring-buffer pages (measured, ``bench/trace-measure 4``, 2 vCPU
+Why raw ring-buffer pages (measured, ``bench/trace-measure --methods 4``, 2 vCPU
 Firecracker VM, kernel 6.18, page-cache + anon thrash in a 128M memcg, ~4-5k events/s of
 vmscan/compaction/extfrag/huge_memory/oom, 4 alternating rounds):
 
@@ -24,8 +27,8 @@ The elapsed differences are inside the run-to-run noise; the recorder's own CPU 
 difference that stays: copying pages costs ~6x less CPU than ``perf record`` (which also writes
 twice the bytes: 1.5 MB vs 0.85 MB for ~11k events) and than bpftrace (whose start costs a
 second and whose in-kernel maps lose the per-stall detail unless it prints per event).  The raw
-pages keep every field of every event for later analysis.  Decoding is a Python loop over
-records but runs after the workload, never beside it.
+pages keep every field of every event for later analysis.  Decoding runs after the workload,
+never beside it (its speed: docs/monitors.md, ``bench/trace-measure``).
 """
 
 from __future__ import annotations
@@ -34,16 +37,17 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from mmbench.guest import in_guest
 from mmbench.monitors.trace import stalls as stall_analysis
 from mmbench.model.kernel import pageblock_order
 from mmbench.model.params import Param
 from mmbench.model.quirks import KTHREADS, PER_PAGE_TRACEPOINTS
-from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
+from mmbench.monitors.base import SUMMARY_CACHE, Monitor, MonitorContext, MonitorSummary, load_summary
 from mmbench.monitors.trace.capture import RawCapture
+from mmbench.monitors.trace.decode import decode_capture
 from mmbench.monitors.trace.formats import expand_events
-from mmbench.monitors.trace.ringbuffer import Decoded, decode_files
 from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted
 from mmbench.model.results import MetricDef
 
@@ -52,6 +56,7 @@ DEFAULT_EVENTS = ["vmscan", "compaction", "kmem:mm_page_alloc_extfrag", "huge_me
 # reclaim (230k of 420k events in a 4 s usemem-swap iteration) and the same count is in
 # /proc/vmstat (nr_vmscan_write, "Page writes by reclaim").  Name it in `events` to get it back.
 DEFAULT_EXCLUDE = list(PER_PAGE_TRACEPOINTS)
+DEFAULT_GAP = 1.0     # s: decoding + summarising took 0.16 s for 1.3 M events, 0.77 s for 300k stalls
 
 
 def _comm(pid: int) -> str | None:
@@ -83,7 +88,13 @@ class MmTrace(Monitor):
                         "tracepoints: 'system' (all its events) or 'system:event'"),
         "exclude": Param("str_list", DEFAULT_EXCLUDE, "tracepoints ('system:event') left out of `events`"),
         "buffer_kb": Param("int", 8192, "ring buffer per CPU (KiB)", minimum=64),
-        "keep_raw": Param("bool", False, "keep the raw per-CPU pages and formats after decoding"),
+        "keep_raw": Param("bool", False, "keep the raw per-CPU pages after decoding"),
+        "decoder": Param("str", "c", "c (trace_decode.c) or python (the reference reader: 25-45x slower)",
+                         choices=("c", "python")),
+        "decode_in_guest": Param("bool", False, "in a VM guest, decode there after each iteration as the host "
+                                 "would (measurement only: 10-50x slower under TCG); default: the host decodes"),
+        "decode_gap": Param("float", DEFAULT_GAP, "seconds from the workload's end to the end of mm-trace's "
+                            "stop, decoding included, the same for every iteration (0: no padding)", minimum=0),
     }
 
     def unavailable_reason(self) -> str | None:
@@ -144,43 +155,64 @@ class MmTrace(Monitor):
         self._poll_pids(force=True)
         cmdlines = _saved_cmdlines()
         cap_meta = self._cap.stop()
-        elapsed = time.monotonic() - self._t0
+        t_stop = time.monotonic()
+        elapsed = t_stop - self._t0
         outdir = self._ctx.outdir
-        files = {c: outdir / f"cpu{c}.raw" for c in cap_meta["cpus"]}
-        t0 = time.monotonic()
-        dec = decode_files(files, self._cap.formats, page_size=cap_meta["page_size"])
-        _follow_forks(dec, self._wl)
-        # comms of pids seen in events that we do not know yet
-        seen = {r[2] for rows in dec.events.values() for r in rows}
-        for pid in seen - set(self._comms):
-            c = _comm(pid)
-            if c:
-                self._comms[pid] = c
-        self._comms.update({pid: c for pid, c in cmdlines.items() if pid in seen and pid not in self._comms})
-        stalls = stall_analysis.find_stalls(dec.events, dec.columns, self._comms, self._wl)
-        extfrag = stall_analysis.extfrag_counts(dec.events, dec.columns, pageblock_order())
-        decode_s = time.monotonic() - t0
-        stall_analysis.write_stalls(outdir / "stalls.tsv", stalls)
-        (outdir / "stalls.txt").write_text(stall_analysis.report(stalls) + "\n")
-        counts = {"events": dec.counts, "extfrag": extfrag, "unknown_records": dec.unknown,
-                  "pages_with_lost_events": dec.pages_with_loss, "ring_buffer": cap_meta.get("ring_buffer", {}),
-                  "elapsed_s": elapsed, "decode_s": decode_s, "workload_pids": sorted(self._wl)}
-        (outdir / "counts.json").write_text(json.dumps(counts, indent=1))
-        keep = bool((self._ctx.params or {}).get("keep_raw", False))
-        if not keep:
-            for f in files.values():
-                f.unlink(missing_ok=True)
-        notes = []
-        lost = cap_meta.get("ring_buffer", {}).get("overrun", 0) or dec.pages_with_loss
-        if lost:
-            notes.append(f"the ring buffer overran ({lost}): some events were lost; raise buffer_kb")
+        p = self._ctx.params or {}
+        keep = bool(p.get("keep_raw", False))
+        _write_tasks(outdir, self._comms, self._wl, cmdlines)
+        cap_meta["elapsed_s"] = round(elapsed, 3)
+        (outdir / "capture.json").write_text(json.dumps(cap_meta, indent=1))
+        files = [f"cpu{c}.raw" for c in cap_meta["cpus"]]
+        meta: dict[str, Any] = {
+            "files": ["capture.json", "tasks.json", "header_page", "header_event", "formats"], "bytes": cap_meta["bytes"],
+            "reader_cpu_s": cap_meta.get("reader_cpu_s"), "errors": cap_meta.get("errors", []),
+            "notes": [], "keep_raw": keep}
         if self._missing:
-            notes.append("missing tracepoints: " + ", ".join(self._missing))
-        return {"files": ["stalls.tsv", "stalls.txt", "counts.json", "capture.json"] + (
-                    [f.name for f in files.values()] if keep else []),
-                "events": sum(dec.counts.values()), "stalls": len(stalls), "bytes": cap_meta["bytes"],
-                "reader_cpu_s": cap_meta.get("reader_cpu_s"),
-                "decode_s": round(decode_s, 3), "errors": cap_meta.get("errors", []), "notes": notes}
+            meta["notes"].append("missing tracepoints: " + ", ".join(self._missing))
+        if in_guest() and not p.get("decode_in_guest"):
+            # Decoding under emulation is 10-50x slower than on the host and would run between
+            # iterations: the host decodes after the guest powers off (finish_deferred).
+            meta.update(deferred="decode", files=meta["files"] + files)
+            return meta
+        meta["files"] += ["stalls.tsv", "stalls.txt", "counts.json"] + (files if keep else [])
+        meta.update(decode_capture(outdir, self._ctx.binary, keep_raw=keep, reference=p.get("decoder") == "python",
+                                   where="VM guest" if in_guest() else "recording machine"))
+        _loss_notes(meta, cap_meta)
+        # A fixed, recorded gap between the workload's end and the next iteration: after a few idle
+        # seconds first touches run 25-50x slower (free page reporting), so a decode time that
+        # varied with the event count would change what the next iteration measures.
+        gap = float(p.get("decode_gap", DEFAULT_GAP))
+        load_summary(type(self), outdir, meta)   # summarised inside the gap too
+        spent = time.monotonic() - t_stop
+        if spent < gap:
+            time.sleep(gap - spent)
+        elif gap > 0:
+            meta["notes"].append(f"decoding took {spent:.2f} s, longer than the fixed gap of {gap:g} s "
+                                 "(decode_gap): the pause before the next iteration was longer than the others'")
+            (outdir / SUMMARY_CACHE).unlink(missing_ok=True)   # summarised again with this note
+        meta["gap_s"] = round(max(gap, spent), 3)
+        return meta
+
+    @classmethod
+    def finish_deferred(cls, outdir: Path, meta: dict[str, Any], binary: Callable[[Path], str] | None,
+                        ) -> dict[str, Any]:
+        """Decode a capture a VM guest brought back (on the host, after the guest powered off)."""
+        if meta.get("deferred") != "decode" or not (Path(outdir) / "capture.json").exists():
+            return meta
+        keep = bool(meta.get("keep_raw", False))
+        out = dict(meta)
+        out.pop("deferred")
+        raw = [f for f in out.get("files", []) if f.endswith(".raw")]
+        out["files"] = [f for f in out.get("files", []) if f not in raw] + ["stalls.tsv", "stalls.txt", "counts.json"] + (
+            raw if keep else [])
+        out.update(decode_capture(Path(outdir), binary, keep_raw=keep, where="host, after the VM run"))
+        out["notes"] = list(meta.get("notes", [])) + out.get("notes", [])
+        _loss_notes(out, json.loads((Path(outdir) / "capture.json").read_text()))
+        out["decoded_on_host"] = True
+        (Path(outdir) / SUMMARY_CACHE).unlink(missing_ok=True)
+        load_summary(cls, Path(outdir), out)
+        return out
 
     @classmethod
     def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
@@ -188,31 +220,85 @@ class MmTrace(Monitor):
         out = MonitorSummary(notes=list(meta.get("notes", [])))
         path = outdir / "stalls.tsv"
         if not path.exists():
-            out.notes.append("no stalls.tsv: the trace was not decoded")
+            if meta.get("deferred") == "decode":
+                out.notes.append("the trace was recorded in a VM guest and not yet decoded on the host")
+            else:
+                out.notes.append("no stalls.tsv: the trace was not decoded")
             return out
-        stalls = stall_analysis.read_stalls(path)
+        cols = stall_analysis.read_stall_columns(path, ("kind", "who", "dur_ns", "reclaimed", "scanned", "lost"))
         counts = {}
         if (outdir / "counts.json").exists():
             counts = json.loads((outdir / "counts.json").read_text())
-        out.metrics = stall_analysis.metrics(stalls, counts.get("extfrag"))
+        out.metrics = stall_analysis.metrics(cols, counts.get("extfrag"))
         ev = counts.get("events", {})
         for name in ("mark_victim", "mm_compaction_deferred", "mm_vmscan_reclaim_pages", "mm_vmscan_write_folio"):
             if name in ev:
                 out.metrics.append((MetricDef(f"{name} events", "events", "lower", kind="count", mean="amean"),
                                     [float(ev[name])]))
+        out.metrics += _loss_metrics(counts)
         return out
 
 
-def _follow_forks(dec: Decoded, wl: set[int]) -> None:
-    """Add to ``wl`` every task forked (process or thread) by a task already in it."""
-    rows = dec.events.get("sched_process_fork")
-    cols = dec.columns.get("sched_process_fork", [])
-    if not rows or "parent_pid" not in cols or "child_pid" not in cols:
-        return
-    ip, ic = cols.index("parent_pid") + 3, cols.index("child_pid") + 3
-    for r in sorted(rows):
-        if r[ip] in wl:
-            wl.add(r[ic])
+def _loss_metrics(counts: dict[str, Any]) -> list[tuple[MetricDef, list[float]]]:
+    """Events the ring buffer lost, per CPU and in all, and the stalls a loss may have cut."""
+    cpus = counts.get("cpus")
+    if cpus is None:    # decoded before per-CPU accounting
+        return []
+    out = []
+    total = 0.0
+    for cpu in sorted(cpus, key=int):
+        n = float(max(cpus[cpu].get("lost_events", 0), cpus[cpu].get("overrun", 0)))
+        total += n
+        out.append((MetricDef(f"Trace events lost, CPU {cpu}", "events", "lower", kind="count", mean="amean",
+                              description="ring-buffer overrun: events overwritten before mm-trace read them"),
+                    [n]))
+    out.insert(0, (MetricDef("Trace events lost", "events", "lower", kind="count", mean="amean",
+                             description="all CPUs; stalls and counts are missing these events"), [total]))
+    out.append((MetricDef("Stalls overlapping a trace loss", "stalls", "lower", kind="count", mean="amean",
+                          description="begin→end pairs whose interval overlaps lost events (lost=1 in "
+                                      "stalls.tsv): their duration or pages may be wrong"),
+                [float(counts.get("stalls_in_loss", 0))]))
+    return out
+
+
+def _loss_notes(meta: dict[str, Any], cap_meta: dict[str, Any]) -> None:
+    rb = cap_meta.get("ring_buffer_per_cpu") or {}
+    overrun = {c: v.get("overrun", 0) for c, v in rb.items() if v.get("overrun")}
+    if overrun or meta.get("pages_with_lost_events"):
+        per = ", ".join(f"CPU {c}: {n}" for c, n in sorted(overrun.items(), key=lambda x: int(x[0])))
+        meta["notes"].append(
+            f"the ring buffer overran and lost events ({per or str(meta.get('lost_events')) + ' events'}); "
+            f"{meta.get('stalls_in_loss', 0)} of {meta.get('stalls', 0)} stall(s) overlap a loss and are flagged "
+            "(lost=1 in stalls.tsv); raise buffer_kb")
+
+
+def _write_tasks(outdir: Path, comms: dict[int, str], wl: set[int], cmdlines: dict[int, str]) -> None:
+    """What decoding needs to name and classify tasks, recorded before the machine goes away:
+    comms of the kernel threads and the workload, then of every task alive now (threads too),
+    saved_cmdlines, the workload's pids and pageblock_order."""
+    allc = dict(comms)
+    for tdir in _task_dirs():
+        pid = int(tdir.name)
+        if pid not in allc:
+            try:
+                allc[pid] = (tdir / "comm").read_text().rstrip("\n")
+            except OSError:
+                pass
+    tasks = {"comms": {str(k): v for k, v in sorted(allc.items())},
+             "saved_cmdlines": {str(k): v for k, v in sorted(cmdlines.items())},
+             "workload_pids": sorted(wl), "pageblock_order": pageblock_order()}
+    (outdir / "tasks.json").write_text(json.dumps(tasks))
+
+
+def _task_dirs() -> list[Path]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                out += [t for t in (d / "task").iterdir() if t.name.isdigit()]
+            except OSError:
+                pass
+    return out
 
 
 def _saved_cmdlines() -> dict[int, str]:

@@ -219,6 +219,8 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
         if kernel.build:
             vm_facts["kernel_build"] = kernel.build
         _report_guest_crash(workdir, progress)
+        for run in [*extra_runs, name]:   # what the guest left for the host (mm-trace's decoding)
+            finish_deferred_monitors(results / run, progress.info)
         for extra in extra_runs:  # --baseline-set: the baseline configuration ran in the guest too
             _store_guest_run(open_store(results), store, extra, result, dict(vm_facts), suite, force, {})
         return _store_guest_run(open_store(results), store, name, result, vm_facts, suite, force, current)
@@ -230,6 +232,40 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
         for p in problems:
             progress.warn(p)
         progress.close()
+
+
+def finish_deferred_monitors(rundir: Path, log: Callable[[str], None]) -> None:
+    """Finish, on the host, the work a guest's monitors left (mm-trace decodes its raw pages here,
+    not under emulation): every stored iteration of the guest's run folder, result.json updated."""
+    from mmbench.plugins import monitors as registry
+    from mmbench.run.build import binary_for
+    done: dict[str, list[float]] = {}
+    for res in sorted(rundir.glob("*/iter-*/result.json")):
+        data = json.loads(res.read_text())
+        changed = False
+        for mon, meta in (data.get("monitors") or {}).items():
+            if not isinstance(meta, dict) or not meta.get("deferred") or "dir" not in meta:
+                continue
+            cls = registry().get(mon)
+            if cls is None:
+                continue
+            t0 = time.monotonic()
+            try:
+                new = cls.finish_deferred(rundir / meta["dir"], meta, binary_for)
+            except Exception as e:   # the iteration keeps its raw data and says why it has no summary
+                new = {**meta, "errors": [*meta.get("errors", []), f"host decode: {type(e).__name__}: {e}"]}
+            data["monitors"][mon] = new
+            changed = True
+            d = done.setdefault(mon, [0, 0.0, 0.0])
+            d[0] += 1
+            d[1] += float(new.get("events") or 0)
+            d[2] += time.monotonic() - t0
+        if changed:
+            tmp = res.with_name(".result.json.tmp")
+            tmp.write_text(json.dumps(data, indent=1))
+            os.replace(tmp, res)
+    for mon, (n, events, secs) in done.items():
+        log(f"{mon}: {int(n)} iteration(s) finished on the host ({int(events)} events decoded in {secs:.2f} s)")
 
 
 def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: dict[str, Any], suite: Any,

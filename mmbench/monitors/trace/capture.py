@@ -25,6 +25,8 @@ from typing import Any, Callable
 from mmbench.monitors.trace.formats import EventFormat, read_format
 from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, unmount
 
+WRITE_BUFFER = 1 << 20
+
 
 class RawCapture:
     """A private trace instance with some events enabled, copied raw to per-CPU files."""
@@ -60,6 +62,11 @@ class RawCapture:
         (self.outdir / "formats").mkdir(parents=True, exist_ok=True)
         for f in self.formats:
             (self.outdir / "formats" / f"{f.system}:{f.name}").write_text(f.text)
+        for name in ("header_page", "header_event"):   # the page and record header layouts
+            try:
+                (self.outdir / name).write_text((TRACEFS / "events" / name).read_text())
+            except OSError:
+                pass
         size_path = inst / "buffer_size_kb"
         cur = size_path.read_text().strip()
         if "expanded" in cur:   # "7 (expanded: 1408)": make the journal's original a plain number
@@ -70,7 +77,9 @@ class RawCapture:
         for cpu in cpus:
             fd = os.open(inst / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw", os.O_RDONLY | os.O_NONBLOCK)
             self._fds[cpu] = fd
-            self._outs[cpu] = open(self.outdir / f"cpu{cpu}.raw", "wb")
+            # written 1 MiB at a time: in a VM guest the files are on the host's share (virtiofs),
+            # where every write is a round trip to the host
+            self._outs[cpu] = open(self.outdir / f"cpu{cpu}.raw", "wb", buffering=WRITE_BUFFER)
         for s, e in self.events:
             self.journal.set_value(inst / "events" / s / e / "enable", "1")
         self._stop.clear()
@@ -128,14 +137,17 @@ class RawCapture:
             self._drain()
         except OSError as ex:
             self.errors.append(f"final read: {ex}")
-        stats = {}
+        stats: dict[str, int] = {}
+        per_cpu: dict[str, dict[str, int]] = {}
         for cpu in self._fds:
             try:
                 txt = (self.inst / "per_cpu" / f"cpu{cpu}" / "stats").read_text()
                 for line in txt.splitlines():
                     k, _, v = line.partition(":")
                     if k.strip() in ("overrun", "dropped events"):
-                        stats[k.strip()] = stats.get(k.strip(), 0) + int(float(v.split()[0]))
+                        n = int(float(v.split()[0]))
+                        stats[k.strip()] = stats.get(k.strip(), 0) + n
+                        per_cpu.setdefault(str(cpu), {})[k.strip()] = n
             except (OSError, ValueError, IndexError):
                 pass
         for fd in self._fds.values():
@@ -157,7 +169,9 @@ class RawCapture:
         unmount(self.mounted)
         meta = {"bytes": self.bytes, "cpus": sorted(self._outs), "page_size": self.page_size,
                 "reader_cpu_s": round(getattr(self, "reader_cpu_s", 0.0), 4),
-                "ring_buffer": stats, "instance": self.inst.name, "mounted_tracefs": self.mounted,
+                "ring_buffer": stats, "ring_buffer_per_cpu": per_cpu, "instance": self.inst.name,
+                "mounted_tracefs": self.mounted, "events": [f.full for f in self.formats],
+                "kernel_release": os.uname().release,
                 "errors": self.errors + problems}
         (self.outdir / "capture.json").write_text(json.dumps(meta, indent=1))
         return meta

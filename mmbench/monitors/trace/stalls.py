@@ -2,20 +2,23 @@
 
 Input: decoded events (``name → [(ts_ns, cpu, pid, *fields)]`` with their field names, as
 ``mmbench.monitors.trace.ringbuffer.decode_files`` returns them).  Output: one record per stall
-(kind, who, pid, comm, start, duration, pages reclaimed, pages scanned) and per-kind statistics:
-count, total, mean, P50/P90/P95/P99, max and latency bins; plus extfrag counts.
+(kind, who, pid, comm, start, duration, pages reclaimed, pages scanned, overlaps a loss) and
+per-kind statistics: count, total, mean, P50/P90/P95/P99, max and latency bins; plus extfrag
+counts.  ``find_stalls`` is the reference ``trace_decode.c`` must match stall for stall.
 
-Pairs (begin → end, same pid; a begin without its end, e.g. after lost events, is dropped):
-direct reclaim, memcg reclaim (and memcg soft-limit reclaim), node reclaim, compaction,
-kswapd awake (kswapd_wake → kswapd_sleep), kcompactd awake, shrink_slab.  ``mm_vmscan_throttled``
-carries its own duration (``usec_delayed``).  Pages scanned during a reclaim stall are the
-``nr_scanned`` of the ``mm_vmscan_lru_shrink_inactive`` events of that pid inside the pair; pages
-reclaimed are the end event's ``nr_reclaimed``.
+Pairs (begin → end, same pid, in time order; a begin without its end is dropped and counted as
+unpaired, a later begin of the same kind and pid replaces an open one): direct reclaim, memcg
+reclaim (and memcg soft-limit reclaim), node reclaim, compaction, kswapd awake (kswapd_wake →
+kswapd_sleep), kcompactd awake, shrink_slab.  ``mm_vmscan_throttled`` carries its own duration
+(``usec_delayed``).  Pages scanned during a reclaim stall are the ``nr_scanned`` of the
+``mm_vmscan_lru_shrink_inactive`` events of that pid inside the pair; pages reclaimed are the end
+event's ``nr_reclaimed``.  A stall whose interval overlaps a window in which a CPU's ring buffer
+lost events is flagged (``lost``): its end, its scans or whole stalls inside it may be missing.
 """
 
 from __future__ import annotations
 
-import math
+import bisect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -32,7 +35,7 @@ PAIRS: dict[str, tuple[str, str, str]] = {
     "memcg_softlimit": ("mm_vmscan_memcg_softlimit_reclaim_begin", "mm_vmscan_memcg_softlimit_reclaim_end",
                         "Memcg softlimit reclaim"),
     "node": ("mm_vmscan_node_reclaim_begin", "mm_vmscan_node_reclaim_end", "Node reclaim"),
-    "compaction": ("mm_compaction_begin", "mm_compaction_end", "Compaction"),
+    "compaction": ("mm_compaction_begin", "mm_compaction_end", "Compaction run"),
     "kswapd": ("mm_vmscan_kswapd_wake", "mm_vmscan_kswapd_sleep", "Kswapd awake"),
     "kcompactd": ("mm_compaction_kcompactd_wake", "mm_compaction_kcompactd_sleep", "Kcompactd awake"),
     "shrink_slab": ("mm_shrink_slab_start", "mm_shrink_slab_end", "Shrink slab"),
@@ -55,6 +58,7 @@ class Stall:
     dur_ns: int
     reclaimed: int = -1
     scanned: int = -1
+    lost: int = 0           # 1: the stall overlaps a window where the ring buffer lost events
 
 
 def classify(pid: int, comm: str, workload_pids: set[int]) -> str:
@@ -66,10 +70,42 @@ def classify(pid: int, comm: str, workload_pids: set[int]) -> str:
     return "other"
 
 
+def s64(x: int) -> int:
+    """A time (ns) as the signed 64-bit number the C reader computes (u64 stamps, int64 times)."""
+    x &= (1 << 64) - 1
+    return x - (1 << 64) if x >> 63 else x
+
+
+def merge_windows(windows: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Loss windows (lo, hi) sorted and merged into disjoint intervals."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted((min(w), max(w)) for w in windows):
+        if out and lo <= out[-1][1]:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def overlaps_loss(merged: list[tuple[int, int]], start: int, end: int) -> bool:
+    """Whether [start, end] overlaps a loss window (lo, hi) of ``merge_windows``: events of the
+    stall (its real end, a scan inside it, or the end and begin of stalls in between) may be lost."""
+    i = bisect.bisect_left(merged, (end, end))   # first window with lo >= end
+    return i > 0 and merged[i - 1][1] > start
+
+
 def find_stalls(events: dict[str, list[tuple]], columns: dict[str, list[str]],
-                comms: dict[int, str] | None = None, workload_pids: Iterable[int] = ()) -> list[Stall]:
+                comms: dict[int, str] | None = None, workload_pids: Iterable[int] = (),
+                loss_windows: Iterable[tuple[int, int]] = (), unpaired: dict[str, int] | None = None
+                ) -> list[Stall]:
+    """Stalls from decoded events (the reference; ``trace_decode.c`` does the same in C).
+    ``loss_windows``: (lo, hi) ns intervals in which a CPU lost events: a stall overlapping one is
+    flagged ``lost``.  ``unpaired`` (if given) gets the count of begins never ended (or replaced by
+    a later begin of the same pid) and of ends without a begin."""
     comms = comms or {}
     wl = set(workload_pids)
+    merged = merge_windows(loss_windows)
     role: dict[str, tuple[str, bool]] = {}
     for kind, (b, e, _) in PAIRS.items():
         role[b] = (kind, True)
@@ -88,6 +124,7 @@ def find_stalls(events: dict[str, list[tuple]], columns: dict[str, list[str]],
     open_: dict[tuple[str, int], list] = {}
     open_reclaim: dict[int, list] = {}   # pid → the open reclaim pair's record (for scanned pages)
     stalls: list[Stall] = []
+    replaced = ends_alone = 0
     for ts, name, row in stream:
         pid = row[2]
         if name == "mm_vmscan_lru_shrink_inactive":
@@ -99,20 +136,27 @@ def find_stalls(events: dict[str, list[tuple]], columns: dict[str, list[str]],
         key = (kind, pid)
         if is_begin:
             rec = [ts, 0]
+            replaced += key in open_
             open_[key] = rec
             if kind in RECLAIM_KINDS:
                 open_reclaim[pid] = rec
             continue
         rec = open_.pop(key, None)
         if rec is None:
+            ends_alone += 1
             continue
         if kind in RECLAIM_KINDS and open_reclaim.get(pid) is rec:
             del open_reclaim[pid]
         comm = comms.get(pid, "")
         ri = reclaimed_idx.get(name)
-        stalls.append(Stall(kind, classify(pid, comm, wl), pid, comm, rec[0], ts - rec[0],
+        start = s64(rec[0])
+        stalls.append(Stall(kind, classify(pid, comm, wl), pid, comm, start, s64(ts - rec[0]),
                             row[ri] if ri is not None else -1,
-                            rec[1] if kind in RECLAIM_KINDS and i_scanned is not None else -1))
+                            rec[1] if kind in RECLAIM_KINDS and i_scanned is not None else -1,
+                            int(overlaps_loss(merged, start, s64(ts)))))
+    if unpaired is not None:
+        unpaired["begins"] = replaced + len(open_)
+        unpaired["ends"] = ends_alone
     thr = events.get("mm_vmscan_throttled", [])
     tcols = columns.get("mm_vmscan_throttled", [])
     if thr and "usec_delayed" in tcols:
@@ -120,10 +164,23 @@ def find_stalls(events: dict[str, list[tuple]], columns: dict[str, list[str]],
         for row in thr:
             pid = row[2]
             comm = comms.get(pid, "")
-            stalls.append(Stall("throttled", classify(pid, comm, wl), pid, comm, row[0] - row[j] * 1000,
-                                row[j] * 1000))
+            start = s64(row[0] - row[j] * 1000)
+            stalls.append(Stall("throttled", classify(pid, comm, wl), pid, comm, start, row[j] * 1000,
+                                lost=int(overlaps_loss(merged, start, s64(row[0])))))
     stalls.sort(key=lambda s: s.start_ns)
     return stalls
+
+
+def follow_forks(events: dict[str, list[tuple]], columns: dict[str, list[str]], wl: set[int]) -> None:
+    """Add to ``wl`` every task forked (process or thread) by a task already in it, in time order."""
+    rows = events.get("sched_process_fork")
+    cols = columns.get("sched_process_fork", [])
+    if not rows or "parent_pid" not in cols or "child_pid" not in cols:
+        return
+    ip, ic = cols.index("parent_pid") + 3, cols.index("child_pid") + 3
+    for r in sorted(rows, key=lambda r: (r[0], r[1])):
+        if r[ip] in wl:
+            wl.add(r[ic])
 
 
 def extfrag_counts(events: dict[str, list[tuple]], columns: dict[str, list[str]],
@@ -145,27 +202,65 @@ def extfrag_counts(events: dict[str, list[tuple]], columns: dict[str, list[str]]
 
 # -- stalls file -----------------------------------------------------------------------------
 
-HEADER = "kind\twho\tpid\tcomm\tstart_ns\tdur_ns\treclaimed\tscanned"
+COLUMNS = ["kind", "who", "pid", "comm", "start_ns", "dur_ns", "reclaimed", "scanned", "lost"]
+HEADER = "\t".join(COLUMNS)
+INT_COLUMNS = ("pid", "start_ns", "dur_ns", "reclaimed", "scanned", "lost")
 
 
-def write_stalls(path, stalls: list[Stall]) -> None:
+def clean_comm(comm: str) -> str:
+    """A comm as one TSV field (a task may name itself with tabs or newlines)."""
+    return comm.replace("\t", " ").replace("\n", " ") or "-"
+
+
+def write_stalls(path: Path | str, stalls: list[Stall]) -> None:
     with open(path, "w") as fh:
         fh.write(HEADER + "\n")
         for s in stalls:
-            comm = s.comm.replace("\t", " ") or "-"
-            fh.write(f"{s.kind}\t{s.who}\t{s.pid}\t{comm}\t{s.start_ns}\t{s.dur_ns}\t{s.reclaimed}\t{s.scanned}\n")
+            fh.write(f"{s.kind}\t{s.who}\t{s.pid}\t{clean_comm(s.comm)}\t{s.start_ns}\t{s.dur_ns}\t"
+                     f"{s.reclaimed}\t{s.scanned}\t{s.lost}\n")
 
 
-def read_stalls(path) -> list[Stall]:
-    out = []
+def read_stall_columns(path: Path | str, columns: Iterable[str] = COLUMNS) -> dict[str, Any]:
+    """``stalls.tsv`` as columns (only ``columns``): kind, who and comm as lists of str, the rest
+    int64 arrays (a file written before the ``lost`` column gets lost = 0)."""
     with open(path) as fh:
-        fh.readline()
-        for line in fh:
-            p = line.rstrip("\n").split("\t")
-            if len(p) == 8:
-                out.append(Stall(p[0], p[1], int(p[2]), "" if p[3] == "-" else p[3], int(p[4]), int(p[5]),
-                                 int(p[6]), int(p[7])))
+        header = fh.readline().rstrip("\n").split("\t")
+        text = fh.read()
+    if header[:8] != COLUMNS[:8]:
+        raise ValueError(f"{path}: not an mm-trace stalls.tsv (header {header!r})")
+    ncol = len(header)
+    flat = text.replace("\n", "\t").split("\t")
+    if flat and flat[-1] == "":
+        flat.pop()
+    if len(flat) % ncol:   # a damaged line: keep the whole ones
+        lines = [ln for ln in text.split("\n") if ln.count("\t") == ncol - 1]
+        flat = "\t".join(lines).split("\t") if lines else []
+    n = len(flat) // ncol
+    out: dict[str, Any] = {}
+    for name in columns:
+        i = COLUMNS.index(name)
+        col = flat[i::ncol] if i < ncol else None
+        if name in INT_COLUMNS:
+            out[name] = np.array(col, dtype=np.int64) if col is not None else np.zeros(n, np.int64)
+        else:
+            out[name] = [("" if c == "-" else c) for c in col] if name == "comm" else col
     return out
+
+
+def columns_of(stalls: list[Stall]) -> dict[str, Any]:
+    """The columns of ``read_stall_columns`` from Stall records."""
+    out: dict[str, Any] = {}
+    for name in COLUMNS:
+        vals = [getattr(s, name) for s in stalls]
+        out[name] = np.array(vals, dtype=np.int64) if name in INT_COLUMNS else vals
+    return out
+
+
+def read_stalls(path: Path | str) -> list[Stall]:
+    c = read_stall_columns(path)
+    ints = [c[k].tolist() for k in INT_COLUMNS]
+    return [Stall(k, w, pid, comm, st, d, r, sc, lo)
+            for k, w, comm, (pid, st, d, r, sc, lo) in zip(c["kind"], c["who"], c["comm"], zip(*ints))]
 
 
 # -- statistics ------------------------------------------------------------------------------
@@ -176,63 +271,135 @@ def stats(durations_us: list[float] | np.ndarray) -> dict[str, Any]:
         return {"count": 0, "total_us": 0.0}
     bins = np.searchsorted(BINS_US, a, side="right")
     counts = np.bincount(bins, minlength=len(BIN_LABELS))
+    p50, p90, p95, p99 = (float(x) for x in np.percentile(a, [50, 90, 95, 99]))
     return {"count": int(len(a)), "total_us": float(a.sum()), "mean_us": float(a.mean()),
-            "p50_us": float(np.percentile(a, 50)), "p90_us": float(np.percentile(a, 90)),
-            "p95_us": float(np.percentile(a, 95)), "p99_us": float(np.percentile(a, 99)),
+            "p50_us": p50, "p90_us": p90, "p95_us": p95, "p99_us": p99,
             "max_us": float(a.max()), "bins": dict(zip(BIN_LABELS, map(int, counts)))}
 
 
-def table(stalls: list[Stall]) -> dict[str, dict[str, Any]]:
-    """kind → {"all": stats, who: stats, ...}"""
+@dataclass
+class Coded:
+    """A column of a few distinct strings as small integer codes (8x less memory than numpy
+    strings, and a comparison per name instead of per row)."""
+
+    codes: Any
+    names: list[str]
+
+    @classmethod
+    def of(cls, values: Any) -> "Coded":
+        if isinstance(values, Coded):
+            return values
+        names = sorted(set(values.tolist() if isinstance(values, np.ndarray) else values))
+        idx = {n: i for i, n in enumerate(names)}
+        return cls(np.fromiter((idx[v] for v in values), dtype=np.int32, count=len(values)), names)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def mask(self, name: str) -> Any:
+        return self.codes == (self.names.index(name) if name in self.names else -1)
+
+    def take(self, sel: Any) -> "Coded":
+        return Coded(self.codes[sel], self.names)
+
+
+def _groups(cols: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """kind → {"all": durations µs (float array), "_sel": its rows, who: durations µs, ...}, kinds
+    in LABELS order (then any other kind the file holds)."""
+    if not len(cols["kind"]):
+        return {}
+    kind = Coded.of(cols["kind"])
+    who = Coded.of(cols["who"])
+    dur = np.asarray(cols["dur_ns"]) / 1e3
     out: dict[str, dict[str, Any]] = {}
-    kinds = sorted({s.kind for s in stalls}, key=lambda k: list(LABELS).index(k) if k in LABELS else 99)
-    for kind in kinds:
-        ks = [s for s in stalls if s.kind == kind]
-        d = {"all": stats([s.dur_ns / 1e3 for s in ks])}
-        for who in WHO:
-            ws = [s.dur_ns / 1e3 for s in ks if s.who == who]
-            if ws:
-                d[who] = stats(ws)
-        out[kind] = d
+    order = [k for k in LABELS if k in kind.names] + sorted(k for k in kind.names if k not in LABELS)
+    for k in order:
+        sel = kind.mask(k)
+        if not sel.any():
+            continue
+        d: dict[str, Any] = {"all": dur[sel], "_sel": sel}
+        kw = who.take(sel)
+        for w in WHO:
+            m = kw.mask(w)
+            if m.any():
+                d[w] = d["all"][m]
+        out[k] = d
     return out
 
 
-def metrics(stalls: list[Stall], extfrag: dict[str, int] | None = None,
+def table(stalls: list[Stall] | dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """kind → {"all": stats, who: stats, ...}"""
+    cols = stalls if isinstance(stalls, dict) else columns_of(stalls)
+    return {k: {w: stats(v) for w, v in d.items() if w != "_sel"} for k, d in _groups(cols).items()}
+
+
+# Compaction's begin→end pair is one compact_zone() run: direct compaction (several zones per
+# allocation), kcompactd and proactive compaction alike; /proc/vmstat compact_stall counts direct
+# compaction attempts instead.  Its rows say "runs" so the two are not read as the same count.
+COMPACTION_RUNS = "Compaction runs (trace)"
+
+
+def _base(kind: str) -> tuple[str, str]:
+    """(row name stem, noun) of a stall kind."""
+    label = LABELS.get(kind, kind)
+    if kind == "compaction":
+        return "Compaction run time", "run"
+    if kind in ("kswapd", "kcompactd"):
+        return label, "awake"
+    return f"{label} stall", "stall"
+
+
+def metrics(stalls: list[Stall] | dict[str, Any], extfrag: dict[str, int] | None = None,
             duration_s: float | None = None) -> list[tuple[MetricDef, list[float]]]:
     """MonitorSummary metrics: per kind (and per who) stall latencies, count, total, pages."""
+    cols = stalls if isinstance(stalls, dict) else columns_of(stalls)
     out: list[tuple[MetricDef, list[float]]] = []
-    by_kind: dict[str, list[Stall]] = {}
-    for s in stalls:
-        by_kind.setdefault(s.kind, []).append(s)
-    for kind in [k for k in LABELS if k in by_kind]:
-        ks = by_kind[kind]
+    for kind, g in _groups(cols).items():
+        if kind not in LABELS:
+            continue
         label = LABELS[kind]
-        d = [s.dur_ns / 1e3 for s in ks]
-        noun = "awake" if kind in ("kswapd", "kcompactd") else "stall"
-        base = label if noun == "awake" else f"{label} stall"
+        base, noun = _base(kind)
+        d = g["all"]
+        what = "compact_zone() run" if kind == "compaction" else f"{label.lower()} {noun}"
         out.append((MetricDef(f"{base} (us)", "us", "lower", kind="latency",
-                              description=f"duration of each {label.lower()} {noun}"), d))
-        out.append((MetricDef(f"{base} count", "events", "lower", kind="count", mean="amean"), [float(len(ks))]))
+                              description=f"duration of each {what}"), d.tolist()))
+        if kind == "compaction":
+            kc = float(len(g.get("kcompactd", ())))
+            out.append((MetricDef(COMPACTION_RUNS, "runs", "lower", kind="count", mean="amean",
+                                  description="mm_compaction_begin→end pairs: one per compact_zone() run, "
+                                              "kcompactd's included (not vmstat's compact_stall)"),
+                        [float(len(d))]))
+            out.append((MetricDef("Compaction runs, direct (trace)", "runs", "lower", kind="count", mean="amean",
+                                  description="compact_zone() runs outside kcompactd: direct compaction"),
+                        [float(len(d)) - kc]))
+            out.append((MetricDef("Compaction runs, kcompactd (trace)", "runs", "lower", kind="count",
+                                  mean="amean"), [kc]))
+        else:
+            out.append((MetricDef(f"{base} count", "events", "lower", kind="count", mean="amean"),
+                        [float(len(d))]))
         out.append((MetricDef(f"{base} total (ms)", "ms", "lower", kind="time", mean="amean",
-                              description="sum of the durations"), [sum(d) / 1e3]))
-        whos = sorted({s.who for s in ks})
+                              description="sum of the durations"), [float(d.sum()) / 1e3]))
+        whos = [w for w in WHO if w in g]
         if len(whos) > 1 or (whos and whos[0] != "other"):
-            for who in whos:
-                wd = [s.dur_ns / 1e3 for s in ks if s.who == who]
-                out.append((MetricDef(f"{base} {who} (us)", "us", "lower", kind="latency"), wd))
+            for who in sorted(whos):
+                out.append((MetricDef(f"{base} {who} (us)", "us", "lower", kind="latency"), g[who].tolist()))
         if kind in RECLAIM_KINDS:
-            rec = [float(s.reclaimed) for s in ks if s.reclaimed >= 0]
-            scn = [float(s.scanned) for s in ks if s.scanned >= 0]
-            if rec:
+            sel = g["_sel"]
+            rec = cols["reclaimed"][sel]
+            scn = cols["scanned"][sel]
+            rec = rec[rec >= 0]
+            scn = scn[scn >= 0]
+            if len(rec):
                 out.append((MetricDef(f"{label} pages reclaimed per stall", "pages", "higher", kind="count",
-                                      mean="amean"), rec))
-            if scn:
+                                      mean="amean"), rec.astype(float).tolist()))
+            if len(scn):
                 out.append((MetricDef(f"{label} pages scanned per stall", "pages", "lower", kind="count",
-                                      mean="amean"), scn))
-        if noun == "stall":
+                                      mean="amean"), scn.astype(float).tolist()))
+        if noun != "awake":
             counts = stats(d)["bins"]
+            stem = "Compaction runs" if kind == "compaction" else f"{base}s"
             for b, c in counts.items():
-                out.append((MetricDef(f"{base}s {b}", "events", "lower", kind="count", mean="amean"), [float(c)]))
+                out.append((MetricDef(f"{stem} {b}", "events", "lower", kind="count", mean="amean"), [float(c)]))
     if extfrag is not None:
         out.append((MetricDef("Extfrag fallbacks", "events", "lower", kind="count", mean="amean"),
                     [float(extfrag.get("extfrag", 0))]))
@@ -245,7 +412,7 @@ def metrics(stalls: list[Stall], extfrag: dict[str, int] | None = None,
     return out
 
 
-def report(stalls: list[Stall]) -> str:
+def report(stalls: list[Stall] | dict[str, Any]) -> str:
     """A plain-text table: one row per kind and who."""
     lines = [f"{'stall':28s} {'who':10s} {'count':>7s} {'total ms':>10s} {'mean us':>9s} {'p50':>8s} "
              f"{'p90':>8s} {'p95':>8s} {'p99':>8s} {'max us':>9s}"]
@@ -256,22 +423,17 @@ def report(stalls: list[Stall]) -> str:
             lines.append(f"{LABELS.get(kind, kind):28s} {who:10s} {st['count']:7d} {st['total_us'] / 1e3:10.2f} "
                          f"{st['mean_us']:9.1f} {st['p50_us']:8.1f} {st['p90_us']:8.1f} {st['p95_us']:8.1f} "
                          f"{st['p99_us']:8.1f} {st['max_us']:9.1f}")
+    cols = stalls if isinstance(stalls, dict) else columns_of(stalls)
+    lost = int(np.asarray(cols["lost"]).sum()) if len(cols["lost"]) else 0
+    if lost:
+        lines.append(f"{lost} stall(s) overlap a window where the ring buffer lost events (lost=1 in stalls.tsv): "
+                     "their durations or pages may be wrong")
     return "\n".join(lines)
-
-
-def _finite(x: float) -> bool:
-    return not (math.isnan(x) or math.isinf(x))
 
 
 def read_stall_durations(path: Path) -> dict[str, list[float]]:
     """kind → stall durations (µs) from an mm-trace ``stalls.tsv``."""
-    cols = HEADER.split("\t")
-    ik, idur = cols.index("kind"), cols.index("dur_ns")
-    out: dict[str, list[float]] = {}
-    with open(path) as fh:
-        fh.readline()
-        for line in fh:
-            p = line.split("\t")
-            if len(p) == len(cols):
-                out.setdefault(p[ik], []).append(int(p[idur]) / 1e3)
-    return out
+    c = read_stall_columns(path, ("kind", "dur_ns"))
+    dur = c["dur_ns"] / 1e3
+    kind = np.asarray(c["kind"])
+    return {k: dur[kind == k].tolist() for k in dict.fromkeys(c["kind"])}
