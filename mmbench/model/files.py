@@ -32,6 +32,11 @@ class StoreError(UsageError):
     """A damaged, truncated or foreign file in the results directory (one line, exit 2)."""
 
 
+class StoreFull(StoreError):
+    """The results directory's filesystem is full (ENOSPC, EDQUOT): one line naming it, exit 2;
+    a run stops there and is stored as incomplete (what it finished is kept)."""
+
+
 class CheckedFiles(Protocol):
     """Where a store remembers files that passed validation (store/fs.py keeps it in its index)."""
 

@@ -21,6 +21,7 @@ from mmbench.run.iteration import CompanionSpec, IterationPlan, MonitorSpec, run
 from mmbench.run.journal import Journal
 from mmbench.run.progress import PlainProgress, Progress
 from mmbench.run.settings import apply_settings, validate_suite_settings
+from mmbench.model.files import StoreFull
 from mmbench.model.store import Store, validate_run_name
 from mmbench.model.results import WorkloadRun
 
@@ -68,6 +69,10 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
         validated = validate_suite_settings(suite)   # before any is applied, on the kernel that runs it
         apply_settings(validated, journal)
         if not suite.scratch.exists():  # workloads' scratch space: removed with the run
+            # and so are the parents it needed (each removed only if still empty: not only ours then)
+            missing = [d for d in reversed(suite.scratch.absolute().parents) if not d.exists()]
+            for d in missing:
+                journal.record("rmdir", path=str(d))
             journal.record("remove", path=str(suite.scratch))
             suite.scratch.mkdir(parents=True)
         swap_info = setup_swap(suite, journal)
@@ -137,6 +142,12 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                 by = "SIGINT" if isinstance(e, KeyboardInterrupt) else str(e)
                 writer.finish("incomplete", note=f"interrupted by {by}")
         raise
+    except StoreFull as e:   # the results filesystem filled up: what was stored is kept
+        with signals.held():
+            status = "incomplete"
+            if writer is not None:
+                writer.finish("incomplete", note=str(e))
+        raise
     except BaseException:
         with signals.held():
             if writer is not None and status != "complete":
@@ -152,6 +163,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
         for p in problems:
             progress.warn(p)
         late = signals.take_pending()
+        signals.note_late(late)   # the command still exits 130/143 for it
         if late is not None:
             progress.warn(f"{signals.signal_name(late)} arrived while the run was finishing; "
                           f"nothing was cut short (run {name}: {status})")
@@ -177,7 +189,9 @@ def restore_machine() -> tuple[list[str], bool]:
         with signals.held():
             if not journal.entries:
                 journal.release()
-                return ["nothing to restore: no unfinished mmbench changes on this machine"], True
+                return [*journal.unreadable, "nothing to restore: no unfinished mmbench changes on this "
+                        "machine" + (" (besides the unreadable lines above)" if journal.unreadable else "")], \
+                    not journal.unreadable
             try:
                 problems = journal.restore(stop_on_signal=True)
             finally:
@@ -185,5 +199,7 @@ def restore_machine() -> tuple[list[str], bool]:
         late = signals.take_pending()
         if late is not None and journal.left:
             raise KeyboardInterrupt() if late == signal.SIGINT else Interrupted(signals.signal_name(late))
-        ok = not journal.failed and not journal.left
-        return [*problems, ("restored: " if ok else "NOT fully restored: ") + journal.summary()], ok
+        signals.note_late(late)
+        ok = not journal.failed and not journal.left and not journal.unreadable
+        return [*journal.unreadable, *problems, ("restored: " if ok else "NOT fully restored: ")
+                + journal.summary()], ok

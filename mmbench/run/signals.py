@@ -32,14 +32,32 @@ class _State:
 
 _state = _State()
 _ignore_after = False   # set by the CLI: once a run or restore is over, the process only exits
+_late: int | None = None   # a signal that came as the run or restore was ending (nothing cut short)
 
 
 def ignore_after_exit() -> None:
-    """After ``catch_signals`` ends, ignore SIGINT/SIGTERM/SIGHUP instead of restoring Python's
-    handlers: a signal in the last moments before exit (the work done, the machine put back)
-    must neither kill the process with a misleading status nor print a traceback."""
+    """After ``catch_signals`` ends, only record SIGINT/SIGTERM/SIGHUP instead of restoring
+    Python's handlers: a signal in the last moments before exit (the work done, the machine put
+    back) must neither kill the process mid-print nor print a traceback, yet the command still
+    exits 130/143 for it (``late_signal``), as docs/cli.md promises."""
     global _ignore_after
     _ignore_after = True
+
+
+def _record_late(signum: int, frame: object) -> None:
+    note_late(signum)
+
+
+def note_late(signum: int | None) -> None:
+    """Remember a signal that arrived when nothing was left to cut short (the first one counts)."""
+    global _late
+    if signum is not None and _late is None:
+        _late = signum
+
+
+def late_signal() -> int | None:
+    """The signal that arrived as the work was ending (the CLI exits 128 + it), if any."""
+    return _late
 
 
 def _exception(signum: int) -> BaseException:
@@ -70,7 +88,7 @@ def catch_signals() -> Iterator[None]:
         yield
     finally:
         for s, h in old.items():
-            signal.signal(s, signal.SIG_IGN if _ignore_after else h)
+            signal.signal(s, _record_late if _ignore_after else h)
         _state.__init__()
 
 

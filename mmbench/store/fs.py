@@ -13,20 +13,26 @@ the validated models of ``model/files.py``: a damaged file is one line naming it
 index is the store's index: ``list`` and ``history`` read it, and it is brought up to date from
 the folders first (a run whose ``run.json`` changed since it was indexed is indexed again, a row
 whose folder is gone is dropped); ``mmbench reindex`` rebuilds it whole, ``mmbench rm`` removes a
-run from folders and index.  The writer's own index updates are best effort for that reason.
+run from folders and index.  The writer indexes the run it wrote, once, when it finishes (best
+effort: what it could not record, the next ``list`` indexes from the folder).  A store opens its
+index once: one connection per process, so no read ever waits on a transaction the same process
+holds open.
 """
 
 from __future__ import annotations
 
 import atexit
+import errno
 import json
 import math
 import os
 import shutil
 import sqlite3
+import stat
 import sys
 import time
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
+from hashlib import blake2b
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Iterator
@@ -35,8 +41,8 @@ from mmbench import __version__
 from mmbench.model.kernel import proc_start_time
 from mmbench.errors import UsageError
 from mmbench.model.store import RunWriter, Store, validate_run_name
-from mmbench.model.files import (STORE_FORMAT, StoreError, kernel_release, read_checked, read_object,
-                                 remember_checked_files, samples_from_json)
+from mmbench.model.files import (STORE_FORMAT, StoreError, StoreFull, kernel_release, read_checked,
+                                 read_json, read_object, remember_checked_files, samples_from_json)
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 # result.json's keys that make an IterationResult (the rest are kept in the file, unread)
@@ -55,24 +61,51 @@ CREATE TABLE IF NOT EXISTS iterations (run TEXT, workload TEXT, idx INTEGER, war
 CREATE TABLE IF NOT EXISTS samples (run TEXT, workload TEXT, idx INTEGER, metric TEXT, seq INTEGER,
     value REAL);
 CREATE INDEX IF NOT EXISTS samples_by_run ON samples (run, workload, metric);
-CREATE TABLE IF NOT EXISTS indexed (run TEXT PRIMARY KEY, mtime_ns INTEGER, host TEXT, suite TEXT);
+CREATE TABLE IF NOT EXISTS indexed (run TEXT PRIMARY KEY, mtime_ns INTEGER, host TEXT, suite TEXT,
+    digest TEXT);
 CREATE TABLE IF NOT EXISTS checked (run TEXT, path TEXT, digest TEXT, document TEXT, PRIMARY KEY (run, path));
 """
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Durable write: temporary file, fsync, rename, fsync of the directory."""
+    """Durable write: temporary file, fsync, rename, fsync of the directory.  A write that fails
+    leaves no temporary file; a full filesystem is a ``StoreFull`` naming the folder."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1, default=_json_default, allow_nan=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY)
     try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+        with open(tmp, "w") as fh:
+            json.dump(data, fh, indent=1, default=_json_default, allow_nan=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise store_write_error(e, path) from None
+
+
+def store_write_error(e: OSError, path: Path) -> OSError | StoreError:
+    """A failed write into the store as the one line a user can act on (ENOSPC/EDQUOT: the folder
+    whose filesystem is full); any other error keeps its file name (the CLI prints it)."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StoreFull(f"no space left on {_mount_of(path)} (writing {path})")
+    if e.filename is None:
+        e.filename = str(path)
+    return e
+
+
+def _mount_of(path: Path) -> Path:
+    """The folder a user would name for "the filesystem is full": the mount point holding ``path``
+    (its nearest existing ancestor on the same device)."""
+    p = Path(os.path.abspath(path))
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        dev = p.stat().st_dev
+        while p != p.parent and p.parent.stat().st_dev == dev:
+            p = p.parent
+    except OSError:
+        pass
+    return p
 
 
 def _json_default(o: Any) -> Any:
@@ -122,26 +155,30 @@ def _owner_alive(meta: dict[str, Any]) -> bool:
 
 
 class FileRunWriter(RunWriter):
-    def __init__(self, store: "FileStore", name: str, path: Path, meta: dict[str, Any]) -> None:
+    """Writes one run's folder as it happens (each iteration durable before the next starts) and
+    indexes the run once, when it finishes: until then ``list`` indexes it from its folder."""
+
+    def __init__(self, store: "FileStore", name: str, path: Path, meta: dict[str, Any],
+                 fingerprint: dict[str, Any]) -> None:
         self.store = store
         self.name = name
         self.path = path
         self.meta = meta
+        self.fingerprint = fingerprint
+        self.workloads: dict[str, WorkloadRun] = {}   # what was written, indexed at finish
 
     def add_workload(self, workload: WorkloadRun) -> None:
         wdir = self.path / workload.label
-        wdir.mkdir(parents=True, exist_ok=True)
+        try:
+            wdir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise store_write_error(e, wdir) from None
         write_json(wdir / "workload.json", {"label": workload.label, "plugin": workload.plugin,
                                             "params": workload.params,
                                             "metrics": [m.to_dict() for m in workload.metrics]})
         self._check(wdir / "workload.json", "workload")
-        with self.store.index_quietly() as db:
-            self.store.checked.flush(db)
-            db.execute("INSERT OR REPLACE INTO workloads VALUES (?,?,?,?)",
-                       (self.name, workload.label, workload.plugin, json.dumps(workload.params)))
-            db.executemany("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
-                           [(self.name, workload.label, m.name, m.unit, m.better, m.kind, m.mean_kind)
-                            for m in workload.metrics])
+        self.workloads[workload.label] = WorkloadRun(label=workload.label, plugin=workload.plugin,
+                                                     params=workload.params, metrics=list(workload.metrics))
 
     def iteration_dir(self, label: str, index: int) -> Path:
         return self.path / label / f"iter-{index}"
@@ -156,27 +193,22 @@ class FileRunWriter(RunWriter):
         staging = self.staging_dir(result.workload, result.index)
         data = result.to_dict()
         data["samples"] = {k: _clean(v) for k, v in result.samples.items()}
-        if staging.is_dir():   # result.json last, then one rename: the iteration appears whole
-            write_json(staging / "result.json", data)
-            if itdir.exists():
-                shutil.rmtree(itdir)
-            os.rename(staging, itdir)
-            _fsync_dir(itdir.parent)
-        else:
-            itdir.mkdir(parents=True, exist_ok=True)
-            write_json(itdir / "result.json", data)
+        try:
+            if staging.is_dir():   # result.json last, then one rename: the iteration appears whole
+                write_json(staging / "result.json", data)
+                if itdir.exists():
+                    shutil.rmtree(itdir)
+                os.rename(staging, itdir)
+                _fsync_dir(itdir.parent)
+            else:
+                itdir.mkdir(parents=True, exist_ok=True)
+                write_json(itdir / "result.json", data)
+        except OSError as e:
+            raise store_write_error(e, itdir) from None
         self._check(itdir / "result.json", "result")
-        d = result.duration
-        with self.store.index_quietly() as db:
-            self.store.checked.flush(db)
-            db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
-                       (self.name, result.workload, result.index, int(result.warmup), result.status,
-                        result.reason, d.get("user"), d.get("system"), d.get("elapsed"), result.path))
-            db.execute("DELETE FROM samples WHERE run=? AND workload=? AND idx=?",
-                       (self.name, result.workload, result.index))
-            db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
-                           [(self.name, result.workload, result.index, metric, seq, v)
-                            for metric, vals in data["samples"].items() for seq, v in enumerate(vals)])
+        w = self.workloads.get(result.workload)
+        if w is not None:
+            w.iterations = [it for it in w.iterations if it.index != result.index] + [result]
 
     def discard_staging(self) -> None:
         """Remove staging folders of iterations that were never stored (an interrupted run)."""
@@ -187,19 +219,71 @@ class FileRunWriter(RunWriter):
         self.meta.update(status=status, finished=time.time())
         if note:
             self.meta["note"] = note
-        write_json(self.path / "run.json", self.meta)
+        try:
+            write_json(self.path / "run.json", self.meta)
+        except StoreFull:
+            # The spare file reserved at create_run makes room for this one small write, so even
+            # a full filesystem leaves the run marked as what it is (not "running").
+            if not self._release_spare():
+                raise
+            write_json(self.path / "run.json", self.meta)
+        self._release_spare()
         self._check(self.path / "run.json", "run")
+        self._index()
+
+    def _release_spare(self) -> bool:
+        spare = self.path / SPARE
+        try:
+            spare.unlink()
+            return True
+        except OSError:
+            return False
+
+    def _index(self) -> None:
+        """The run's rows in the index, in one transaction, from what this writer wrote."""
+        rec = RunRecord(name=self.name, status=self.meta["status"], created=self.meta["created"],
+                        finished=self.meta["finished"], suite_text="", suite_hash=self.meta["suite_hash"],
+                        fingerprint=self.fingerprint, settings=self.meta["settings"],
+                        workloads=list(self.workloads.values()))
+        run_json = self.path / "run.json"
+        try:
+            mtime, digest = run_json.stat().st_mtime_ns, _digest_of(run_json)
+        except OSError:
+            return
         with self.store.index_quietly() as db:
             self.store.checked.flush(db)
-            db.execute("UPDATE runs SET status=?, finished=? WHERE name=?", (status, self.meta["finished"], self.name))
+            _drop(db, self.name, checked=False)
+            _insert_run(db, self.name, rec, self.meta, str(self.path))
+            db.execute("INSERT OR REPLACE INTO indexed VALUES (?,?,?,?,?)",
+                       (self.name, mtime, str(self.fingerprint.get("host", "")), self.meta.get("suite", ""),
+                        digest))
 
     def _check(self, path: Path, kind: str) -> None:
         """Validate what was just written (model/files.py), so the first ``compare`` need not;
-        a file that fails is reported now and again by every reader, and the run goes on."""
+        a file that fails is reported now and again by every reader, and the run goes on.
+        Only where the validator is loaded already (a measured run loaded its suite with it):
+        an import does not pay pydantic's import for it, and its first read validates instead."""
+        if "pydantic" not in sys.modules:
+            return
         try:
             read_checked(path, kind)
         except StoreError as e:
             _warn(f"a stored file does not read back: {e}")
+
+
+# Reserved when a run is created, released when it finishes: room for the last run.json on a
+# filesystem that filled up meanwhile.
+SPARE = ".spare"
+SPARE_BYTES = 64 << 10
+
+
+def _digest_of(path: Path) -> str | None:
+    """A digest of a file's bytes (``indexed.digest``: a copied store's run.json is the same file
+    with a new mtime, so it needs no indexing again)."""
+    try:
+        return blake2b(path.read_bytes(), digest_size=16).hexdigest()
+    except OSError:
+        return None
 
 
 class IndexCheckedFiles:
@@ -227,10 +311,9 @@ class IndexCheckedFiles:
         if run not in self.runs:
             self.runs[run] = {}
             if (self.store.root / "index.sqlite").exists():
-                try:
-                    with closing(self.store.db()) as db:
-                        self.runs[run] = {p: (d, doc) for p, d, doc in db.execute(
-                            "SELECT path, digest, document FROM checked WHERE run=?", (run,))}
+                try:   # the store's one connection: never a second one waiting on our own transaction
+                    self.runs[run] = {p: (d, doc) for p, d, doc in self.store.db().execute(
+                        "SELECT path, digest, document FROM checked WHERE run=?", (run,))}
                 except (sqlite3.Error, StoreError):
                     pass
         return self.runs[run].get(rel)
@@ -253,7 +336,7 @@ class IndexCheckedFiles:
             if db is not None:
                 db.executemany("INSERT OR REPLACE INTO checked VALUES (?,?,?,?)", rows)
                 return
-            with closing(self.store.db()) as own, own:
+            with self.store.db() as own:
                 own.executemany("INSERT OR REPLACE INTO checked VALUES (?,?,?,?)", rows)
         except (sqlite3.Error, StoreError, OSError):
             pass   # a read-only or busy index: the next read validates again
@@ -268,24 +351,46 @@ class FileStore(Store):
         self.root = Path(root)
         self.checked = IndexCheckedFiles(self)
         remember_checked_files(self.root, self.checked)
+        self._conn: sqlite3.Connection | None = None
+        self._conn_pid = 0
 
     def __str__(self) -> str:
         return str(self.root)
 
     def _check_root(self) -> None:
-        if self.root.exists() and not self.root.is_dir():
+        """The results directory is a directory, or not there yet; anything else is one line
+        naming it (a symlink loop or a dangling link is never "no runs")."""
+        try:
+            st = os.stat(self.root)
+        except FileNotFoundError:
+            if self.root.is_symlink():
+                raise StoreError(f"{self.root}: the results directory is a symlink to "
+                                 f"{os.readlink(self.root)!r}, which does not exist") from None
+            return
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise StoreError(f"{self.root}: the results directory is a symlink loop "
+                                 f"(too many levels of symbolic links)") from None
+            raise StoreError(f"{self.root}: the results directory cannot be read: {e.strerror or e}") from None
+        if not stat.S_ISDIR(st.st_mode):
             raise StoreError(f"{self.root}: the results directory is not a directory")
 
     def db(self) -> sqlite3.Connection:
-        """The index, opened (and created); a damaged one is a StoreError naming it."""
+        """The index, opened (and created) once per store and process; a damaged one is a
+        StoreError naming it.  One connection: a read inside a transaction (``sync``) reads
+        through it instead of waiting for that transaction's lock on a second one."""
+        if self._conn is not None and self._conn_pid == os.getpid():
+            return self._conn
         self._check_root()
         self.root.mkdir(parents=True, exist_ok=True)
         index = self.root / "index.sqlite"
         try:
-            conn = sqlite3.connect(index, timeout=30)
+            conn = sqlite3.connect(index, timeout=30, check_same_thread=False)
             conn.executescript(SCHEMA)
+            _migrate(conn)
         except sqlite3.Error as e:
             raise IndexDamaged(f"{index}: {e} (run 'mmbench reindex' to rebuild it from the run folders)") from None
+        self._conn, self._conn_pid = conn, os.getpid()
         return conn
 
     @contextmanager
@@ -303,8 +408,6 @@ class FileStore(Store):
                 yield conn
         except sqlite3.Error as e:
             _warn(f"index not updated ({self.root / 'index.sqlite'}: {e})")
-        finally:
-            conn.close()
 
     def run_path(self, name: str) -> Path:
         return self.root / validate_run_name(name)
@@ -318,27 +421,42 @@ class FileStore(Store):
                    settings: dict[str, Any], status: str = "running",
                    description: str = "") -> FileRunWriter:
         path = self.run_path(name)
-        if path.exists():
+        if path.exists() or path.is_symlink():
             if not force:
                 raise UsageError(f"run {name!r} already exists in {self.root}; use --force to replace it "
                                  f"or pick another name")
-            shutil.rmtree(path)
-        path.mkdir(parents=True)
-        (path / "suite.toml").write_text(suite_text)
-        write_json(path / "suite-effective.json", suite_effective)
-        write_json(path / "fingerprint.json", fingerprint)
+            self.refuse_if_running(name, "replace")
+            self.remove_run(name)
         meta = {"name": name, "format": STORE_FORMAT, "status": status, "created": time.time(), "finished": None,
                 "pid": os.getpid(), "pid_start": proc_start_time(os.getpid()), "boot_id": _boot_id(),
                 "suite_hash": suite_hash, "settings": settings, "mmbench_version": __version__,
                 "description": description}
-        write_json(path / "run.json", meta)
-        with self.index_quietly() as db:
-            for table in ("workloads", "metrics", "iterations", "samples"):
-                db.execute(f"DELETE FROM {table} WHERE run=?", (name,))
-            db.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
-                       (name, status, meta["created"], None, suite_hash,
-                        kernel_release(fingerprint), description, str(path)))
-        return FileRunWriter(self, name, path, meta)
+        try:
+            path.mkdir(parents=True)
+            # room for the final run.json should the filesystem fill up during the run
+            (path / SPARE).write_bytes(bytes(SPARE_BYTES))
+            (path / "suite.toml").write_text(suite_text)
+            write_json(path / "suite-effective.json", suite_effective)
+            write_json(path / "fingerprint.json", fingerprint)
+            write_json(path / "run.json", meta)
+        except (OSError, StoreError) as e:
+            shutil.rmtree(path, ignore_errors=True)   # not a run yet: nothing half-made is left
+            if isinstance(e, OSError):
+                raise store_write_error(e, path) from None
+            raise
+        return FileRunWriter(self, name, path, meta, fingerprint)
+
+    def refuse_if_running(self, name: str, verb: str) -> None:
+        """A run that an ``mmbench run`` (or import) is still writing is never replaced or
+        removed under it: its finished iterations would be lost and its folder half another run."""
+        path = self.run_path(name)
+        try:
+            meta = read_json(path / "run.json")
+        except UsageError:
+            return   # damaged or absent: nobody is writing it
+        if isinstance(meta, dict) and meta.get("status") == "running" and _owner_alive(meta):
+            raise UsageError(f"run {name!r} in {self.root} is still being written (mmbench pid "
+                             f"{meta.get('pid')}); cannot {verb} it until that run ends")
 
     def run_status(self, name: str) -> str | None:
         """A run's status from its run.json alone: None if there is no such run folder,
@@ -364,10 +482,17 @@ class FileStore(Store):
         if not statuses or not (self.root / "index.sqlite").exists():
             return
         try:
-            with self.db() as db:
-                rows = dict(db.execute("SELECT name, status FROM runs").fetchall())
-                db.executemany("UPDATE runs SET status=? WHERE name=?",
-                               [(st, n) for n, st in statuses.items() if n in rows and rows[n] != st])
+            db = self.db()
+            names = list(statuses)
+            rows: dict[str, str] = {}
+            for i in range(0, len(names), 500):    # SQLite's limit on host parameters
+                part = names[i:i + 500]
+                rows.update(db.execute(f"SELECT name, status FROM runs WHERE name IN ({','.join('?' * len(part))})",
+                                       part).fetchall())
+            wrong = [(st, n) for n, st in statuses.items() if n in rows and rows[n] != st]
+            if wrong:
+                with db:
+                    db.executemany("UPDATE runs SET status=? WHERE name=?", wrong)
         except (sqlite3.Error, IndexDamaged):
             pass   # a read-only or damaged index: the folders still answer
 
@@ -468,21 +593,39 @@ class FileStore(Store):
                 conn.commit()
                 conn.close()
                 os.replace(tmp, target)
+                if self._conn is not None:   # it reads the file just replaced
+                    self._conn.close()
+                    self._conn = None
             finally:
                 tmp.unlink(missing_ok=True)
             return len(folders) - len(damaged), 0, damaged
         indexed = dropped = 0
         damaged = []
-        with self.db() as db:
-            known = dict(db.execute("SELECT run, mtime_ns FROM indexed").fetchall())
-            rows = {r[0] for r in db.execute("SELECT name FROM runs").fetchall()}
+        db = self.db()
+        with db:
+            known = {run: (mtime, digest) for run, mtime, digest in
+                     db.execute("SELECT run, mtime_ns, digest FROM indexed").fetchall()}
+            rows = dict(db.execute("SELECT name, status FROM runs").fetchall())
+            started = time.monotonic()
             for name, mtime in sorted(folders.items()):
-                if known.get(name) != mtime or name not in rows:
-                    if self._index_one(db, name, mtime):
-                        indexed += 1
-                    else:
-                        damaged.append(name)
-            for name in (set(known) | rows) - set(folders):
+                seen = known.get(name)
+                # A run that is still being written is indexed again (its writer indexes it when
+                # it finishes); a run.json with a new mtime but the same bytes (a copied store,
+                # a restored backup) needs no indexing, only its new mtime.
+                if seen is not None and rows.get(name, "running") != "running":
+                    if seen[0] == mtime:
+                        continue
+                    if seen[1] is not None and seen[1] == _digest_of(self.run_path(name) / "run.json"):
+                        db.execute("UPDATE indexed SET mtime_ns=? WHERE run=?", (mtime, name))
+                        continue
+                if self._index_one(db, name, mtime):
+                    indexed += 1
+                else:
+                    damaged.append(name)
+                if time.monotonic() - started > 0.5:   # a long sync lets a running writer in between
+                    db.commit()
+                    started = time.monotonic()
+            for name in (set(known) | set(rows)) - set(folders):
                 _drop(db, name)
                 dropped += 1
         return indexed, dropped, damaged
@@ -491,18 +634,18 @@ class FileStore(Store):
         """Index one run folder; a damaged one is dropped from the index with a warning."""
         try:
             validate_run_name(name)
-            # not load_run: its own index connection would wait for the lock ``db`` holds
+            digest = _digest_of(self.run_path(name) / "run.json")   # before reading: a change after is seen
             rec = self._load_run(name, self.run_path(name))
             meta = read_checked(self.run_path(name) / "run.json", "run")
         except UsageError as e:
             _warn(f"skipping run {name}: {e}")
             _drop(db, name)
             return False
-        _drop(db, name)
+        _drop(db, name, checked=False)   # verdicts are by content: the unchanged files keep theirs
         self.checked.flush(db)
         _insert_run(db, name, rec, meta, str(self.run_path(name)))
-        db.execute("INSERT OR REPLACE INTO indexed VALUES (?,?,?,?)",
-                   (name, mtime, str(rec.fingerprint.get("host", "")), meta["suite"]))
+        db.execute("INSERT OR REPLACE INTO indexed VALUES (?,?,?,?,?)",
+                   (name, mtime, str(rec.fingerprint.get("host", "")), meta["suite"], digest))
         return True
 
     def _runs_from_index(self) -> list[dict[str, Any]]:
@@ -559,6 +702,8 @@ class FileStore(Store):
         path = self.run_path(name)
         if path.exists() and not force:
             raise UsageError(f"run {name!r} already exists in {self.root}; use --force to replace it")
+        if path.exists():
+            self.refuse_if_running(name, "replace")
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".{name}.incoming-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -621,8 +766,16 @@ def _warn(text: str) -> None:
     print(f"mmbench: warning: {' '.join(text.split())}", file=sys.stderr)
 
 
-def _drop(db: sqlite3.Connection, name: str) -> None:
-    for table in ("runs", "workloads", "metrics", "iterations", "samples", "indexed", "checked"):
+def _migrate(db: sqlite3.Connection) -> None:
+    """Columns added since an index was created (its tables exist, so SCHEMA left them as they were)."""
+    if "digest" not in {row[1] for row in db.execute("PRAGMA table_info(indexed)")}:
+        with db:
+            db.execute("ALTER TABLE indexed ADD COLUMN digest TEXT")
+
+
+def _drop(db: sqlite3.Connection, name: str, *, checked: bool = True) -> None:
+    for table in ("runs", "workloads", "metrics", "iterations", "samples", "indexed",
+                  *(("checked",) if checked else ())):
         db.execute(f"DELETE FROM {table} WHERE {'name' if table == 'runs' else 'run'}=?", (name,))
 
 
