@@ -62,7 +62,7 @@ CREATE TABLE IF NOT EXISTS samples (run TEXT, workload TEXT, idx INTEGER, metric
     value REAL);
 CREATE INDEX IF NOT EXISTS samples_by_run ON samples (run, workload, metric);
 CREATE TABLE IF NOT EXISTS indexed (run TEXT PRIMARY KEY, mtime_ns INTEGER, host TEXT, suite TEXT,
-    digest TEXT);
+    signature TEXT, digest TEXT);
 CREATE TABLE IF NOT EXISTS checked (run TEXT, path TEXT, digest TEXT, document TEXT, PRIMARY KEY (run, path));
 """
 
@@ -245,18 +245,17 @@ class FileRunWriter(RunWriter):
                         finished=self.meta["finished"], suite_text="", suite_hash=self.meta["suite_hash"],
                         fingerprint=self.fingerprint, settings=self.meta["settings"],
                         workloads=list(self.workloads.values()))
-        run_json = self.path / "run.json"
-        try:
-            mtime, digest = run_json.stat().st_mtime_ns, _digest_of(run_json)
-        except OSError:
+        files = indexed_files(self.path)
+        if "run.json" not in files:
             return
         with self.store.index_quietly() as db:
             self.store.checked.flush(db)
             _drop(db, self.name, checked=False)
             _insert_run(db, self.name, rec, self.meta, str(self.path))
-            db.execute("INSERT OR REPLACE INTO indexed VALUES (?,?,?,?,?)",
-                       (self.name, mtime, str(self.fingerprint.get("host", "")), self.meta.get("suite", ""),
-                        digest))
+            db.execute("INSERT OR REPLACE INTO indexed (run, mtime_ns, host, suite, signature, digest) "
+                       "VALUES (?,?,?,?,?,?)",
+                       (self.name, files["run.json"][1], str(self.fingerprint.get("host", "")),
+                        self.meta.get("suite", ""), _signature(files), _content_digest(self.path, files)))
 
     def _check(self, path: Path, kind: str) -> None:
         """Validate what was just written (model/files.py), so the first ``compare`` need not;
@@ -277,13 +276,55 @@ SPARE = ".spare"
 SPARE_BYTES = 64 << 10
 
 
-def _digest_of(path: Path) -> str | None:
-    """A digest of a file's bytes (``indexed.digest``: a copied store's run.json is the same file
-    with a new mtime, so it needs no indexing again)."""
+def indexed_files(run_dir: Path) -> dict[str, tuple[int, int]]:
+    """The files a run's index rows are made from — run.json, fingerprint.json, each workload's
+    workload.json and each iteration's result.json — as relative path → (size, mtime in ns).
+    About a dozen stat calls a run: what ``list`` looks at to tell that a run folder changed."""
+    out: dict[str, tuple[int, int]] = {}
+
+    def note(entry: os.DirEntry, rel: str) -> None:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            return
+        out[rel] = (st.st_size, st.st_mtime_ns)
+
+    def scan(folder: str | Path) -> list[os.DirEntry]:
+        try:
+            with os.scandir(folder) as it:
+                return list(it)
+        except OSError:
+            return []
+
+    for e in scan(run_dir):
+        if e.name in ("run.json", "fingerprint.json"):
+            note(e, e.name)
+        elif not e.name.startswith(".") and e.is_dir(follow_symlinks=False):
+            for w in scan(e.path):
+                if w.name == "workload.json":
+                    note(w, f"{e.name}/workload.json")
+                elif w.name.startswith("iter-") and w.is_dir(follow_symlinks=False):
+                    for r in scan(w.path):
+                        if r.name == "result.json":
+                            note(r, f"{e.name}/{w.name}/result.json")
+    return out
+
+
+def _signature(files: dict[str, tuple[int, int]]) -> str:
+    """Names, sizes and mtimes of a run's indexed files: equal, and the index rows still hold."""
+    return blake2b(repr(sorted(files.items())).encode(), digest_size=16).hexdigest()
+
+
+def _content_digest(run_dir: Path, files: dict[str, tuple[int, int]]) -> str | None:
+    """A digest of the indexed files' names and bytes: a copied store (``cp -r``, a backup put
+    back) has new mtimes but the same bytes, and needs no indexing again."""
+    h = blake2b(digest_size=16)
     try:
-        return blake2b(path.read_bytes(), digest_size=16).hexdigest()
+        for rel in sorted(files):
+            h.update(rel.encode() + b"\0" + (run_dir / rel).read_bytes() + b"\0")
     except OSError:
         return None
+    return h.hexdigest()
 
 
 class IndexCheckedFiles:
@@ -563,7 +604,7 @@ class FileStore(Store):
             return self._runs_from_folders()
 
     def _folders(self) -> dict[str, int]:
-        """Run folders: name → run.json's mtime (ns), the index's staleness check."""
+        """Run folders: name → run.json's mtime (ns)."""
         out = {}
         for rj in self.root.glob("*/run.json"):
             if rj.parent.name.startswith("."):
@@ -589,7 +630,7 @@ class FileStore(Store):
             try:
                 conn = sqlite3.connect(tmp)
                 conn.executescript(SCHEMA)
-                damaged = [n for n in sorted(folders) if not self._index_one(conn, n, folders[n])]
+                damaged = [n for n in sorted(folders) if not self._index_one(conn, n)]
                 conn.commit()
                 conn.close()
                 os.replace(tmp, target)
@@ -603,22 +644,25 @@ class FileStore(Store):
         damaged = []
         db = self.db()
         with db:
-            known = {run: (mtime, digest) for run, mtime, digest in
-                     db.execute("SELECT run, mtime_ns, digest FROM indexed").fetchall()}
+            known = {run: (signature, digest) for run, signature, digest in
+                     db.execute("SELECT run, signature, digest FROM indexed").fetchall()}
             rows = dict(db.execute("SELECT name, status FROM runs").fetchall())
             started = time.monotonic()
-            for name, mtime in sorted(folders.items()):
+            for name in sorted(folders):
                 seen = known.get(name)
+                files = indexed_files(self.run_path(name))
+                signature = _signature(files)
                 # A run that is still being written is indexed again (its writer indexes it when
-                # it finishes); a run.json with a new mtime but the same bytes (a copied store,
-                # a restored backup) needs no indexing, only its new mtime.
+                # it finishes).  Files with new mtimes but the same bytes (a copied store, a
+                # restored backup) need no indexing, only their new signature.
                 if seen is not None and rows.get(name, "running") != "running":
-                    if seen[0] == mtime:
+                    if seen[0] == signature:
                         continue
-                    if seen[1] is not None and seen[1] == _digest_of(self.run_path(name) / "run.json"):
-                        db.execute("UPDATE indexed SET mtime_ns=? WHERE run=?", (mtime, name))
+                    if seen[1] is not None and seen[1] == _content_digest(self.run_path(name), files):
+                        db.execute("UPDATE indexed SET signature=?, mtime_ns=? WHERE run=?",
+                                   (signature, files.get("run.json", (0, 0))[1], name))
                         continue
-                if self._index_one(db, name, mtime):
+                if self._index_one(db, name, files):
                     indexed += 1
                 else:
                     damaged.append(name)
@@ -630,11 +674,15 @@ class FileStore(Store):
                 dropped += 1
         return indexed, dropped, damaged
 
-    def _index_one(self, db: sqlite3.Connection, name: str, mtime: int | None) -> bool:
+    def _index_one(self, db: sqlite3.Connection, name: str,
+                   files: dict[str, tuple[int, int]] | None = None) -> bool:
         """Index one run folder; a damaged one is dropped from the index with a warning."""
         try:
             validate_run_name(name)
-            digest = _digest_of(self.run_path(name) / "run.json")   # before reading: a change after is seen
+            if files is None:
+                files = indexed_files(self.run_path(name))
+            # what the files were before reading them: a change after that is seen next time
+            signature, digest = _signature(files), _content_digest(self.run_path(name), files)
             rec = self._load_run(name, self.run_path(name))
             meta = read_checked(self.run_path(name) / "run.json", "run")
         except UsageError as e:
@@ -644,8 +692,10 @@ class FileStore(Store):
         _drop(db, name, checked=False)   # verdicts are by content: the unchanged files keep theirs
         self.checked.flush(db)
         _insert_run(db, name, rec, meta, str(self.run_path(name)))
-        db.execute("INSERT OR REPLACE INTO indexed VALUES (?,?,?,?,?)",
-                   (name, mtime, str(rec.fingerprint.get("host", "")), meta["suite"], digest))
+        db.execute("INSERT OR REPLACE INTO indexed (run, mtime_ns, host, suite, signature, digest) "
+                   "VALUES (?,?,?,?,?,?)",
+                   (name, files.get("run.json", (0, 0))[1], str(rec.fingerprint.get("host", "")), meta["suite"],
+                    signature, digest))
         return True
 
     def _runs_from_index(self) -> list[dict[str, Any]]:
@@ -730,9 +780,8 @@ class FileStore(Store):
 
     def index_run(self, name: str) -> None:
         """(Re)write a run's rows of the SQLite index from its files."""
-        path = self.run_path(name) / "run.json"
         with self.db() as db:
-            if not self._index_one(db, name, path.stat().st_mtime_ns if path.exists() else None):
+            if not self._index_one(db, name):
                 raise StoreError(f"run {name!r} could not be indexed (see the warning above)")
 
     def iteration_values(self, runs: list[str]) -> list[tuple[str, str, str, int, float | None]]:
@@ -768,9 +817,11 @@ def _warn(text: str) -> None:
 
 def _migrate(db: sqlite3.Connection) -> None:
     """Columns added since an index was created (its tables exist, so SCHEMA left them as they were)."""
-    if "digest" not in {row[1] for row in db.execute("PRAGMA table_info(indexed)")}:
-        with db:
-            db.execute("ALTER TABLE indexed ADD COLUMN digest TEXT")
+    have = {row[1] for row in db.execute("PRAGMA table_info(indexed)")}
+    for column in ("signature", "digest"):
+        if column not in have:
+            with db:
+                db.execute(f"ALTER TABLE indexed ADD COLUMN {column} TEXT")
 
 
 def _drop(db: sqlite3.Connection, name: str, *, checked: bool = True) -> None:
