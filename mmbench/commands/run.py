@@ -62,10 +62,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     failed, total = _failed_iterations(args) if status == "complete" else (0, 0)
     print(f"run {args.name}: {status}" + (f", but {failed} of {total} iterations failed" if failed else ""),
           file=sys.stderr)
+    signals.late_context = f"run {args.name!r}: {status}"
     late = signals.late_signal()
     if late is not None:   # it came as the run ended: nothing was cut short, the status still says so
         print(f"mmbench: stopped by {signals.signal_name(late)} as the run ended; nothing was cut short "
               f"(run {args.name!r}: {status})", file=sys.stderr)
+        signals.report_late()
     if last_restore and not last_restore.get("restored"):
         print("mmbench: machine NOT fully restored: " + str(last_restore.get("summary")), file=sys.stderr)
         return EXIT_NOT_RESTORED
@@ -205,9 +207,11 @@ def cmd_restore(args: argparse.Namespace) -> int:
         return 130 if isinstance(e, KeyboardInterrupt) else 143
     for msg in messages:
         print(msg)
+    signals.late_context = "nothing is left to restore" if ok else "some changes are still journaled"
     late = signals.late_signal()
     if late is not None and ok:
         print(f"mmbench restore: {signals.signal_name(late)} arrived as it ended; nothing is left to restore",
               file=sys.stderr)
+        signals.report_late()
         return 130 if late == signal.SIGINT else 143
     return 0 if ok else EXIT_NOT_RESTORED

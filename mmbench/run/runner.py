@@ -9,8 +9,10 @@ returning; after SIGKILL the next ``mmbench run`` or ``mmbench restore`` does it
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+from pathlib import Path
 
 from mmbench.config.aims import memcg_warning
 from mmbench.config.load import Suite
@@ -125,7 +127,12 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                     monitors=[MonitorSpec(m.name, m.cls, m.interval, m.params) for m in suite.monitors],
                     companions=[CompanionSpec(w, p) for w, p in rw.companions],
                     timeout=rw.timeout, sandbox_mode=suite.sandbox)
-                result = run_iteration(plan, journal, log=progress.info, announce_unavailable=announce)
+                try:
+                    result = run_iteration(plan, journal, log=progress.info, announce_unavailable=announce)
+                except OSError as e:   # the iteration's files go into the results directory
+                    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                        raise StoreFull(_no_space(staging, suite.scratch)) from None
+                    raise
                 with signals.held():
                     writer.add_iteration(result)  # durable before the next iteration starts
                 ok_iterations += result.status == "ok"
@@ -174,6 +181,19 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
             progress.info(("machine state restored: " if restored else "machine state NOT fully restored: ")
                           + summary)
         progress.close()
+
+
+def _no_space(staging: Path, scratch: Path) -> str:
+    """Which filesystem filled up under an iteration: the results directory's or the scratch's."""
+    full = []
+    for what, path in (("results", staging.parent), ("scratch", scratch)):
+        try:
+            st = os.statvfs(path)
+            if st.f_bavail * st.f_frsize < (256 << 10):
+                full.append(f"{path} ({what})")
+        except OSError:
+            pass
+    return f"no space left on {' and '.join(full) or 'the device'} (writing iteration files in {staging})"
 
 
 def restore_machine() -> tuple[list[str], bool]:

@@ -27,6 +27,7 @@ class _State:
         self.depth = 0                       # nesting of held() regions
         self.pending: int | None = None      # a signal that arrived while held, not raised yet
         self.stopping = False                # a signal was raised already: later ones are ignored
+        self.raised: int | None = None       # the signal raised (it may have been swallowed)
         self.installed = False
 
 
@@ -60,6 +61,25 @@ def late_signal() -> int | None:
     return _late
 
 
+def catching_after_exit() -> bool:
+    """Whether this process records signals to the end (a run or restore: ``ignore_after_exit``)."""
+    return _ignore_after
+
+
+_reported = False
+late_context = "all done"   # what is true when a late signal comes: set by the command
+
+
+def report_late() -> None:
+    """Note that the late signal was said (the CLI says it otherwise)."""
+    global _reported
+    _reported = True
+
+
+def late_reported() -> bool:
+    return _reported
+
+
 def _exception(signum: int) -> BaseException:
     if signum == signal.SIGINT:
         return KeyboardInterrupt()
@@ -75,6 +95,7 @@ def _handler(signum: int, frame: object) -> None:
             _state.pending = signum
         return
     _state.stopping = True
+    _state.raised = signum
     raise _exception(signum)
 
 
@@ -89,6 +110,9 @@ def catch_signals() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, _record_late if _ignore_after else h)
+        # An exception raised where Python swallows it (a __del__, a weakref callback: "Exception
+        # ignored in ...") let the work go on to the end; the signal still decides the status.
+        note_late(_state.raised)
         _state.__init__()
 
 
