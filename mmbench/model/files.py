@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import weakref
 from hashlib import blake2b
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,7 +48,9 @@ class CheckedFiles(Protocol):
         """Record that ``path`` with ``digest`` validated (to ``document`` when not None)."""
 
 
-_checked: dict[Path, CheckedFiles] = {}   # results directory → its record of checked files
+# results directory → its record of checked files; weak, so a store no longer used goes (and
+# with it the index connection it holds open)
+_checked: weakref.WeakValueDictionary[Path, CheckedFiles] = weakref.WeakValueDictionary()
 _validator_key: bytes | None = None
 
 
@@ -59,8 +62,9 @@ def remember_checked_files(root: Path, checked: CheckedFiles) -> None:
 def _checked_for(path: Path) -> CheckedFiles | None:
     if _checked:
         for parent in path.parents:
-            if parent in _checked:
-                return _checked[parent]
+            found = _checked.get(parent)
+            if found is not None:
+                return found
     return None
 
 
