@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-import weakref
+from collections import OrderedDict
 from hashlib import blake2b
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,15 +48,20 @@ class CheckedFiles(Protocol):
         """Record that ``path`` with ``digest`` validated (to ``document`` when not None)."""
 
 
-# results directory → its record of checked files; weak, so a store no longer used goes (and
-# with it the index connection it holds open)
-_checked: weakref.WeakValueDictionary[Path, CheckedFiles] = weakref.WeakValueDictionary()
+# results directory → its record of checked files (verdicts of files read after the store object
+# itself went out of use still count).  The most recent few: an older store is let go, and with it
+# the index connection it holds open (a process that opens many results directories).
+_checked: OrderedDict[Path, CheckedFiles] = OrderedDict()
+_CHECKED_ROOTS = 16
 _validator_key: bytes | None = None
 
 
 def remember_checked_files(root: Path, checked: CheckedFiles) -> None:
     """Use ``checked`` for the files under ``root`` (a store calls this when it is opened)."""
     _checked[Path(root)] = checked
+    _checked.move_to_end(Path(root))
+    while len(_checked) > _CHECKED_ROOTS:
+        _checked.popitem(last=False)
 
 
 def _checked_for(path: Path) -> CheckedFiles | None:

@@ -264,9 +264,9 @@ class FileRunWriter(RunWriter):
     def _check(self, path: Path, kind: str) -> None:
         """Validate what was just written (model/files.py), so the first ``compare`` need not;
         a file that fails is reported now and again by every reader, and the run goes on.
-        Only where the validator is loaded already (a measured run loaded its suite with it):
-        an import does not pay pydantic's import for it, and its first read validates instead."""
-        if "pydantic" not in sys.modules:
+        Not for an import (``copied_runs``): it does not pay pydantic's import for it, and its
+        first read validates instead."""
+        if not durable_writes():
             return
         try:
             read_checked(path, kind)
