@@ -11,8 +11,8 @@ Layout (docs/results-format.md)::
 JSON files are the truth (written to a temporary name, fsynced, renamed) and are read through
 the validated models of ``model/files.py``: a damaged file is one line naming it.  The SQLite
 index is the store's index: ``list`` and ``history`` read it, and it is brought up to date from
-the folders first (a run whose ``run.json`` changed since it was indexed is indexed again, a row
-whose folder is gone is dropped); ``mmbench reindex`` rebuilds it whole, ``mmbench rm`` removes a
+the folders first (a run whose indexed files changed since it was indexed is indexed again, one
+whose files only have new mtimes — a copied store — is not, a row whose folder is gone is dropped); ``mmbench reindex`` rebuilds it whole, ``mmbench rm`` removes a
 run from folders and index.  The writer indexes the run it wrote, once, when it finishes (best
 effort: what it could not record, the next ``list`` indexes from the folder).  A store opens its
 index once: one connection per process, so no read ever waits on a transaction the same process
@@ -68,8 +68,9 @@ CREATE TABLE IF NOT EXISTS checked (run TEXT, path TEXT, digest TEXT, document T
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Durable write: temporary file, fsync, rename, fsync of the directory.  A write that fails
-    leaves no temporary file; a full filesystem is a ``StoreFull`` naming the folder."""
+    """Durable write: temporary file, fsync, rename, fsync of the directory (no fsync for an
+    import: ``copied_runs``).  A write that fails leaves no temporary file; a full filesystem is
+    a ``StoreFull`` naming the folder."""
     tmp = path.with_name(f".{path.name}.tmp")
     durable = durable_writes()   # (an import is a copy: model/store.py copied_runs)
     try:
