@@ -95,3 +95,19 @@ def test_an_import_is_not_fsynced_file_by_file_but_a_measured_run_is(tmp_path, m
     writer.add_iteration(workloads(2)[0].iterations[0])
     assert len(calls) > before     # each iteration durable before the next starts
     writer.finish("complete")
+
+
+def test_history_reads_iteration_means_recorded_at_indexing(tmp_path):
+    root = tmp_path / "results"
+    store_of(root, 3)
+    expected = sorted((f"run{i:03d}", "bench", m.name, it.index, sum(it.samples[m.name]) / 20)
+                      for i in range(3) for w in workloads(i) for it in w.iterations for m in w.metrics)
+    got = FileStore(root).iteration_values(["run000", "run001", "run002"])
+    assert [g[:4] for g in got] == [e[:4] for e in expected]
+    assert all(abs(g[4] - e[4]) < 1e-9 for g, e in zip(got, expected))
+    with sqlite3.connect(root / "index.sqlite") as db:   # an index from before the means table
+        db.execute("DELETE FROM means")
+        db.execute("PRAGMA user_version = 0")
+    again = FileStore(root).iteration_values(["run000", "run001", "run002"])
+    assert [g[:4] for g in again] == [e[:4] for e in expected]
+    assert all(abs(g[4] - e[4]) < 1e-9 for g, e in zip(again, expected))
