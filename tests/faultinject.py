@@ -203,10 +203,10 @@ def snapshot(scratch: Path = Path("/var/tmp/mmbench")) -> dict[str, Any]:
                            if not p.name.startswith("mmbench-test-"))
     mounts = [line.split() for line in _read(Path("/proc/mounts")).splitlines()]
     st["tracefs mounted"] = any(m[2] == "tracefs" for m in mounts if len(m) > 2)
-    # mmbench's mounts: tracefs, loop devices, anything under a scratch folder
+    # what mmbench mounts: tracefs, and (loop devices' filesystems) under the run's scratch folder;
+    # a trial's scratch is its own, so other sessions' mounts elsewhere are not counted
     st["mounts"] = sorted(f"{m[0]} {m[1]} {m[2]}" for m in mounts if len(m) > 2
-                          and (m[2] == "tracefs" or m[0].startswith("/dev/loop") or "mmbench" in m[1]
-                               or m[1].startswith(str(scratch))))
+                          and (m[2] == "tracefs" or m[1].startswith(str(scratch))))
     st["trace instances"], st["tracing"] = [], {}   # (tracefs not mounted: none)
     if TRACEFS.joinpath("instances").is_dir():
         # in-process tests of other sessions trace with a private journal (not under the machine
@@ -218,7 +218,8 @@ def snapshot(scratch: Path = Path("/var/tmp/mmbench")) -> dict[str, Any]:
                                                           "buffer_size_kb", "tracing_max_latency")}
         st["_foreign trace"] = bool(foreign)
     st["loop devices"] = sorted(f"{p.parent.parent.name} {_read(p)}"
-                                for p in Path("/sys/block").glob("loop*/loop/backing_file"))
+                                for p in Path("/sys/block").glob("loop*/loop/backing_file")
+                                if _read(p).startswith(str(scratch)))
     st["scratch"] = scratch.exists() and sorted(p.name for p in scratch.iterdir())
     st["journal"] = Path("/var/lib/mmbench/journal.jsonl").exists() and \
         bool(_read(Path("/var/lib/mmbench/journal.jsonl")))
