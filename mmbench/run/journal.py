@@ -244,7 +244,7 @@ class Journal:
 
 
 def _lock_holder(fd: int, lock_path: Path) -> str:
-    """Who holds the machine lock, as "pid N (COMMAND)": the kernel's table of locks (/proc/locks)
+    """Who holds the machine lock, as "pid N, COMMAND": the kernel's table of locks (/proc/locks)
     knows, whatever the lock file says (a holder that has not written its pid yet, an older
     mmbench that left it empty); the file's pid is the fallback."""
     st = os.fstat(fd)
