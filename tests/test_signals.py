@@ -94,6 +94,8 @@ BOUNDARIES = [
     ("zram", "SIGKILL", ("end", -1, 0.005)),
     ("zram", "SIGTERM-restore", ("end", 0, 0.0)),     # during `mmbench restore`
     ("zram", "SIGINT-restore", ("start", -1, 0.02)),
+    ("tracing", "SIGTERM", ("start", 1, 0.02)),       # while mm-trace starts: its instance must go
+    ("tracing", "SIGINT", ("start", 1, 0.05)),
 ]
 
 
