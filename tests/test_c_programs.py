@@ -41,6 +41,9 @@ def test_compiles_clean_with_analyzer(src, tmp_path):
     ("anonhog", ["4096", "4096", "ten"], "PERIOD_MS"),
     ("pagealloc", ["-d", "/tmp", "-s", "1M", "-j", "1", "-b", "4096", "-c", "4096"], "-s"),
     ("simoop", ["-t", "1e3"], "-t"),
+    ("simoop", ["-d", "/tmp", "-L", "soon"], "-L"),
+    ("allocfree", ["-m", "pipe", "-b", "1x"], "-b"),
+    ("allocfree", ["-m", "pipes"], "-m pipe or -m anon"),
     ("highalloc", ["hugetlb", "0", "1", "zero"], "STEP"),
     ("bgload", ["hog", "1M", "5ms"], "PAUSE_MS"),
 ])

@@ -79,3 +79,16 @@ def test_seed001_tiny_in_a_memcg_warns_and_fills_with_dirty_page_cache(tmp_path)
     text = mmbench("compare", "--results", res, "seed001-tiny", check=True).stdout
     assert "aims at compaction" in text
     assert [c for c in mmbench_cgroups() if "seed001-tiny" in c] == []
+
+
+@pytest.mark.parametrize("name", SEEDS)
+def test_seed_suite_sets_thp_explicitly(name):
+    # the kernel's default depends on the machine: below 512 MiB of RAM it turns THP off
+    assert "thp.enabled" in load_suite(name).settings
+
+
+def test_seed004_measures_the_allocator_itself():
+    s = load_suite("seed004-pagealloc")
+    assert "kernel.numa_balancing" in s.settings
+    assert [w.plugin for w in s.workloads][0] == "allocfree"
+    assert "kthreads" in {m.name for m in s.monitors}   # kswapd CPU per node

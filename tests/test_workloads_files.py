@@ -10,6 +10,7 @@ import pytest
 
 from conftest import needs_root
 from mmbench.model.params import resolve_params
+from mmbench.errors import WorkloadError
 from mmbench.model.sizes import parse_size
 from mmbench.run.iteration import CompanionSpec, IterationPlan, run_iteration
 from mmbench.run.journal import Journal
@@ -19,7 +20,7 @@ from mmbench.plugins import workloads as registry
 from mmbench.workloads._largecopy_gen import generate
 from mmbench.workloads.largecopy import PHASES
 from mmbench.workloads.postmark import parse_postmark
-from mmbench.workloads.simoop import parse_simoop
+from mmbench.workloads.simoop import parse_simoop, parse_simoop_notes
 
 POSTMARK_OUT = """\
 Time:
@@ -73,17 +74,31 @@ def test_parse_simoop_skips_warmup_and_empty_ops():
         "interval 1 seconds 1.0",
         "Read latency usec: (p50: 10) (p95: 20) (p99: 30) (max: 40) count 5",
         "Write latency usec: (p50: -1) (p95: -1) (p99: -1) (max: -1) count 0",
-        "Allocation latency usec: (p50: 100) (p95: 200) (p99: 300) (max: 400) count 2",
+        "Allocation latency usec: (p50: 100) (p95: 200) (p99: 300) (max: 400) count 200",
         "rates work/s 1000.000 stalls/s 0.500",
-        "interval 2 seconds 1.0",
-        "Read latency usec: (p50: 11) (p95: 21) (p99: 31) (max: 41) count 5",
+        "interval 2 seconds 0.5",
+        "Read latency usec: (p50: 11) (p95: 21) (p99: 31) (max: 41) count 25",
         "rates work/s 900.000 stalls/s 0.000",
         "done intervals 2"])
-    s = parse_simoop(text)
+    s, notes = parse_simoop_notes(text)
     assert s["p50-Read"] == [10, 11] and s["max-Read"] == [40, 41]
-    assert "p50-Write" not in s
-    assert s["p99-Allocation"] == [300]
+    assert "p50-Write" not in s and s["Write ops/s"] == [0]
+    assert s["p99-Allocation"] == [300] and s["Allocation ops/s"] == [200]
+    # a percentile needs enough ops in its interval: 5 reads make no p95, 25 no p99
+    assert s["p95-Read"] == [21] and "p99-Read" not in s and s["Read ops/s"] == [5, 50]
+    assert notes == ["p95-Read: left out of 1 of 2 intervals (fewer than 20 read ops in the interval)",
+                     "p99-Read: left out of 2 of 2 intervals (fewer than 100 read ops in the interval)"]
     assert s["work/s"] == [1000, 900] and s["stalls/s"] == [0.5, 0]
+    assert parse_simoop(text) == s
+
+
+def test_parse_simoop_warmup_that_never_ended_is_a_failure():
+    text = ("setup files 2 size 1 seconds 0.1\nwarmup incomplete: 1 of 2 workers and 3 of 3 "
+            "readers/writers/allocators had done work after 600.1 s (limit 600 s)\n")
+    with pytest.raises(WorkloadError, match=r"^simoop warmup incomplete: 1 of 2 workers .* no measurement"):
+        parse_simoop(text)
+    with pytest.raises(WorkloadError, match="never completed its warm-up"):
+        parse_simoop("setup files 2 size 1 seconds 0.1\n")
 
 
 def test_largecopy_source_is_deterministic(tmp_path):
@@ -132,10 +147,14 @@ def test_applaunch_standalone(tmp_path):
 def test_applaunch_duration_stops_a_running_launch(tmp_path):
     r = run_workload("applaunch", {"duration": "1s", "apps": ["terminal-find"], "find_root": "/",
                                    "discard_first": False}, budget="256M", outdir=tmp_path)
-    ok(r)
     assert r.duration["elapsed"] < 1 + 3  # a launch running at the deadline is stopped, not waited for
     log = (raw(tmp_path, "applaunch") / "applaunch.log").read_text()
     assert "terminal-find " in log  # ok, or interrupted when find / takes longer than the 1 s
+    if r.samples.get("terminal-find"):
+        ok(r)
+    else:  # no launch finished: an iteration that measured nothing fails (issue 22 item 7)
+        assert "terminal-find" in log and " interrupted" in log, log
+        assert r.status == "failed" and r.reason.startswith("did no work: 'terminal-find' has no samples"), r.reason
 
 
 @needs_root
@@ -198,14 +217,27 @@ def test_simoop_intervals(tmp_path):
     r = run_workload("simoop", {"runtime": "3s", "warmup_time": "1s", "interval": "1s", "wss": "0.25x", "files": "64M"},
                      budget="256M", outdir=tmp_path)
     ok(r)
-    assert len(r.samples) == 14
     for op in ("Read", "Write", "Allocation"):
-        p50, p95, p99, mx = (r.samples[f"{s}-{op}"] for s in ("p50", "p95", "p99", "max"))
-        assert len(p50) == 3
-        for a, b, c, d in zip(p50, p95, p99, mx):
-            assert 0 <= a <= b <= c <= d < 60e6, (op, a, b, c, d)
+        assert len(r.samples[f"{op} ops/s"]) == 3 and all(n > 0 for n in r.samples[f"{op} ops/s"])
+        p50, mx = r.samples[f"p50-{op}"], r.samples[f"max-{op}"]
+        assert len(p50) == len(mx) == 3
+        for a, d in zip(p50, mx):
+            assert 0 <= a <= d < 60e6, (op, a, d)
+    for a, b, c in zip(r.samples["p50-Read"], r.samples["p95-Read"], r.samples["p99-Read"]):
+        assert a <= b <= c   # reads are many per interval: every percentile is kept
     assert all(w > 0 for w in r.samples["work/s"]) and len(r.samples["stalls/s"]) == 3
-    assert "warmup complete" in (raw(tmp_path, "simoop") / "simoop.out").read_text()
+    out = (raw(tmp_path, "simoop") / "simoop.out").read_text()
+    assert "warmup complete seconds" in out
+    assert (raw(tmp_path, "simoop") / "simoop-notes.txt").exists()
+
+
+@needs_root
+def test_simoop_warmup_limit_fails_the_iteration(tmp_path):
+    # the working set cannot be faulted in within a zero limit: no measurement, a reason
+    r = run_workload("simoop", {"runtime": "1s", "warmup_time": "0s", "warmup_limit": "0s", "interval": "1s",
+                                "wss": "0.5x", "files": "16M", "file_size": "8M"}, budget="256M", outdir=tmp_path)
+    assert r.status == "failed" and r.samples == {}
+    assert r.reason.startswith("simoop warmup incomplete: ") and "no measurement" in r.reason, r.reason
 
 
 @needs_root

@@ -440,10 +440,12 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         raise UsageError(f"{where}: swap.size: {e}") from None
 
     effective = sf.model_dump(by_alias=True, exclude_none=True)
+    # scratch is made absolute here, like the results directory in store.open_store: workloads
+    # hand paths under it to tools that run in other working directories
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     return Suite(path=path, text=text, effective=effective, hash=digest, description=sf.suite.description,
                  budget=budget, sandbox=mode, aims=list(sf.suite.aims), notes=notes,
-                 scratch=Path(sf.suite.scratch), settings=dict(sf.settings),
+                 scratch=Path(sf.suite.scratch).absolute(), settings=dict(sf.settings),
                  actions=sf.actions.model_dump(), swap=swap, workloads=workloads, monitors=monitors,
                  headline=_check_headline(sf.suite.headline, workloads, where), vm=_vm_options(sf, where))
 

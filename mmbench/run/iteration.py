@@ -2,11 +2,14 @@
 
 Duration is the sandbox's CPU accounting (user and system time of every process that ran in it,
 orphans included) plus wall-clock elapsed; vmstat is the /proc/vmstat delta across the workload.
+An iteration that did no work fails with that reason (``no_work_reason``: the metrics each
+workload declares as its proof of work were absent or all zero), never becomes a row of numbers.
 Everything the iteration changed is journaled and restored before it returns, however it ends.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import threading
@@ -24,7 +27,7 @@ from mmbench.run.sandbox import MemorySandbox
 from mmbench.run.build import binary_for
 from mmbench.model.kernel import parse_vmstat, read_vmstat, vmstat_delta
 from mmbench.model.results import IterationResult, MetricDef
-from mmbench.workloads.base import Workload
+from mmbench.workloads.base import Samples, Workload
 
 
 @dataclass
@@ -221,6 +224,13 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
             if unknown:
                 result.status = "failed"
                 result.reason = f"workload returned undeclared metric(s): {', '.join(unknown)}"
+        if result.status == "ok":
+            for wl, params, role in [(plan.workload, plan.params, ""),
+                                     *((c.workload, c.params, f"companion {c.workload.name}: ") for c in plan.companions)]:
+                why = no_work_reason(wl, params, samples)
+                if why:
+                    result.status, result.reason = "failed", role + why
+                    break
         result.samples = {k: [float(x) for x in v] for k, v in samples.items()}
         return result
     finally:
@@ -229,6 +239,24 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
         # Interrupted/KeyboardInterrupt are BaseExceptions: the handlers below never catch them.
         with signals.held():
             _teardown(plan, result, running, ctx, sandbox, journal, mark, workdir, log)
+
+
+def no_work_reason(workload: Workload, params: dict[str, Any], samples: Samples) -> str | None:
+    """Why the samples show that ``workload`` did no work (issue 22 item 7), or None when each
+    metric it declares as proof of work has a sample that is finite and not 0."""
+    proofs = workload.work_metrics(params)
+    if proofs is None:
+        return (f"workload {workload.name} declares no metric that proves an iteration did work "
+                f"(Workload.work), so its figures cannot be trusted")
+    for proof in proofs:
+        names = (proof,) if isinstance(proof, str) else tuple(proof)
+        values = [v for n in names for v in samples.get(n, [])]
+        if any(math.isfinite(v) and v != 0 for v in values):
+            continue
+        what = " or ".join(f"'{n}'" for n in names)
+        state = "has no samples" if not values else f"is 0 in all {len(values)} samples"
+        return f"did no work: {what} {state} (an iteration that did no work is not measured)"
+    return None
 
 
 def _teardown(plan: IterationPlan, result: IterationResult, running: list[tuple[MonitorSpec, Monitor]],

@@ -10,10 +10,14 @@ from mmbench.model.store import Store
 
 def open_store(spec: str | Path | None) -> Store:
     """The store a ``--results`` value (or ``$MMBENCH_RESULTS``) names: a PostgreSQL URL
-    (``postgresql://...``) or a results directory (default ``./results``)."""
+    (``postgresql://...``) or a results directory (default ``./results``).
+
+    A directory is made absolute here, once: every path under it (a run's folder, an
+    iteration's raw/ and monitors/ folders) is then absolute too, so a workload may hand one to a
+    tool it runs in another working directory (``stress-ng --yaml``, ``fio --output``)."""
     spec = str(spec or os.environ.get("MMBENCH_RESULTS") or "results")
     if spec.startswith(("postgresql://", "postgres://")):
         from mmbench.store.pg import PgStore
         return PgStore(spec)
     from mmbench.store.fs import FileStore
-    return FileStore(Path(spec))
+    return FileStore(Path(spec).absolute())

@@ -5,7 +5,10 @@ source beside it where timing matters, compiled automatically: ``ctx.binary("nam
 ``name.c``).  It declares its parameters and metrics; ``run`` does the work through the context
 the runner hands it, which places every process it spawns inside the memory sandbox, keeps raw
 output, and cleans up what the workload created.  ``run`` returns the samples per metric; a metric
-it returns must be declared (parser and metadata cannot drift apart).
+it returns must be declared (parser and metadata cannot drift apart).  A workload also declares
+which of its metrics prove that an iteration did work (``work_metrics``): the runner fails an
+iteration in which one of them is missing, has no samples or only zeros, with that reason, so an
+iteration that did nothing is never a row of numbers.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from mmbench.model.params import Param
 from mmbench.model.results import MetricDef
 
 Samples = dict[str, list[float]]
+# A metric that proves work was done, or a group of metrics of which at least one must (e.g. THP
+# and base-page fault latencies: either may be empty, not both).
+WorkProof = str | tuple[str, ...]
 
 
 class Sandbox(Protocol):
@@ -91,9 +97,21 @@ class Workload:
     # configured) the iteration could only be OOM-killed, so the suite loader refuses it.
     resident: ClassVar[tuple[str, ...]] = ()
 
+    # The metrics whose samples prove that an iteration did work (see ``work_metrics``).  None
+    # means undeclared, and the runner fails the iteration saying so; () is for a workload that
+    # measures nothing itself (idle).
+    work: ClassVar[tuple[WorkProof, ...] | None] = None
+
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
         """Metrics this configuration produces (override when they depend on params)."""
         return list(self.metrics)
+
+    def work_metrics(self, params: dict[str, Any]) -> list[WorkProof] | None:
+        """Metrics of this configuration that prove the iteration did work: each (or, for a
+        tuple, one of its members) must have a sample that is not 0, else the runner fails the
+        iteration (zero operations completed, no sample in the measurement window, a tool's
+        report without figures).  Override when they depend on params."""
+        return None if self.work is None else list(self.work)
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         """Reject impossible parameter combinations with UsageError before anything runs."""

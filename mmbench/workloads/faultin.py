@@ -57,6 +57,8 @@ class Faultin(Workload):
         MetricDef("Percentage huge", "%", "higher", "percent", description="2 MiB units backed by a THP (pagemap+kpageflags)"),
     ]
 
+    work = ("Fault throughput",)
+
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["size"] < UNIT:
             raise UsageError(f"workload.faultin.params.size: {params['size']} bytes is below one 2 MiB unit")

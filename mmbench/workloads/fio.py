@@ -25,7 +25,7 @@ from mmbench.model.params import Param
 from mmbench.errors import EnvironmentUnsupported, UsageError, WorkloadError
 from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
-from mmbench.workloads.base import Samples, Workload, WorkloadContext
+from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 PACKAGE = "fio"
 LABELS = {"read": "Read", "randread": "RandRead", "write": "Write", "randwrite": "RandWrite"}
@@ -76,6 +76,9 @@ class Fio(Workload):
         "bs": Param("size", "4K", "IO block size"),
         "runtime": Param("duration", "15s", "how long each job runs"),
     }
+
+    def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
+        return [f"{LABELS[j]} IOPS" for j in params["jobs"]]
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
         out: list[MetricDef] = []

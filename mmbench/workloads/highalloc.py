@@ -82,6 +82,8 @@ class HighAlloc(Workload):
         MetricDef("Collapse latency pass 2", "us", "lower", "latency", description="time of one MADV_COLLAPSE call, after the load"),
     ]
 
+    work = ("Latency pass 1", "Latency pass 2")   # the nr_hugepages writes of both passes happened
+
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["hugetlb_size"] < hugepage_size():
             raise UsageError("workload.highalloc.params.hugetlb_size: less than one huge page")

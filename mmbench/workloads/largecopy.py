@@ -61,6 +61,8 @@ class Largecopy(Workload):
     metrics = [MetricDef(p, "s", "lower", "time", description=f"time to {p.replace('dirs', 'directories')}")
                for p in PHASES]
 
+    work = tuple(PHASES)
+
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["source"] < (1 << 20):
             raise UsageError("workload.largecopy.params.source: must be at least 1M")

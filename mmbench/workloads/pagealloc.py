@@ -21,7 +21,7 @@ from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.model.kernel import page_size
 from mmbench.model.results import MetricDef
-from mmbench.workloads.base import Samples, Workload, WorkloadContext
+from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 _LINE = re.compile(r"^(write|read|anon|total) bytes (\d+) seconds ([\d.]+)$", re.M)
 _NAMES = {"write": "Write throughput", "read": "Read throughput", "anon": "Anon churn throughput",
@@ -56,6 +56,9 @@ class Pagealloc(Workload):
     }
     metrics = [MetricDef(_NAMES[k], "MB/s", "higher", "rate", description=_DESC[k])
                for k in ("write", "read", "anon", "total")]
+
+    def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
+        return [m.name for m in self.metric_defs(params)]
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
         skip = {_NAMES["read"]} if params["passes"] == 0 else set()

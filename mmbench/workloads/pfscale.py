@@ -23,7 +23,7 @@ from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
-from mmbench.workloads.base import Samples, Workload, WorkloadContext
+from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 from mmbench.workloads.pft import client_ladder
 
 CASES = {1: "anonymous private", 2: "file private (COW)", 3: "file shared"}
@@ -52,6 +52,9 @@ class Pfscale(Workload):
         "duration": Param("duration", "3s", "measured window per rung", minimum=0.01),
         "thp": Param("bool", False, "allow THP in case 1 (default MADV_NOHUGEPAGE: base-page faults)"),
     }
+
+    def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
+        return [f"pages/sec-{n}" for n in task_ladder(params)]
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
         what = CASES.get(params.get("case", 1), "")

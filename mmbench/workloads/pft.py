@@ -19,7 +19,7 @@ from mmbench.errors import UsageError, WorkloadError
 from mmbench.model.kernel import page_size
 from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
-from mmbench.workloads.base import Samples, Workload, WorkloadContext
+from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 
 def client_ladder(params: dict[str, Any], ncpus: int | None = None) -> list[int]:
@@ -45,6 +45,9 @@ class Pft(Workload):
         "repeat": Param("int", 5, "repeats per client count (one sample each)", minimum=1),
         "thp": Param("bool", False, "allow THP (default: MADV_NOHUGEPAGE, every fault a base-page fault)"),
     }
+
+    def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
+        return [f"faults/sec-{n}" for n in client_ladder(params)]
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
         out: list[MetricDef] = []

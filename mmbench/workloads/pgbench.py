@@ -97,6 +97,8 @@ class Pgbench(Workload):
         MetricDef("Latency p99", "ms", "lower", "time", description="99th percentile transaction latency"),
     ]
 
+    work = ("TPS",)
+
     def check(self, params: dict[str, Any], budget: int) -> None:
         if pg_bindir() is None:
             raise UsageError("workload pgbench: no /usr/lib/postgresql/*/bin/pgbench: install Debian's "

@@ -73,6 +73,8 @@ class Postmark(Workload):
     }
     metrics = [MetricDef(n, _UNITS[n], "higher", "rate", description=f"postmark: {n}") for n in _PATTERNS]
 
+    work = ("Transactions/s",)
+
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["size_min"] < 1 or params["size_max"] < params["size_min"]:
             raise UsageError("workload.postmark.params: need 1 <= size_min <= size_max")

@@ -4,7 +4,8 @@
  *
  * Usage: simoop -d DIR [-w WSS_BYTES] [-t WORKERS] [-r READERS] [-W WRITERS] [-a ALLOCATORS]
  *               [-n NFILES] [-f FILE_BYTES] [-R READ_BYTES] [-X WRITE_BYTES] [-M ALLOC_BYTES]
- *               [-T RUNTIME_S] [-u WARMUP_S] [-i INTERVAL_S] [-s STALL_US] [-p PAGES_PER_OP]
+ *               [-T RUNTIME_S] [-u WARMUP_S] [-L WARMUP_LIMIT_S] [-i INTERVAL_S] [-s STALL_US]
+ *               [-p PAGES_PER_OP]
  *
  * Threads:
  *   workers     own WSS/WORKERS bytes of anonymous memory each (faulted at start); one unit of work
@@ -16,9 +17,15 @@
  *               (the time of mmap + touching every page; munmap is not timed)
  * The NFILES files of FILE_BYTES are created in DIR first (not timed).
  *
+ * Warm-up: at least WARMUP_S, and until every thread has done work (each worker has faulted its
+ * share of the working set and finished a unit of work; each reader, writer and allocator has
+ * completed an op), so the measurement never sees the fault-in.  If that takes longer than
+ * WARMUP_LIMIT_S (default 600), simoop prints "warmup incomplete: ..." (how many of each kind had
+ * done work) and exits with status 3: there is nothing to measure yet.
+ *
  * Latencies are CLOCK_MONOTONIC in microseconds, collected in log-linear histograms (32 sub-buckets
  * per power of two, ~3% resolution; values under 64 us exact) that are drained every interval.
- * Output after "warmup complete", per interval:
+ * Output: "warmup complete seconds <s>", then per interval:
  *   interval <n> seconds <s>
  *   Read latency usec: (p50: a) (p95: b) (p99: c) (max: d) count <n>
  *   Write latency usec: ...
@@ -58,12 +65,13 @@ struct hist {
 static struct hist hists[NOPS];
 static uint64_t work_done, stalls;
 static volatile int stop;
+static int ready_workers, ready_ops;	/* threads that have done work (warm-up) */
 
 static const char *dir = NULL;
 static uint64_t wss = 64 << 20, file_bytes = 32 << 20, read_bytes = 1 << 20, write_bytes = 1 << 20;
 static uint64_t alloc_bytes = 16 << 20;
 static int workers = 2, readers = 2, writers = 2, allocators = 1, nfiles = 4, pages_per_op = 256;
-static double runtime = 30, warmup = 5, interval = 1;
+static double runtime = 30, warmup = 5, warmup_limit = 600, interval = 1;
 static uint64_t stall_us = 10000;
 static long pagesize;
 
@@ -143,6 +151,7 @@ static void *worker(void *arg)
 	for (uint64_t i = 0; i < npages && !stop; i++)
 		mem[i * pagesize] = (char)i;
 	volatile uint64_t sink = 0;
+	int ready = 0;
 	while (!stop) {
 		uint64_t t0 = now_ns(), sum = 0;
 		for (int k = 0; k < pages_per_op; k++) {
@@ -157,6 +166,10 @@ static void *worker(void *arg)
 		__atomic_fetch_add(&work_done, 1, __ATOMIC_RELAXED);
 		if (dt / 1000 > stall_us)
 			__atomic_fetch_add(&stalls, 1, __ATOMIC_RELAXED);
+		if (!ready) {
+			ready = 1;
+			__atomic_fetch_add(&ready_workers, 1, __ATOMIC_RELAXED);
+		}
 	}
 	munmap(mem, size);
 	return NULL;
@@ -191,6 +204,7 @@ static void *io_thread(void *arg)
 	uint64_t slots = file_bytes / len;
 	if (slots < 1)
 		slots = 1;
+	int ready = 0;
 	while (!stop) {
 		int f = (int)(rnd(&seed) % (uint64_t)nfiles);
 		off_t off = (off_t)((rnd(&seed) % slots) * len);
@@ -202,6 +216,10 @@ static void *io_thread(void *arg)
 			exit(1);
 		}
 		record(write_mode ? OP_WRITE : OP_READ, dt);
+		if (!ready) {
+			ready = 1;
+			__atomic_fetch_add(&ready_ops, 1, __ATOMIC_RELAXED);
+		}
 	}
 	for (int i = 0; i < nfiles; i++)
 		close(fds[i]);
@@ -213,6 +231,7 @@ static void *io_thread(void *arg)
 static void *allocator(void *arg)
 {
 	(void)arg;
+	int ready = 0;
 	while (!stop) {
 		uint64_t t0 = now_ns();
 		char *p = mmap(NULL, alloc_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -224,6 +243,10 @@ static void *allocator(void *arg)
 			p[off] = 1;
 		record(OP_ALLOC, now_ns() - t0);
 		munmap(p, alloc_bytes);
+		if (!ready) {
+			ready = 1;
+			__atomic_fetch_add(&ready_ops, 1, __ATOMIC_RELAXED);
+		}
 	}
 	return NULL;
 }
@@ -269,7 +292,7 @@ int main(int argc, char **argv)
 {
 	int c;
 	pagesize = sysconf(_SC_PAGESIZE);
-	while ((c = getopt(argc, argv, "d:w:t:r:W:a:n:f:R:X:M:T:u:i:s:p:")) != -1) {
+	while ((c = getopt(argc, argv, "d:w:t:r:W:a:n:f:R:X:M:T:u:L:i:s:p:")) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'w': wss = mmb_u64(optarg, "-w"); break;
@@ -284,6 +307,7 @@ int main(int argc, char **argv)
 		case 'M': alloc_bytes = mmb_u64(optarg, "-M"); break;
 		case 'T': runtime = mmb_double(optarg, "-T", 0); break;
 		case 'u': warmup = mmb_double(optarg, "-u", 0); break;
+		case 'L': warmup_limit = mmb_double(optarg, "-L", 0); break;
 		case 'i': interval = mmb_double(optarg, "-i", 0.001); break;
 		case 's': stall_us = mmb_u64(optarg, "-s"); break;
 		case 'p': pages_per_op = mmb_int(optarg, "-p", 1, 1 << 20); break;
@@ -318,12 +342,27 @@ int main(int argc, char **argv)
 
 	uint64_t start = now_ns();
 	sleep_until(start + (uint64_t)(warmup * 1e9));
+	/* the warm-up lasts until every thread has done work: the workers' fault-in is not measured */
+	int others = readers + writers + allocators;
+	while (__atomic_load_n(&ready_workers, __ATOMIC_RELAXED) < workers ||
+	       __atomic_load_n(&ready_ops, __ATOMIC_RELAXED) < others) {
+		uint64_t t = now_ns();
+		if ((t - start) / 1e9 > (warmup_limit > warmup ? warmup_limit : warmup)) {
+			printf("warmup incomplete: %d of %d workers and %d of %d readers/writers/allocators had done "
+			       "work after %.1f s (limit %.0f s)\n",
+			       __atomic_load_n(&ready_workers, __ATOMIC_RELAXED), workers,
+			       __atomic_load_n(&ready_ops, __ATOMIC_RELAXED), others, (t - start) / 1e9, warmup_limit);
+			fflush(stdout);
+			_exit(3);
+		}
+		sleep_until(t + 100000000ULL);
+	}
 	struct hist h;
 	for (int op = 0; op < NOPS; op++)
 		drain(op, &h);
 	__atomic_exchange_n(&work_done, 0, __ATOMIC_RELAXED);
 	__atomic_exchange_n(&stalls, 0, __ATOMIC_RELAXED);
-	printf("warmup complete\n");
+	printf("warmup complete seconds %.3f\n", (now_ns() - start) / 1e9);
 
 	int nint = (int)(runtime / interval + 0.5);
 	if (nint < 1)

@@ -36,7 +36,7 @@ import yaml
 from mmbench.model.params import Param, close_match
 from mmbench.errors import EnvironmentUnsupported, UsageError, WorkloadError
 from mmbench.model.results import MetricDef
-from mmbench.workloads.base import Samples, Workload, WorkloadContext
+from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 PACKAGE = "stress-ng"
 # the default set: one stressor per mm path of the brief that Debian's 0.15.06 has (no compact, no pagein)
@@ -121,6 +121,9 @@ class StressNg(Workload):
         "seed": Param("int", 42, "stress-ng --seed: its random choices repeat from run to run", minimum=0),
         "bigheap_growth": Param("size", "64K", "bytes bigheap grows its heap by per step"),
     }
+
+    def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
+        return [f"{s} bogo-ops/s" for s in params["stressors"]]
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
         out: list[MetricDef] = []

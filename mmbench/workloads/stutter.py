@@ -50,6 +50,8 @@ class Stutter(Workload):
         MetricDef("Samples", "ops", "higher", "count", description="latency samples taken in duration"),
     ]
 
+    work = ("Samples",)
+
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["hog_size"] + params["map_size"] >= budget * 0.95:
             raise UsageError(f"workload.stutter.params.hog_size: {params['hog_size']} bytes leaves no room "

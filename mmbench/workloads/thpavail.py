@@ -78,6 +78,8 @@ class ThpAvail(Workload):
                   description="dirty + writeback page cache when the fault-in started (the fill phase's condition)"),
     ]
 
+    work = (("Fault latency huge", "Fault latency base"),)   # units faulted, huge or base
+
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["size"] < S.UNIT:
             raise UsageError(f"workload.thpavail.params.size: {params['size']} bytes is below one 2 MiB unit")

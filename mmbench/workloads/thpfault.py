@@ -25,7 +25,7 @@ from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
-from mmbench.workloads.base import Samples, Workload, WorkloadContext
+from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 
 def thread_ladder(params: dict[str, Any], ncpus: int | None = None) -> list[int]:
@@ -62,6 +62,9 @@ class ThpFault(Workload):
         "cache_file_size": Param("size", "64K", "pagecache: size of each small file", minimum=4096),
         "holes_size": Param("size", "0.4x", "anon-holes: anon memory faulted then half unmapped (1 MiB of every 2 MiB)"),
     }
+
+    def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
+        return [f"fault-both-{t}" for t in thread_ladder(params)]
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
         out: list[MetricDef] = []

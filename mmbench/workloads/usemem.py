@@ -56,6 +56,8 @@ class Usemem(Workload):
         MetricDef("Major faults", "faults", "lower", "count", description="major faults (swap-ins, file reads) of all passes"),
     ]
 
+    work = ("Throughput",)
+
     def run(self, ctx: WorkloadContext) -> Samples:
         p = ctx.params
         swap = swap_free_bytes()

@@ -26,7 +26,7 @@ from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
-from mmbench.workloads.base import Samples, Workload, WorkloadContext
+from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 from mmbench.workloads.usemem import swap_free_bytes
 
 # case -> (size parameter, what it does)
@@ -65,6 +65,9 @@ class Vmscale(Workload):
         "file_size": Param("size", "2x", "sparse files read by the lru-file cases (all tasks): above the budget"),
         "lru_anon_size": Param("size", "1.5x", "anonymous region of anon-lru (all tasks): above the budget"),
     }
+
+    def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
+        return [f"throughput-{case}" for case in params.get("case") or DEFAULT_CASES]
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
         out: list[MetricDef] = []
