@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
 from typing import NoReturn
 
@@ -21,7 +22,8 @@ from mmbench.commands.results import (cmd_analyze, cmd_compare, cmd_import, cmd_
                                       cmd_plot, cmd_reindex, cmd_report, cmd_rm, cmd_show)
 from mmbench.commands.kernel import add_build_args, cmd_kernel_build, cmd_kernel_list
 from mmbench.commands.run import cmd_monitor, cmd_restore, cmd_run
-from mmbench.errors import (EXIT_INTERNAL, EXIT_UNSUPPORTED, EXIT_USAGE, EnvironmentUnsupported, UsageError)
+from mmbench.errors import (EXIT_INTERNAL, EXIT_RUN_FAILED, EXIT_UNSUPPORTED, EXIT_USAGE, EnvironmentUnsupported,
+                            UsageError)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -217,6 +219,37 @@ def _one_line(text: object) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    status = _main(argv)
+    if argv is None:   # this process's own command line: a run's or restore's last moments
+        _exit_with_late_signal(status)
+    return status
+
+
+def _exit_with_late_signal(status: int) -> None:
+    """After a run or restore (the only commands that catch signals), a SIGINT/SIGTERM/SIGHUP that
+    arrives until the very last moment still makes the status 130/143, as docs/cli.md promises:
+    exit handlers run here, the signal is checked, and the process ends at once (Python's own
+    finalisation would put the default handlers back, and a signal then kills it)."""
+    signals = sys.modules.get("mmbench.run.signals")
+    if signals is None or not signals.catching_after_exit():
+        return
+    import atexit
+    atexit._run_exitfuncs()
+    late = signals.late_signal()
+    if late is not None and status in (0, EXIT_RUN_FAILED):
+        if not signals.late_reported():
+            print(f"mmbench: {signals.signal_name(late)} arrived as it ended; nothing was cut short "
+                  f"({signals.late_context})", file=sys.stderr)
+        status = 130 if late == signal.SIGINT else 143
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(status)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

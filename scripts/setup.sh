@@ -48,8 +48,16 @@ fi
 if [ ! -e "$stamp" ]; then
   echo "setup: installing mmbench$extras into .venv"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".$extras"
+  # Editable, as a path entry (a .pth line naming this folder): setuptools' default editable mode
+  # installs an import finder that every start of .venv's Python pays for (~24 ms).  Should a
+  # future setuptools drop the "compat" mode, the default editable install still works.
+  .venv/bin/python -m pip install -q -e ".$extras" --config-settings editable_mode=compat 2>/dev/null \
+    || .venv/bin/python -m pip install -q -e ".$extras"
   rm -f .venv/.mmbench-setup-*
   touch "$stamp"
 fi
+# Byte-code for mmbench's own modules (pip compiles only what it copies, and an editable install
+# copies nothing): without it, and where PYTHONDONTWRITEBYTECODE=1, every start compiles them
+# again (a two-run compare: 0.11 s instead of 0.07 s).  Only changed files are compiled again.
+.venv/bin/python -m compileall -q mmbench >/dev/null
 echo "setup: done (mmbench is .venv/bin/mmbench)"

@@ -141,8 +141,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_import_mmtests(args: argparse.Namespace) -> int:
     from mmbench.importers.mmtests import import_tree
-    done, warnings = import_tree(store_of(args), Path(args.dir), list(args.names), prefix=args.prefix or "",
-                                 force=args.force)
+    from mmbench.model.store import copied_runs
+    with copied_runs():   # the MMTests tree still exists: no file-by-file fsync
+        done, warnings = import_tree(store_of(args), Path(args.dir), list(args.names), prefix=args.prefix or "",
+                                     force=args.force)
     for w in warnings:
         print(f"mmbench: warning: {w}", file=sys.stderr)
     for name, path in done:

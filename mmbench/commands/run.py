@@ -4,6 +4,7 @@ adaptively (``--until``); putting the machine back."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any
 
@@ -18,6 +19,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mmbench.run.progress import make_progress
     from mmbench.run import signals
     from mmbench.run.runner import last_restore, require_root, run_suite
+    _check_until_args(args)   # --check refuses exactly what the run would
     if getattr(args, "check", False):   # validate the suite (files, sizes, settings) and stop
         suite = load_suite(args.config, list(args.set or []) + _vm_sets(args), args.iterations)
         from mmbench.model.store import validate_run_name
@@ -50,12 +52,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     require_root()
     signals.ignore_after_exit()
-    ab_kernels = getattr(args, "baseline_kernel", None) is not None
-    if getattr(args, "until", None) is None:
-        for flag in ("baseline", "baseline_set", "max_iterations", "max_time"):
-            if getattr(args, flag, None) not in (None, []) and not (ab_kernels and flag == "baseline"):
-                raise UsageError(f"--{flag.replace('_', '-')} goes with --until"
-                                 + (" (or --baseline-kernel)" if flag == "baseline" else ""))
     _check_kernel_flags(args)
     args.set = list(args.set or []) + _vm_sets(args)
     suite = load_suite(args.config, args.set, args.iterations)
@@ -83,11 +79,60 @@ def cmd_run(args: argparse.Namespace) -> int:
                                  else "machine NOT fully restored: ") + str(last_restore.get("summary")),
                   file=sys.stderr)
         return 130 if isinstance(e, KeyboardInterrupt) else 143
-    print(f"run {args.name}: {status}", file=sys.stderr)
+    failed, total = _failed_iterations(args) if status == "complete" else (0, 0)
+    print(f"run {args.name}: {status}" + (f", but {failed} of {total} iterations failed" if failed else ""),
+          file=sys.stderr)
+    signals.late_context = f"run {args.name!r}: {status}"
+    late = signals.late_signal()
+    if late is not None:   # it came as the run ended: nothing was cut short, the status still says so
+        print(f"mmbench: stopped by {signals.signal_name(late)} as the run ended; nothing was cut short "
+              f"(run {args.name!r}: {status})", file=sys.stderr)
+        signals.report_late()
     if last_restore and not last_restore.get("restored"):
         print("mmbench: machine NOT fully restored: " + str(last_restore.get("summary")), file=sys.stderr)
         return EXIT_NOT_RESTORED
-    return 0 if status == "complete" else EXIT_RUN_FAILED
+    if late is not None:
+        return 130 if late == signal.SIGINT else 143
+    return 0 if status == "complete" and not failed else EXIT_RUN_FAILED
+
+
+def _failed_iterations(args: argparse.Namespace) -> tuple[int, int]:
+    """(failed, all) iterations of the run just stored: a run with failed iterations exits 5."""
+    try:
+        run = store_of(args).load_run(args.name)
+    except UsageError:
+        return 0, 0
+    its = [it for w in run.workloads for it in w.iterations]
+    return sum(it.status != "ok" for it in its), len(its)
+
+
+def _check_until_args(args: argparse.Namespace) -> None:
+    """``--until`` and the flags that go with it, checked before anything else (``--check`` too)."""
+    ab_kernels = getattr(args, "baseline_kernel", None) is not None
+    if ab_kernels and getattr(args, "until", None) is not None:
+        # A pilot round (--until) is stored as warm-up only, which a guest's `mmbench run` cannot
+        # express (a workload runs at least 1 measured iteration), so A/B kernels take a fixed count.
+        raise UsageError("--until: not available with --baseline-kernel (its pilot rounds cannot run in a "
+                         "guest yet); give --iterations N (rounds, A B A B)")
+    if getattr(args, "until", None) is None:
+        for flag in ("baseline", "baseline_set", "max_iterations", "max_time"):
+            if getattr(args, flag, None) not in (None, []) and not (ab_kernels and flag in ("baseline", "max_time")):
+                raise UsageError(f"--{flag.replace('_', '-')} goes with --until"
+                                 + (" (or --baseline-kernel)" if flag == "baseline" else ""))
+        return
+    from mmbench.campaign import parse_until
+    from mmbench.model.sizes import parse_duration
+    parse_until(args.until)
+    if args.max_time is not None:
+        try:
+            parse_duration(args.max_time)
+        except ValueError as e:
+            raise UsageError(f"--max-time: {e}") from None
+    if args.baseline_set and not args.baseline:
+        raise UsageError("--baseline-set needs --baseline NAME (the name the baseline configuration is stored as)")
+    if args.baseline:
+        from mmbench.model.store import validate_run_name
+        validate_run_name(args.baseline)
 
 
 def _vm_sets(args: argparse.Namespace) -> list[str]:
@@ -176,12 +221,7 @@ def _run_ab_kernels(args: argparse.Namespace, suite: Any, progress: Any) -> str:
             return run_in_vm(_vm_options(round_suite, spec, gk), round_suite, [*guest_args, part], part, parts_store,
                              force=True, progress=progress, open_store=open_store)
         return run_round
-    # A pilot round (--until) is stored as warm-up only, which a guest's `mmbench run` cannot
-    # express (a workload runs at least 1 measured iteration), so A/B kernels take a fixed count.
-    if args.until is not None:
-        raise UsageError("--until: not available with --baseline-kernel (its pilot rounds cannot run in a "
-                         "guest yet); give --iterations N (rounds, A B A B)")
-    until = None
+    until = None   # refused with --baseline-kernel by _check_until_args
     max_time = None
     if args.max_time is not None:
         try:
@@ -280,4 +320,11 @@ def cmd_restore(args: argparse.Namespace) -> int:
         return 130 if isinstance(e, KeyboardInterrupt) else 143
     for msg in messages:
         print(msg)
+    signals.late_context = "nothing is left to restore" if ok else "some changes are still journaled"
+    late = signals.late_signal()
+    if late is not None and ok:
+        print(f"mmbench restore: {signals.signal_name(late)} arrived as it ended; nothing is left to restore",
+              file=sys.stderr)
+        signals.report_late()
+        return 130 if late == signal.SIGINT else 143
     return 0 if ok else EXIT_NOT_RESTORED

@@ -8,6 +8,7 @@ checked exactly like the file.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import tomllib
 from dataclasses import dataclass, field
@@ -168,6 +169,54 @@ def apply_override(doc: dict[str, Any], item: str) -> None:
             w.setdefault("params", {})[".".join(parts[1:])] = value
 
 
+# A setting key is dot-separated names, each one file or folder name under its namespace's sysfs
+# or procfs folder (``thp.khugepaged.defrag``, ``vm.page-cluster``, ``thp.hugepages-2048kB.enabled``).
+# The key becomes a path, and a suite may come from a queue whose agent runs it as root: an empty
+# part, ``..``, ``/`` or anything else that could step out of that folder is refused here.
+_SETTING_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+
+
+def setting_key_problem(key: str) -> str | None:
+    """Why ``key`` cannot name a setting file inside its namespace's folder (None: it can)."""
+    ns, _, rest = key.partition(".")
+    if ns not in SETTING_NAMESPACES or not rest:
+        return None   # not a knob path at all: the runner's own check names the namespaces
+    bad = next((part for part in rest.split(".") if not _SETTING_PART.fullmatch(part)), None)
+    if bad is None:
+        return None
+    what = f"{bad!r} is not a plain name" if bad else "it has an empty part (two dots in a row)"
+    return (f"not a setting name: {what} (each part is letters, digits, '_' or '-'); a setting never names "
+            f"a path outside {quirks.SETTING_NAMESPACES[ns][0]}")
+
+
+def check_setting_keys(doc: dict[str, Any], where: Path | str) -> None:
+    """Every key of the document's [settings] (after ``--set``) resolves inside its own folder."""
+    settings = doc.get("settings")
+    if not isinstance(settings, dict):
+        return
+    for key in settings:
+        problem = setting_key_problem(str(key))
+        if problem:
+            raise UsageError(f"{where}: settings.{key}: {problem}")
+
+
+def check_suite_setting_keys(spec: str, overrides: list[str] | None = None) -> None:
+    """The setting-key check of a suite and its ``--set`` values alone, where the suite is not
+    loaded on this machine (``mmbench submit``: refused before a job is queued)."""
+    path = find_suite(spec)
+    try:
+        doc = tomllib.loads(_read_suite_text(path))
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: not valid TOML: nested too deeply") from None
+    if isinstance(doc.get("settings"), dict):
+        doc["settings"] = flatten(doc["settings"])
+    for item in overrides or []:
+        apply_override(doc, item)
+    check_setting_keys(doc, path)
+
+
 def _loc(loc: tuple[Any, ...], doc: dict[str, Any]) -> str:
     out: list[str] = []
     for i, part in enumerate(loc):
@@ -292,6 +341,7 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         doc["settings"] = flatten(doc["settings"])
     for item in overrides or []:
         apply_override(doc, item)
+    check_setting_keys(doc, path)
     if iterations is not None:
         doc.setdefault("suite", {})["iterations"] = iterations
     try:

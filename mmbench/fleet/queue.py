@@ -291,8 +291,9 @@ def run_agent(url: str, tags: list[str], *, results: str | None = None, once: bo
 def job_for_suite(config: str, sets: list[str], kernel: str | None, name: str,
                   iterations: int | None = None) -> dict[str, Any]:
     """The job description for one configuration: shipped suites by name, files by content."""
-    from mmbench.config.load import find_suite, shipped_suites
+    from mmbench.config.load import check_suite_setting_keys, find_suite, shipped_suites
     path = find_suite(config)
+    check_suite_setting_keys(config, sets)   # an agent runs it as root: refused before it is queued
     shipped = path in shipped_suites().values() and not Path(config).exists()
     return {"config": path.stem if shipped else str(path), "text": None if shipped else path.read_text(),
             "set": list(sets), "kernel": kernel, "name": name, "iterations": iterations}

@@ -97,7 +97,8 @@ def _build(p: Path, records: list[tuple[str, dict[str, Any]]]) -> list[WorkloadR
     iters: dict[tuple[str, int], IterationResult] = {}
     for where, rec in records:
         wl = _field(p, where, rec, "workload")
-        problem = name_problem(wl)   # the label becomes the workload's folder: a name, not a path
+        # the label becomes the workload's folder: a name, not a path (checked once per name)
+        problem = name_problem(wl) if not (isinstance(wl, str) and wl in workloads) else None
         if problem:
             raise UsageError(f"{p}: {where}: field 'workload' {str(wl)[:60]!r}: {problem}")
         metric = _field(p, where, rec, "metric")

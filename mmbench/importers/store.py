@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmbench.model.store import Store
+from mmbench.model.store import Store, copied_runs
 from mmbench.model.results import WorkloadRun
 
 
 def import_run(store: Store, name: str, workloads: list[WorkloadRun], *, source: str,
                force: bool = False) -> Path:
+    with copied_runs():   # the source still exists: no file-by-file fsync
+        return _import_run(store, name, workloads, source=source, force=force)
+
+
+def _import_run(store: Store, name: str, workloads: list[WorkloadRun], *, source: str, force: bool) -> Path:
     text = Path(source).read_text() if Path(source).is_file() else ""
     writer = store.create_run(name, force=force, suite_text=f"# imported from {source}\n",
                               suite_hash="", suite_effective={"imported_from": source},

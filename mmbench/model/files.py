@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import OrderedDict
 from hashlib import blake2b
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +33,11 @@ class StoreError(UsageError):
     """A damaged, truncated or foreign file in the results directory (one line, exit 2)."""
 
 
+class StoreFull(StoreError):
+    """The results directory's filesystem is full (ENOSPC, EDQUOT): one line naming it, exit 2;
+    a run stops there and is stored as incomplete (what it finished is kept)."""
+
+
 class CheckedFiles(Protocol):
     """Where a store remembers files that passed validation (store/fs.py keeps it in its index)."""
 
@@ -42,20 +48,28 @@ class CheckedFiles(Protocol):
         """Record that ``path`` with ``digest`` validated (to ``document`` when not None)."""
 
 
-_checked: dict[Path, CheckedFiles] = {}   # results directory → its record of checked files
+# results directory → its record of checked files (verdicts of files read after the store object
+# itself went out of use still count).  The most recent few: an older store is let go, and with it
+# the index connection it holds open (a process that opens many results directories).
+_checked: OrderedDict[Path, CheckedFiles] = OrderedDict()
+_CHECKED_ROOTS = 16
 _validator_key: bytes | None = None
 
 
 def remember_checked_files(root: Path, checked: CheckedFiles) -> None:
     """Use ``checked`` for the files under ``root`` (a store calls this when it is opened)."""
     _checked[Path(root)] = checked
+    _checked.move_to_end(Path(root))
+    while len(_checked) > _CHECKED_ROOTS:
+        _checked.popitem(last=False)
 
 
 def _checked_for(path: Path) -> CheckedFiles | None:
     if _checked:
         for parent in path.parents:
-            if parent in _checked:
-                return _checked[parent]
+            found = _checked.get(parent)
+            if found is not None:
+                return found
     return None
 
 

@@ -7,12 +7,35 @@ The embedded default is ``FileStore`` (one folder per run plus an SQLite index);
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from mmbench.errors import UsageError
 from mmbench.model.names import check_name
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
+
+_durable: ContextVar[bool] = ContextVar("mmbench_durable_writes", default=True)
+
+
+@contextmanager
+def copied_runs() -> Iterator[None]:
+    """Runs written inside are copies of data that exists elsewhere (``import``,
+    ``import-mmtests``): a store need not make each file durable as it is written (no fsync, a
+    wait on a busy disk), because after a power loss the import is simply done again.  A
+    measured run is never written this way: each iteration is on disk before the next starts."""
+    token = _durable.set(False)
+    try:
+        yield
+    finally:
+        _durable.reset(token)
+
+
+def durable_writes() -> bool:
+    """Whether the run being written must reach the disk file by file (see ``copied_runs``)."""
+    return _durable.get()
+
 
 def validate_run_name(name: str) -> str:
     """A run name is a folder name, never a path (mmbench/names.py)."""

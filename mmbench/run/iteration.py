@@ -159,6 +159,12 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
             except Exception as e:  # a failing monitor is reported; the run goes on
                 result.monitors[spec.name] = {"error": f"{type(e).__name__}: {e}"}
                 log(f"monitor {spec.name} failed to start: {e}")
+            except BaseException:
+                # A signal cut its start short: what it opened (mm-trace's trace_pipe_raw files)
+                # would keep its trace instance busy, so the journal could not remove it.  The
+                # teardown below stops it like the others.
+                running.append((spec, mon))
+                raise
         before = read_vmstat()
         (itdir / "vmstat-before").write_text(before)
         cpu0 = sandbox.cpu_times() or (0.0, 0.0)

@@ -43,6 +43,7 @@ class Journal:
         self.undone: list[str] = []   # what the last restore pass put back, failed at, left
         self.failed: list[str] = []
         self.left: list[str] = []
+        self.unreadable: list[str] = []   # journal lines that could not be read (said, set aside)
 
     # -- ownership ---------------------------------------------------------------------------
     def acquire(self) -> list[str]:
@@ -50,8 +51,8 @@ class Journal:
         self.lock()
         messages: list[str] = []
         with signals.held():
+            messages += self.unreadable    # lock() loaded the journal and set aside what it could not read
             if self.path.exists():
-                self.entries = self._load()
                 if self.entries:
                     messages.append(f"a previous mmbench run did not finish: restoring {len(self.entries)} "
                                     f"change(s) from {self.path}")
@@ -80,12 +81,14 @@ class Journal:
                 if time.monotonic() < deadline:
                     time.sleep(0.2)
                     continue
+                holder = _lock_holder(fd, self.lock_path)
                 os.close(fd)
-                owner = self.lock_path.read_text().strip() or "?"
-                raise UsageError(f"another mmbench process (pid {owner}) is changing this machine; "
+                raise UsageError(f"another mmbench process ({holder}) is changing this machine; "
                                  f"wait for it to finish (or set MMBENCH_LOCK_WAIT=SECONDS to queue)") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        # the pid first, then the length: a reader never sees an empty file
+        pid = str(os.getpid()).encode()
+        os.pwrite(fd, pid, 0)
+        os.ftruncate(fd, len(pid))
         self._lock_fd = fd
         self.entries = self._load() if self.path.exists() else []
 
@@ -107,16 +110,53 @@ class Journal:
             self.release()
 
     def _load(self) -> list[dict[str, Any]]:
-        out = []
-        for line in self.path.read_text().splitlines():
-            line = line.strip()
-            if not line:
+        """The journal's entries.  A torn last line (a kill mid-write: the change after it never
+        happened) is dropped.  Any other line that cannot be read (not UTF-8, not JSON, not an
+        entry) must not block every later run and restore: it is moved to a side file, said with
+        the file and line, and the readable entries are restored as usual."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as e:
+            raise UsageError(f"{self.path}: cannot read the journal: {e.strerror or e}") from None
+        out: list[dict[str, Any]] = []
+        bad: list[tuple[int, bytes, str]] = []
+        lines = raw.split(b"\n")
+        for lineno, line in enumerate(lines, start=1):
+            if not line.strip():
                 continue
+            torn = lineno == len(lines)   # no newline after it: the write was cut short
             try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a torn last line from a kill mid-write: the change after it never happened
+                entry = json.loads(line.decode("utf-8"))
+                # (an unknown kind stays: restore says it cannot undo it, a newer mmbench may)
+                if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
+                    raise ValueError("not a journal entry (a JSON object with a \"kind\")")
+            except UnicodeDecodeError:
+                if not torn:
+                    bad.append((lineno, line, "not UTF-8"))
+                continue
+            except ValueError as e:   # JSONDecodeError included
+                if not torn:
+                    bad.append((lineno, line, str(e).split(":")[0] if isinstance(e, json.JSONDecodeError)
+                                else str(e)))
+                continue
+            out.append(entry)
+        if bad:
+            self._set_aside(bad)
         return out
+
+    def _set_aside(self, bad: list[tuple[int, bytes, str]]) -> None:
+        side = self.path.with_name(f"{self.path.name}.unreadable-{int(time.time())}")
+        try:
+            with open(side, "ab") as fh:
+                fh.write(b"".join(line + b"\n" for _, line, _ in bad))
+            kept = f"moved to {side}"
+        except OSError as e:
+            kept = f"could not be kept ({e.strerror or e})"
+        for lineno, _, why in bad:
+            self.unreadable.append(f"{self.path}: line {lineno}: {why}; skipped ({kept}: what it changed, "
+                                   f"if anything, is not put back automatically)")
 
     def _append(self, entry: dict[str, Any]) -> None:
         # "owner": the mmbench process that made the change ("pid" is a process entry's own field)
@@ -203,11 +243,45 @@ class Journal:
         return self._load() if self.path.exists() else []
 
 
+def _lock_holder(fd: int, lock_path: Path) -> str:
+    """Who holds the machine lock, as "pid N, COMMAND": the kernel's table of locks (/proc/locks)
+    knows, whatever the lock file says (a holder that has not written its pid yet, an older
+    mmbench that left it empty); the file's pid is the fallback."""
+    st = os.fstat(fd)
+    pids = []
+    try:
+        with open("/proc/locks") as fh:
+            for line in fh:
+                # "1: FLOCK  ADVISORY  WRITE 1234 00:1f:5678 0 EOF" (a blocked waiter adds "->")
+                fields = line.split()
+                if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
+                    continue
+                major, minor, inode = fields[5].split(":")
+                if int(inode) == st.st_ino and os.makedev(int(major, 16), int(minor, 16)) == st.st_dev:
+                    pids.append(fields[4])
+    except (OSError, ValueError):
+        pass
+    if not pids:
+        try:
+            pids = [lock_path.read_text().strip()]
+        except OSError:
+            pids = []
+    pid = next((p for p in pids if p.isdigit() and int(p) > 0), None)
+    if pid is None:
+        return f"which one could not be told: see 'fuser {lock_path}'"
+    try:
+        comm = b" ".join(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:4]).decode(errors="replace")
+    except OSError:
+        comm = ""
+    return f"pid {pid}" + (f", {comm.strip()}" if comm.strip() else "")
+
+
 def describe(entry: dict[str, Any]) -> str:
     """What undoing ``entry`` does, said the way an admin would: ``/proc/sys/vm/swappiness back to
     '60'``, ``swapoff /dev/zram0``, ``reset zram0``, ``unmount /var/tmp/x`` ..."""
     kind = entry.get("kind", "?")
-    verb = {"remove": "remove", "cgroup": "remove cgroup", "mount": "unmount", "loop": "detach",
+    verb = {"remove": "remove", "rmdir": "remove empty folder", "cgroup": "remove cgroup", "mount": "unmount",
+            "loop": "detach",
             "swap": "swapoff", "zram": "reset", "process": "kill pid"}.get(kind, kind)
     if kind == "value":
         return f"{entry.get('path')} back to {entry.get('original')!r}"
@@ -331,6 +405,16 @@ def _undo(entry: dict[str, Any]) -> bool:
             p.unlink()
             return True
         return False
+    if kind == "rmdir":   # a folder mmbench created for another (scratch's parents): only if empty
+        try:
+            Path(entry["path"]).rmdir()
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                return False   # someone else's files are in it now: it is theirs too
+            raise
     raise ValueError(f"unknown journal entry kind {kind!r}")
 
 

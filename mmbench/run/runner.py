@@ -9,8 +9,10 @@ returning; after SIGKILL the next ``mmbench run`` or ``mmbench restore`` does it
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+from pathlib import Path
 
 from mmbench.config.aims import memcg_warning
 from mmbench.config.load import Suite
@@ -21,6 +23,7 @@ from mmbench.run.iteration import CompanionSpec, IterationPlan, MonitorSpec, run
 from mmbench.run.journal import Journal
 from mmbench.run.progress import PlainProgress, Progress
 from mmbench.run.settings import apply_settings, validate_suite_settings
+from mmbench.model.files import StoreFull
 from mmbench.model.store import Store, validate_run_name
 from mmbench.model.results import WorkloadRun
 
@@ -68,6 +71,10 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
         validated = validate_suite_settings(suite)   # before any is applied, on the kernel that runs it
         apply_settings(validated, journal)
         if not suite.scratch.exists():  # workloads' scratch space: removed with the run
+            # and so are the parents it needed (each removed only if still empty: not only ours then)
+            missing = [d for d in reversed(suite.scratch.absolute().parents) if not d.exists()]
+            for d in missing:
+                journal.record("rmdir", path=str(d))
             journal.record("remove", path=str(suite.scratch))
             suite.scratch.mkdir(parents=True)
         swap_info = setup_swap(suite, journal)
@@ -120,7 +127,12 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                     monitors=[MonitorSpec(m.name, m.cls, m.interval, m.params) for m in suite.monitors],
                     companions=[CompanionSpec(w, p) for w, p in rw.companions],
                     timeout=rw.timeout, sandbox_mode=suite.sandbox)
-                result = run_iteration(plan, journal, log=progress.info, announce_unavailable=announce)
+                try:
+                    result = run_iteration(plan, journal, log=progress.info, announce_unavailable=announce)
+                except OSError as e:   # the iteration's files go into the results directory
+                    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                        raise StoreFull(_no_space(staging, suite.scratch)) from None
+                    raise
                 with signals.held():
                     writer.add_iteration(result)  # durable before the next iteration starts
                 ok_iterations += result.status == "ok"
@@ -137,6 +149,12 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                 by = "SIGINT" if isinstance(e, KeyboardInterrupt) else str(e)
                 writer.finish("incomplete", note=f"interrupted by {by}")
         raise
+    except StoreFull as e:   # the results filesystem filled up: what was stored is kept
+        with signals.held():
+            status = "incomplete"
+            if writer is not None:
+                writer.finish("incomplete", note=str(e))
+        raise
     except BaseException:
         with signals.held():
             if writer is not None and status != "complete":
@@ -152,6 +170,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
         for p in problems:
             progress.warn(p)
         late = signals.take_pending()
+        signals.note_late(late)   # the command still exits 130/143 for it
         if late is not None:
             progress.warn(f"{signals.signal_name(late)} arrived while the run was finishing; "
                           f"nothing was cut short (run {name}: {status})")
@@ -162,6 +181,19 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
             progress.info(("machine state restored: " if restored else "machine state NOT fully restored: ")
                           + summary)
         progress.close()
+
+
+def _no_space(staging: Path, scratch: Path) -> str:
+    """Which filesystem filled up under an iteration: the results directory's or the scratch's."""
+    full = []
+    for what, path in (("results", staging.parent), ("scratch", scratch)):
+        try:
+            st = os.statvfs(path)
+            if st.f_bavail * st.f_frsize < (256 << 10):
+                full.append(f"{path} ({what})")
+        except OSError:
+            pass
+    return f"no space left on {' and '.join(full) or 'the device'} (writing iteration files in {staging})"
 
 
 def restore_machine() -> tuple[list[str], bool]:
@@ -177,7 +209,9 @@ def restore_machine() -> tuple[list[str], bool]:
         with signals.held():
             if not journal.entries:
                 journal.release()
-                return ["nothing to restore: no unfinished mmbench changes on this machine"], True
+                return [*journal.unreadable, "nothing to restore: no unfinished mmbench changes on this "
+                        "machine" + (" (besides the unreadable lines above)" if journal.unreadable else "")], \
+                    not journal.unreadable
             try:
                 problems = journal.restore(stop_on_signal=True)
             finally:
@@ -185,5 +219,7 @@ def restore_machine() -> tuple[list[str], bool]:
         late = signals.take_pending()
         if late is not None and journal.left:
             raise KeyboardInterrupt() if late == signal.SIGINT else Interrupted(signals.signal_name(late))
-        ok = not journal.failed and not journal.left
-        return [*problems, ("restored: " if ok else "NOT fully restored: ") + journal.summary()], ok
+        signals.note_late(late)
+        ok = not journal.failed and not journal.left and not journal.unreadable
+        return [*journal.unreadable, *problems, ("restored: " if ok else "NOT fully restored: ")
+                + journal.summary()], ok

@@ -38,6 +38,11 @@ def knob_path(name: str) -> Path:
         if not Path(base).is_dir():
             continue
         path = Path(base, *rest.split("."))
+        # the suite loader refuses keys that could leave the folder; a symlink inside it must not
+        # either (the run writes this file as root)
+        if not os.path.realpath(path).startswith(os.path.realpath(base) + os.sep):
+            raise UsageError(f"settings.{name}: {path} is not inside {base}; a setting never names a "
+                             f"file outside its folder")
         if path.is_file():
             return path
         parent = path.parent

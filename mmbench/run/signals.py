@@ -27,19 +27,57 @@ class _State:
         self.depth = 0                       # nesting of held() regions
         self.pending: int | None = None      # a signal that arrived while held, not raised yet
         self.stopping = False                # a signal was raised already: later ones are ignored
+        self.raised: int | None = None       # the signal raised (it may have been swallowed)
         self.installed = False
 
 
 _state = _State()
 _ignore_after = False   # set by the CLI: once a run or restore is over, the process only exits
+_late: int | None = None   # a signal that came as the run or restore was ending (nothing cut short)
 
 
 def ignore_after_exit() -> None:
-    """After ``catch_signals`` ends, ignore SIGINT/SIGTERM/SIGHUP instead of restoring Python's
-    handlers: a signal in the last moments before exit (the work done, the machine put back)
-    must neither kill the process with a misleading status nor print a traceback."""
+    """After ``catch_signals`` ends, only record SIGINT/SIGTERM/SIGHUP instead of restoring
+    Python's handlers: a signal in the last moments before exit (the work done, the machine put
+    back) must neither kill the process mid-print nor print a traceback, yet the command still
+    exits 130/143 for it (``late_signal``), as docs/cli.md promises."""
     global _ignore_after
     _ignore_after = True
+
+
+def _record_late(signum: int, frame: object) -> None:
+    note_late(signum)
+
+
+def note_late(signum: int | None) -> None:
+    """Remember a signal that arrived when nothing was left to cut short (the first one counts)."""
+    global _late
+    if signum is not None and _late is None:
+        _late = signum
+
+
+def late_signal() -> int | None:
+    """The signal that arrived as the work was ending (the CLI exits 128 + it), if any."""
+    return _late
+
+
+def catching_after_exit() -> bool:
+    """Whether this process records signals to the end (a run or restore: ``ignore_after_exit``)."""
+    return _ignore_after
+
+
+_reported = False
+late_context = "all done"   # what is true when a late signal comes: set by the command
+
+
+def report_late() -> None:
+    """Note that the late signal was said (the CLI says it otherwise)."""
+    global _reported
+    _reported = True
+
+
+def late_reported() -> bool:
+    return _reported
 
 
 def _exception(signum: int) -> BaseException:
@@ -57,6 +95,7 @@ def _handler(signum: int, frame: object) -> None:
             _state.pending = signum
         return
     _state.stopping = True
+    _state.raised = signum
     raise _exception(signum)
 
 
@@ -70,7 +109,10 @@ def catch_signals() -> Iterator[None]:
         yield
     finally:
         for s, h in old.items():
-            signal.signal(s, signal.SIG_IGN if _ignore_after else h)
+            signal.signal(s, _record_late if _ignore_after else h)
+        # An exception raised where Python swallows it (a __del__, a weakref callback: "Exception
+        # ignored in ...") let the work go on to the end; the signal still decides the status.
+        note_late(_state.raised)
         _state.__init__()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import lzma
+import os
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -22,6 +23,13 @@ from mmbench.model.results import MetricDef
 
 class MissingLog(Exception):
     """A raw log the format needs is absent: the iteration is skipped with a warning."""
+
+
+class BadLog(MissingLog, UsageError):
+    """A benchmark log that is there but holds nothing to read (empty, binary junk) or is a
+    symlink out of the run's tree: named with the reason, never dropped in silence.  Where a
+    reader asked for it, its iteration is stored as failed with a warning (as for a missing log);
+    anywhere else it is a one-line error."""
 
 
 @dataclass
@@ -54,9 +62,27 @@ def find_log(path: Path) -> Path | None:
     return base if base.is_file() else None
 
 
+_ITER_DIR = re.compile(r"iter-\d+")
+
+
+def _outside_tree(path: Path) -> Path | None:
+    """Where ``path`` really is, when a symlink takes it out of its MMTests run folder (the folder
+    holding its ``iter-N``); None when it stays inside (or is no symlink at all)."""
+    absolute = path.absolute()
+    run = next((p.parent for p in absolute.parents if _ITER_DIR.fullmatch(p.name)), absolute.parent)
+    real = Path(os.path.realpath(absolute))
+    return None if real.is_relative_to(os.path.realpath(run)) else real
+
+
 def read_lines(path: Path) -> list[str]:
     """The lines of a plain, gzipped or xz text file (recognised by a ``.gz`` or ``.xz`` name).  A
-    file that cannot be read or decompressed is a one-line UsageError naming it."""
+    file that cannot be read or decompressed is a one-line UsageError naming it; a symlink out
+    of the run's tree is never followed, and a benchmark log (in a ``logs`` folder) that is empty
+    or binary is a :class:`BadLog` naming it and why."""
+    where = _outside_tree(path)
+    if where is not None:
+        raise BadLog(f"{path}: a symlink to {where}, outside the MMTests run folder; not read")
+    is_log = path.parent.name == "logs"
     try:
         if path.name.endswith(".gz"):
             with gzip.open(path, "rb") as fh:
@@ -68,6 +94,10 @@ def read_lines(path: Path) -> list[str]:
             data = path.read_bytes()
     except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
         raise UsageError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    if is_log and not data.strip():
+        raise BadLog(f"{path}: empty ({len(data)} bytes): the benchmark wrote nothing")
+    if is_log and b"\0" in data[:65536]:
+        raise BadLog(f"{path}: binary data (NUL bytes), not a text log")
     return data.decode("utf-8", errors="replace").splitlines()
 
 
