@@ -44,6 +44,17 @@ fi
 if [ ! -e "$stamp" ]; then
   echo "setup: installing mmbench$extras into .venv"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  # Tests must run on the packages a user gets: install the user's set first, then refuse extras
+  # that would move any of them to an older version (a test extra once pinned numpy<2 this way).
+  if [ "$extras" != "[plot]" ]; then
+    .venv/bin/python -m pip install -q -e ".[plot]"
+    report=$(mktemp)
+    .venv/bin/python -m pip install -q --dry-run --report "$report" -e ".$extras"
+    if ! .venv/bin/python scripts/no-downgrade.py "$report"; then
+      rm -f "$report"; echo "setup: failed: the extras $extras would downgrade packages (see above)" >&2; exit 1
+    fi
+    rm -f "$report"
+  fi
   .venv/bin/python -m pip install -q -e ".$extras"
   rm -f .venv/.mmbench-setup-*
   touch "$stamp"

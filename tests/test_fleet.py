@@ -116,29 +116,44 @@ def _series_runs(store, values: list[float], host: str = "lab1", suite: str = "p
 
 
 def test_change_points_on_known_steps_and_on_noise():
+    """E-Divisive on numpy alone (analysis/changepoint.py): steps found where they are, none in noise,
+    the same answer every time, and a split statistic that matches its definition."""
     import numpy as np
+    from mmbench.analysis.changepoint import MIN_SIZE, shortest_detectable, split_statistics
+    z = np.array([3.0, 1.0, 4.0, 1.5, 9.0, 2.6, 5.0])
+    for t in range(MIN_SIZE, len(z) - MIN_SIZE + 1):
+        x, y = z[:t], z[t:]
+        m, k = len(x), len(y)
+        within = lambda a: np.abs(a[:, None] - a[None, :]).sum() / (len(a) * (len(a) - 1))
+        q = m * k / (m + k) * (2 * np.abs(x[:, None] - y[None, :]).mean() - within(x) - within(y))
+        assert split_statistics(z)[t - MIN_SIZE] == pytest.approx(q)
+    assert shortest_detectable() == 17
     rng = np.random.default_rng(7)
     step = list(100 + rng.normal(0, 1, 15)) + list(110 + rng.normal(0, 1, 15)) + list(95 + rng.normal(0, 1, 15))
     assert change_points(step) == [15, 30]
     noise_hits = sum(bool(change_points(list(100 + rng.normal(0, 2, 30)))) for _ in range(20))
     assert noise_hits == 0
+    assert change_points(step) == change_points(step) == [15, 30]
+    assert change_points([1.0] * 20) == [] and change_points([1.0, 2.0, 3.0]) == []
 
 
 @pytest.mark.parametrize("kind", ["folder", "postgresql"])
 def test_history_marks_the_step(tmp_path, kind, request):
     url = request.getfixturevalue("pg_url") if kind == "postgresql" else str(tmp_path / "results")
     store = open_store(url)
-    values = [100.0, 101.0, 99.5, 100.4, 100.9, 99.8, 120.2, 119.7, 121.0, 120.4, 119.9, 120.6]
+    # 18 runs: p <= 0.001 needs at least 17 (shortest_detectable)
+    values = [100.0, 101.0, 99.5, 100.4, 100.9, 99.8, 100.2, 99.9, 100.6,
+              120.2, 119.7, 121.0, 120.4, 119.9, 120.6, 120.1, 119.6, 120.8]
     _series_runs(store, values)
     series = build_history(store, machine="lab1", suite="pft", metrics=None)
     assert len(series) == 1
     s = series[0]
-    assert [c.index for c in s.change_points] == [6]
+    assert [c.index for c in s.change_points] == [9]
     cp = s.change_points[0]
-    assert (cp.before_run, cp.after_run) == ("r005", "r006")
+    assert (cp.before_run, cp.after_run) == ("r008", "r009")
     assert 19 < cp.step_pct < 21
     text = mmbench("history", "--results", url, "--machine", "lab1", "--suite", "pft", check=True).stdout
-    assert "change point" in text and "r005 and r006" in text
+    assert "change point" in text and "r008 and r009" in text
     page = tmp_path / "h.html"
     mmbench("history", "--results", url, "--machine", "lab1", "--suite", "pft", "-o", str(page), check=True)
     html = page.read_text()

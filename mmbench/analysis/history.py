@@ -2,8 +2,8 @@
 
 Each run contributes one value per (workload, metric): the mean of its measured iterations' means
 (iteration means come from the store's index, so nothing is downloaded).  Change points come from
-E-Divisive means with a permutation test, as MongoDB's performance CI and Otava use it, through the
-maintained ``signal-processing-algorithms`` package.  A change point is reported when the
+E-Divisive means with a permutation test, as MongoDB's performance CI and Otava use it
+(``analysis/changepoint.py``).  A change point is reported when the
 permutation p-value is at most ``PVALUE`` (0.001, with ``PERMUTATIONS`` = 999 permutations and a
 fixed seed, so the same history gives the same answer).  Each change point says the runs on both
 sides and the step: the mean of the segment after over the mean of the segment before.
@@ -14,11 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mmbench.errors import EnvironmentUnsupported, UsageError
-
-PVALUE = 0.001
-PERMUTATIONS = 999
-SEED = 20111  # the permutation test draws from numpy's global generator: fixed for repeatability
+from mmbench.analysis.changepoint import PERMUTATIONS, PVALUE, change_points  # noqa: F401 (re-exported)
+from mmbench.errors import UsageError
 
 
 @dataclass
@@ -42,25 +39,6 @@ class Series:
     created: list[float]
     values: list[float]
     change_points: list[ChangePoint] = field(default_factory=list)
-
-
-def change_points(values: list[float], pvalue: float = PVALUE, permutations: int = PERMUTATIONS) -> list[int]:
-    """Indices where a new segment starts (sorted), by E-Divisive means."""
-    if len(values) < 4 or len(set(values)) < 2:
-        return []
-    try:
-        import numpy as np
-        from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
-    except ImportError:
-        raise EnvironmentUnsupported("history needs signal-processing-algorithms: pip install "
-                                     "'mmbench[fleet]' (scripts/setup.sh --test installs it)") from None
-    state = np.random.get_state()
-    np.random.seed(SEED)
-    try:
-        return sorted(int(i) for i in e_divisive(np.asarray(values, dtype=float), pvalue=pvalue,
-                                                 permutations=permutations))
-    finally:
-        np.random.set_state(state)
 
 
 def _segments_means(values: list[float], cps: list[int]) -> list[float]:
