@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -73,10 +74,111 @@ def test_pg_schema_is_versioned(pg_url):
     store = open_store(pg_url)
     assert store.list_runs() == []
     with psycopg.connect(pg_url) as conn:
-        assert conn.execute("SELECT max(version) FROM mmbench_schema").fetchone()[0] == 1
+        from mmbench.store.pg import SCHEMA_VERSION
+        assert conn.execute("SELECT max(version) FROM mmbench_schema").fetchone()[0] == SCHEMA_VERSION == 2
         conn.execute("INSERT INTO mmbench_schema VALUES (99)")
     out = mmbench("list", "--results", pg_url)
     assert out.returncode == 2 and "schema version 99" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_replaced_run_is_never_served_stale(tmp_path, pg_url):
+    """push --force of a run the cache already holds: the next compare reads the new run, exactly as
+    from an empty cache (issue 23: the same generation 0 kept the old copy in the cache)."""
+    folder, first = tmp_path / "results", tmp_path / "first"
+    mmbench("import", "--results", str(first), str(_csv(tmp_path, 1.0, "a")), "base", check=True)
+    mmbench("push", "--results", str(first), "--to", pg_url, "base", check=True)
+    mmbench("import", "--results", str(folder), str(_csv(tmp_path, 2.0, "b")), "base", check=True)
+    warm = mmbench("compare", "--results", pg_url, "--format", "json", "base", check=True).stdout
+    mmbench("push", "--results", str(folder), "--to", pg_url, "--force", "base", check=True)
+    after = mmbench("compare", "--results", pg_url, "--format", "json", "base", check=True).stdout
+    cold = mmbench("compare", "--results", pg_url, "--format", "json", "base", check=True,
+                   env={"MMBENCH_CACHE": str(tmp_path / "empty-cache")}).stdout
+    from_folder = mmbench("compare", "--results", str(folder), "--format", "json", "base", check=True).stdout
+    assert json.loads(after) == json.loads(cold) == json.loads(from_folder) != json.loads(warm)
+
+
+def test_cache_is_keyed_by_the_server_not_the_url(tmp_path, pg_server, monkeypatch):
+    """One service name pointing at two databases in turn never serves one's cached run for the
+    other's (issue 23: the cache folder was named by the URL string)."""
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
+    one, two = pg_server.new_database(), pg_server.new_database()
+    mmbench("import", "--results", one, str(_csv(tmp_path, 1.0, "a")), "base", check=True)
+    mmbench("import", "--results", two, str(_csv(tmp_path, 3.0, "b")), "base", check=True)
+    services = tmp_path / "services.conf"
+    env = {"PGSERVICEFILE": str(services)}
+    url = "postgresql:///?service=lab"
+    outs = []
+    for db in (one, two, one):
+        services.write_text(f"[lab]\nhost={pg_server.dir}\nuser={pg_server.user}\ndbname={urlsplit(db).path.lstrip('/')}\n")
+        outs.append(json.loads(mmbench("compare", "--results", url, "--format", "json", "base", check=True,
+                                       env=env).stdout))
+    direct = [json.loads(mmbench("compare", "--results", u, "--format", "json", "base", check=True).stdout)
+              for u in (one, two)]
+    assert outs == [direct[0], direct[1], direct[0]] and direct[0] != direct[1]
+    assert len(list((tmp_path / "cache" / "pg").iterdir())) == 2   # one cache per database
+
+
+def test_writer_of_a_replaced_run_stops(tmp_path, pg_url):
+    """A run replaced (push --force) while it is being written: the writer's next write fails and
+    writes nothing into the replacement."""
+    from mmbench.model.files import StoreError
+    store = open_store(pg_url)
+    w = store.create_run("live", force=False, suite_text="", suite_hash="", suite_effective={},
+                         fingerprint={"host": "lab1"}, settings={})
+    w.add_workload(WorkloadRun("pft", "pft", {}, [MetricDef("faults/sec", "faults/s", "higher", "rate")]))
+    mmbench("import", "--results", pg_url, "--force", str(_csv(tmp_path, 1.0, "a")), "live", check=True)
+    w.iteration_dir("pft", 0).mkdir(parents=True, exist_ok=True)
+    with pytest.raises(StoreError, match="replaced or removed"):
+        w.add_iteration(IterationResult("pft", 0, False, "ok", samples={"faults/sec": [1.0]}))
+    assert not [p for p, _ in store.run_files("live") if p.startswith("pft/")]
+    assert store.load_run("live").status == "imported"
+
+
+def test_list_counts_warmups_as_the_folder_store_does(tmp_path, pg_url):
+    """list on PostgreSQL: measured, warm-up and failed iterations as a folder store counts them
+    (issue 23: 6/0 where the folder said 5/1)."""
+    folder = tmp_path / "results"
+    for store in (open_store(pg_url), open_store(folder)):
+        w = store.create_run("wu", force=True, suite_text="", suite_hash="", suite_effective={},
+                             fingerprint={"host": "lab1"}, settings={})
+        w.add_workload(WorkloadRun("pft", "pft", {}, [MetricDef("faults/sec", "faults/s", "higher", "rate")]))
+        for k in range(6):
+            w.iteration_dir("pft", k).mkdir(parents=True, exist_ok=True)
+            w.add_iteration(IterationResult("pft", k, k == 0, "ok" if k != 3 else "failed",
+                                            samples={"faults/sec": [100.0 + k]}))
+        w.finish("complete")
+    pg_row, = open_store(pg_url).list_runs()
+    fs_row, = open_store(folder).list_runs()
+    keys = ("iterations", "warmup", "failed", "status")
+    assert [pg_row[k] for k in keys] == [fs_row[k] for k in keys] == [5, 1, 1, "complete"]
+    lines = [mmbench("list", "--results", u, check=True).stdout.splitlines()[1].split()[4:8]
+             for u in (pg_url, str(folder))]
+    assert lines[0] == lines[1]
+
+
+def test_pg_schema_1_is_migrated(tmp_path, pg_server, monkeypatch):
+    """A database written by schema version 1 gets version 2's tables filled from its runs' files."""
+    import psycopg
+    from mmbench.store import pg
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
+    url = pg_server.new_database()
+    folder = tmp_path / "results"
+    mmbench("import", "--results", str(folder), str(_csv(tmp_path, 1.0, "a")), "old", check=True)
+    files = list(open_store(folder).run_files("old"))
+    with psycopg.connect(url) as conn:
+        conn.execute("CREATE TABLE mmbench_schema (version integer NOT NULL)")
+        conn.execute(pg.MIGRATIONS[1])
+        conn.execute("INSERT INTO mmbench_schema VALUES (1)")
+        conn.execute("INSERT INTO mmbench_runs (name, status, created, updated) VALUES ('old', 'imported', 1, 1)")
+        for rel, data in files:
+            conn.execute("INSERT INTO mmbench_files VALUES ('old', %s, %s, %s)",
+                         (rel, len(data), __import__("zlib").compress(data)))
+    row, = open_store(url).list_runs()
+    assert (row["iterations"], row["warmup"]) == (3, 0)
+    summary = open_store(url).run_summaries(["old"])["old"]
+    assert summary["units"] == {"faultin.tput": "faults/s", "faultin.lat": "us"}
+    assert json.loads(mmbench("compare", "--results", url, "--format", "json", "old", check=True).stdout) == \
+        json.loads(mmbench("compare", "--results", str(folder), "--format", "json", "old", check=True).stdout)
 
 
 def test_bad_pg_url_is_one_line(tmp_path):
