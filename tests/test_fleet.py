@@ -344,3 +344,74 @@ def test_interleave_runs_alternately(tmp_path, pg_url):
                     [(it.started, "long") for it in l_its if not it.warmup])
     assert [k for _, k in starts] == ["short", "long", "short", "long"]
     assert len(json.loads((folder / "short" / "fingerprint.json").read_text())["rounds"]) == 2
+
+
+@needs_root
+def test_no_password_reaches_the_job_table_ps_or_a_log(tmp_path):
+    """With a server that really asks for a password: submit and agent refuse a URL holding it (one
+    line); other commands accept it; a job runs with it in the agent's environment only; afterwards
+    no table, stored file, log, cache file or process command line seen while the job ran holds it."""
+    import secrets
+    import zlib
+    import psycopg
+    from tests.pgserver import PgServer
+    secret = f"Pw{secrets.token_hex(8)}"
+    server = PgServer(password=secret)
+    try:
+        url = server.url()
+        with_pw = url.replace(f"//{server.user}@", f"//{server.user}:{secret}@")
+        env = {"MMBENCH_CACHE": str(tmp_path / "cache"), "MMBENCH_CRASH_DIR": str(tmp_path / "crash"),
+               "PGPASSFILE": str(tmp_path / "no-pgpass"), "MMBENCH_AGENT_HEARTBEAT": "1"}
+        denied = mmbench("list", "--results", url, env=env)
+        assert denied.returncode == 2 and "password" in denied.stderr    # the password is really needed
+        for argv in (["submit", "--queue", with_pw, "--config", "monitor", "--machines", "lab", "j"],
+                     ["submit", "--queue", url, "--results", with_pw, "--config", "monitor", "--machines", "lab", "j"],
+                     ["agent", "--queue", with_pw, "--tags", "lab"]):
+            out = mmbench(*argv, env=env)
+            assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+            assert "PGPASSWORD" in out.stderr and "service file" in out.stderr and secret not in out.stderr
+        mmbench("import", "--results", with_pw, str(_csv(tmp_path, 1.0, "a")), "by-hand", check=True, env=env)
+        assert "by-hand" in mmbench("list", "--results", with_pw, check=True, env=env).stdout
+        agent_env = {**env, "PGPASSWORD": secret}
+        mmbench("submit", "--queue", url, "--config", "monitor", "--set", "idle.duration=3", "--set",
+                "monitors.slabinfo=false", "--machines", "lab", "by-agent", check=True, env=agent_env)
+        with open(tmp_path / "agent.log", "w") as log:
+            agent = subprocess.Popen([sys.executable, "-m", "mmbench", "agent", "--queue", url, "--tags", "lab"],
+                                     cwd=str(REPO), env={**os.environ, **agent_env}, stdout=log, stderr=log,
+                                     start_new_session=True)
+        command_lines: set[str] = set()
+
+        def done() -> bool:
+            command_lines.update(subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines())
+            jobs = json.loads(mmbench("jobs", "--queue", url, "--json", check=True, env=agent_env).stdout)
+            return all(j["status"] in ("done", "failed") for j in jobs)
+        try:
+            assert wait_for(done, timeout=180, interval=0.3)
+        finally:
+            agent.send_signal(signal.SIGINT)
+            agent.wait(timeout=30)
+        assert any("mmbench run --config monitor" in c for c in command_lines)   # the child was seen
+        assert not [c for c in command_lines if secret in c]
+        with psycopg.connect(url, password=secret) as conn:
+            status = conn.execute("SELECT status::text FROM procrastinate_jobs").fetchall()
+            assert status == [("succeeded",)], (tmp_path / "agent.log").read_text()[-2000:]
+            text = []
+            for table in ("procrastinate_jobs", "procrastinate_events", "mmbench_runs", "mmbench_job_attempts",
+                          "mmbench_values", "mmbench_metrics", "mmbench_iterations"):
+                text += [str(r) for r in conn.execute(f"SELECT * FROM {table}").fetchall()]
+            blobs = [zlib.decompress(d) for (d,) in conn.execute("SELECT data FROM mmbench_files").fetchall()]
+        assert len(blobs) > 10 and not [t for t in text if secret in t]
+        assert not [b for b in blobs if secret.encode() in b]
+        leaked = [f for f in tmp_path.rglob("*") if f.is_file() and secret.encode() in f.read_bytes()]
+        assert leaked == [] and list((tmp_path / "cache" / "agent-logs").glob("job-*.log"))
+    finally:
+        server.stop()
+
+
+def test_a_crash_report_keeps_no_password(tmp_path, monkeypatch):
+    from mmbench import cli
+    monkeypatch.setenv("MMBENCH_CRASH_DIR", str(tmp_path))
+    monkeypatch.setattr(sys, "argv", ["mmbench", "compare", "--results", "postgresql://me:Hunter2@db/lab", "a"])
+    path = cli._save_traceback(RuntimeError("postgresql://me:Hunter2@db/lab?password=Hunter2 broke"))
+    text = Path(path).read_text()
+    assert "Hunter2" not in text and "postgresql://me@db/lab" in text

@@ -26,6 +26,17 @@ def _queue_url(args: argparse.Namespace) -> str:
     return url
 
 
+def _refuse_passwords(command: str, args: argparse.Namespace) -> None:
+    """submit and agent hand URLs on (the job table, agents' children): one with a password is refused."""
+    from mmbench.store.pg import redact, url_password
+    for what, url in (("--queue", args.queue or os.environ.get("MMBENCH_QUEUE")),
+                      ("--results", args.results or os.environ.get("MMBENCH_RESULTS"))):
+        if url and url.startswith(("postgresql://", "postgres://")) and url_password(url) is not None:
+            raise UsageError(f"{command} {what} {redact(url)}: the URL holds a password, which {command} would "
+                             f"pass on to the job table and agents; give it to libpq instead (a service "
+                             f"file with ~/.pgpass, or PGPASSWORD in the agent's environment)")
+
+
 def cmd_push(args: argparse.Namespace) -> int:
     from mmbench.store.transfer import copy_runs
     src, dst = _store(args.results), _store(args.to)
@@ -45,6 +56,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from mmbench.fleet.queue import job_for_suite, submit
     from mmbench.model.store import validate_run_name
+    _refuse_passwords("submit", args)
     url = _queue_url(args)
     if args.interleave:
         names = [validate_run_name(n) for n in args.names]
@@ -72,6 +84,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def cmd_agent(args: argparse.Namespace) -> int:
     from mmbench.fleet.queue import run_agent
+    _refuse_passwords("agent", args)
     tags = [t for t in args.tags.split(",") if t]
     if not tags:
         raise UsageError("--tags: give at least one machine tag")

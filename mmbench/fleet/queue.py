@@ -124,9 +124,11 @@ def _die_with_parent() -> None:
     libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def _mmbench(argv: list[str], log: Any) -> int:
+def _mmbench(argv: list[str], log: Any, results: str) -> int:
+    """``mmbench ARGV`` as a child writing to the store ``results``, named in its environment
+    ($MMBENCH_RESULTS), never on its command line (which every local user sees in ``ps``)."""
     proc = subprocess.Popen([sys.executable, "-m", "mmbench", *argv], stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=_die_with_parent)
+                            preexec_fn=_die_with_parent, env={**os.environ, "MMBENCH_RESULTS": results})
     try:
         return proc.wait()
     except BaseException:
@@ -148,8 +150,8 @@ def _suite_arg(spec: dict[str, Any], workdir: Path) -> str:
     return str(path)
 
 
-def _run_argv(spec: dict[str, Any], workdir: Path, results: str, name: str, extra: list[str]) -> list[str]:
-    argv = ["run", "--config", _suite_arg(spec, workdir), "--results", results, "--force", "--quiet"]
+def _run_argv(spec: dict[str, Any], workdir: Path, name: str, extra: list[str]) -> list[str]:
+    argv = ["run", "--config", _suite_arg(spec, workdir), "--force", "--quiet"]
     for s in spec.get("set", []):
         argv += ["--set", s]
     if spec.get("kernel"):
@@ -177,9 +179,9 @@ def run_job(context: Any, job: dict[str, Any]) -> None:
                 tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=_mkdir(workroot)) as tmp:
             work = Path(tmp)
             if job.get("kind", "run") == "run":
-                argv = _run_argv(job, work, results, job["name"],
+                argv = _run_argv(job, work, job["name"],
                                  ["--iterations", str(job["iterations"])] if job.get("iterations") else [])
-                rc = _mmbench(argv, log)
+                rc = _mmbench(argv, log, results)
             else:
                 rc = _interleave(job, work, results, log)
         outcome = "complete" if rc == 0 else "failed"
@@ -214,7 +216,7 @@ def _interleave(job: dict[str, Any], work: Path, results: str, log: Any) -> int:
         for spec in job["configs"]:
             part = f"{spec['name']}.round{rnd}"
             extra = ["--iterations", "1"] + ([] if rnd == 0 else ["--set", "warmup=0"])
-            rc = _mmbench(_run_argv(spec, work, str(parts_dir), part, extra), log)
+            rc = _mmbench(_run_argv(spec, work, part, extra), log, str(parts_dir))
             if rc != 0:
                 return rc
             parts[spec["name"]].append(part)
