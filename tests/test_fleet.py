@@ -415,3 +415,126 @@ def test_a_crash_report_keeps_no_password(tmp_path, monkeypatch):
     path = cli._save_traceback(RuntimeError("postgresql://me:Hunter2@db/lab?password=Hunter2 broke"))
     text = Path(path).read_text()
     assert "Hunter2" not in text and "postgresql://me@db/lab" in text
+
+
+def _stalled_job(pg_url: str) -> int:
+    """A queued job made to look taken by a worker that stopped sending heartbeats a minute ago."""
+    import psycopg
+    from mmbench.fleet.queue import ensure_schema, submit
+    ensure_schema(pg_url)
+    job_id = submit(pg_url, "lab", {"kind": "run", "config": "monitor", "text": None, "set": [],
+                                    "kernel": None, "name": "stalled", "iterations": None})
+    with psycopg.connect(pg_url) as conn:
+        worker = conn.execute("INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now() - interval '60 s') "
+                              "RETURNING id").fetchone()[0]
+        conn.execute("UPDATE procrastinate_jobs SET status='doing', worker_id=%s WHERE id=%s", (worker, job_id))
+        conn.execute("INSERT INTO mmbench_job_attempts (job_id, attempt, machine, agent_pid, started) "
+                     "VALUES (%s, 1, 'gone', 1, 0)", (job_id,))
+    return job_id
+
+
+def test_stalled_job_recovered_once_by_racing_agents(pg_url):
+    """Three agents find the same stalled job at once: it is re-queued exactly once, the others skip
+    it with a line, none raises (issue 23: the loser's retry_job raised and its loop died)."""
+    import asyncio
+    import psycopg
+    from mmbench.fleet.queue import make_app, recover_stalled
+    job_id = _stalled_job(pg_url)
+
+    async def race() -> list[list[str]]:
+        apps = [make_app(pg_url) for _ in range(3)]
+        for a in apps:
+            await a.open_async()
+        try:
+            return await asyncio.gather(*(recover_stalled(a, pg_url) for a in apps))
+        finally:
+            for a in apps:
+                await a.close_async()
+    said = [line for lines in asyncio.run(race()) for line in lines]
+    assert sum("re-queued" in s for s in said) == 1 and sum("skipped" in s for s in said) == 2, said
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT status::text, attempts FROM procrastinate_jobs WHERE id=%s",
+                            (job_id,)).fetchone() == ("todo", 1)
+        assert conn.execute("SELECT outcome FROM mmbench_job_attempts WHERE job_id=%s", (job_id,)).fetchall() == [("lost",)]
+        # taken again by a live worker: a recovery finds nothing to do
+        live = conn.execute("INSERT INTO procrastinate_workers DEFAULT VALUES RETURNING id").fetchone()[0]
+        conn.execute("UPDATE procrastinate_jobs SET status='doing', worker_id=%s WHERE id=%s", (live, job_id))
+        conn.commit()
+    assert asyncio.run(_once(pg_url)) == []
+
+
+async def _once(url: str) -> list[str]:
+    from mmbench.fleet.queue import make_app, recover_stalled
+    app = make_app(url)
+    async with app.open_async():
+        return await recover_stalled(app, url)
+
+
+def test_recovery_loop_survives_errors(pg_url):
+    """The loop says what went wrong and runs again (it used to die at the first exception)."""
+    import asyncio
+    from mmbench.fleet import queue
+
+    class Flaky:
+        calls = 0
+
+        async def get_stalled_jobs(self, **kw):
+            Flaky.calls += 1
+            if Flaky.calls <= 2:
+                raise RuntimeError("Job was not found or not in \"doing\" status")
+            return []
+
+    class App:
+        job_manager = Flaky()
+    said: list[str] = []
+
+    async def run() -> None:
+        task = asyncio.create_task(queue.recovery_loop(App(), pg_url, said.append, every=0.01))
+        while Flaky.calls < 4:
+            await asyncio.sleep(0.01)
+        task.cancel()
+    asyncio.run(run())
+    assert Flaky.calls >= 4 and len(said) == 2 and all("trying again" in s for s in said)
+
+
+@needs_root
+def test_hung_run_fails_its_job_at_the_time_limit(tmp_path, pg_url):
+    """A run that hangs (SIGSTOP) is stopped at its suite's budget plus the allowance, and its job is
+    failed with that reason, never retried; the agent goes on to the next job."""
+    suite = tmp_path / "short.toml"
+    suite.write_text('[suite]\niterations = 1\nwarmup = 0\ntimeout = "5s"\n[[workload]]\nname = "idle"\n'
+                     '[workload.params]\nduration = "1s"\n')
+    mmbench("submit", "--queue", pg_url, "--config", str(suite), "--machines", "lab", "hangs", check=True)
+    mmbench("submit", "--queue", pg_url, "--config", str(suite), "--machines", "lab", "after", check=True)
+    log = tmp_path / "agent.log"
+    env = {**os.environ, "MMBENCH_AGENT_HEARTBEAT": "1", "MMBENCH_CACHE": str(tmp_path / "cache"),
+           "MMBENCH_JOB_ALLOWANCE": "4"}
+    with open(log, "a") as fh:
+        agent = subprocess.Popen([sys.executable, "-m", "mmbench", "agent", "--queue", pg_url, "--tags", "lab"],
+                                 cwd=str(REPO), env=env, stdout=fh, stderr=fh, start_new_session=True)
+    try:
+        def child() -> int | None:
+            out = subprocess.run(["pgrep", "-f", "-P", str(agent.pid), "mmbench run --config"],
+                                 capture_output=True, text=True).stdout.split()
+            return int(out[0]) if out else None
+        from mmbench.fleet.queue import _lock_owner
+        # hang it once it holds the machine-wide lock (until then it queues behind other runs)
+        assert wait_for(lambda: child() is not None and _lock_owner() == child(), timeout=900, interval=0.05)
+        hung = child()
+        os.kill(hung, signal.SIGSTOP)
+        assert wait_for(lambda: all(j["status"] in ("done", "failed") for j in _jobs(pg_url)), timeout=900,
+                        interval=0.5), _jobs(pg_url)
+    finally:
+        if "hung" in locals():
+            try:
+                os.kill(hung, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        agent.send_signal(signal.SIGINT)
+        agent.wait(timeout=120)
+    jobs = {j["name"]: j for j in _jobs(pg_url)}
+    assert jobs["hangs"]["status"] == "failed" and "time limit exceeded" in jobs["hangs"]["reason"]
+    assert jobs["hangs"]["attempt"] == 1 and jobs["after"]["status"] == "done"
+    assert "time limit exceeded" in mmbench("jobs", "--queue", pg_url, check=True).stdout
+    runs = {r["name"]: r["status"] for r in open_store(pg_url).list_runs()}
+    assert runs["after"] == "complete" and runs.get("hangs") in (None, "incomplete")   # stopped before or after it began

@@ -106,6 +106,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(j["started"])) if j["started"] else "-"
         print(f"{j['id']:>5}  {j['status']:9} {j['tag']:12} {j['name']:28} {j['machine'] or '-':20} "
               f"{j['attempt']:>3}  {when}")
+        if j["status"] == "failed" and j["reason"]:
+            print(f"{'':7}failed: {j['reason']}")
     counts: dict[str, int] = {}
     for j in jobs:
         counts[j["status"]] = counts.get(j["status"], 0) + 1
