@@ -31,7 +31,9 @@ import math
 import os
 import shutil
 import socket
+import sys
 import time
+import uuid
 import zlib
 from pathlib import Path
 from typing import Any, Iterator
@@ -110,12 +112,19 @@ INSERT INTO mmbench_store VALUES (gen_random_uuid()::text);
 """,
 }
 
+# How long an operation is tried again while the server is out of reach ($MMBENCH_PG_RETRY s).
+RETRY_SECONDS = float(os.environ.get("MMBENCH_PG_RETRY", "60"))
+RETRY_FIRST = os.environ.get("MMBENCH_PG_RETRY_FIRST") == "1"
 # A running run whose owner on another machine has not written for this long is shown incomplete.
 STALE_SECONDS = 6 * 3600
 # Cached versions of a run other than the newest are removed once this old (a reader may still
 # be reading one a moment after it was superseded).
 OLD_VERSION_SECONDS = 600
 NEW_VERSION = "gen_random_uuid()::text"
+
+
+class Unreachable(UsageError):
+    """The PostgreSQL server cannot be reached (one line, exit 2)."""
 
 
 def is_pg_url(spec: str) -> bool:
@@ -162,7 +171,7 @@ def connect(url: str):
         secret = url_password(url)
         if secret:
             first = first.replace(secret, "***")
-        raise UsageError(f"--results {redact(url)}: cannot connect: {first}") from None
+        raise Unreachable(f"--results {redact(url)}: cannot connect: {first}") from None
 
 
 def migrate(conn: Any) -> int:
@@ -236,24 +245,26 @@ class PgRunWriter(RunWriter):
         self.staging_root = staging_root
 
     def _upload(self, paths: list[Path], extra_sql: list[tuple[str, tuple]] = ()) -> None:
-        with self.store.conn() as conn, conn.cursor() as cur:
-            cur.execute(f"UPDATE mmbench_runs SET updated=%s, generation=generation+1, version={NEW_VERSION} "
-                        f"WHERE name=%s AND uid=%s RETURNING 1", (time.time(), self.name, self.uid))
-            if cur.fetchone() is None:
-                conn.rollback()
-                raise StoreError(f"run {self.name!r} in {self.store} was replaced or removed while this run "
-                                 f"was writing it; nothing more is written")
-            for p in paths:
-                files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
-                for f in files:
-                    rel = f.relative_to(self.path).as_posix()
-                    data = f.read_bytes()
-                    cur.execute("INSERT INTO mmbench_files VALUES (%s,%s,%s,%s) ON CONFLICT (run, path) "
-                                "DO UPDATE SET size=EXCLUDED.size, data=EXCLUDED.data",
-                                (self.name, rel, len(data), zlib.compress(data, 6)))
-            for sql, params in extra_sql:
-                cur.execute(sql, params)
-            conn.commit()
+        files = []
+        for p in paths:
+            for f in ([p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())):
+                data = f.read_bytes()
+                files.append((self.name, f.relative_to(self.path).as_posix(), len(data), zlib.compress(data, 6)))
+
+        def work(conn: Any) -> None:   # every statement an upsert: safe to repeat after a lost commit
+            with conn.cursor() as cur:
+                cur.execute(f"UPDATE mmbench_runs SET updated=%s, generation=generation+1, version={NEW_VERSION} "
+                            f"WHERE name=%s AND uid=%s RETURNING 1", (time.time(), self.name, self.uid))
+                if cur.fetchone() is None:
+                    conn.rollback()
+                    raise StoreError(f"run {self.name!r} in {self.store} was replaced or removed while this run "
+                                     f"was writing it; nothing more is written")
+                cur.executemany("INSERT INTO mmbench_files VALUES (%s,%s,%s,%s) ON CONFLICT (run, path) "
+                                "DO UPDATE SET size=EXCLUDED.size, data=EXCLUDED.data", files)
+                for sql, params in extra_sql:
+                    cur.execute(sql, params)
+                conn.commit()
+        self.store.transaction(work)
 
     def add_workload(self, workload: WorkloadRun) -> None:
         self.local.add_workload(workload)
@@ -303,6 +314,31 @@ class PgStore(Store):
 
     def __str__(self) -> str:
         return redact(self.url)
+
+    def transaction(self, work: Any) -> Any:
+        """``work(conn)`` on a fresh connection; done again while the server is out of reach (a
+        restart, a dropped connection) for up to ``RETRY_SECONDS``, so a run survives a database
+        restart.  A server never reached by this process fails at once, unless $MMBENCH_PG_RETRY_FIRST
+        is 1 (agents set it for their runs: the server was there when the job was taken).  ``work`` must be safe to repeat (each is one transaction, or idempotent)."""
+        import psycopg
+        deadline = time.monotonic() + RETRY_SECONDS
+        delay, said = 0.2, False
+        while True:
+            try:
+                with self.conn() as conn:
+                    return work(conn)
+            except (psycopg.OperationalError, psycopg.InterfaceError, Unreachable) as e:
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                if self._identity is None and not RETRY_FIRST:
+                    raise   # never reached yet (a wrong URL, no server): say so at once
+                if time.monotonic() > deadline:
+                    raise Unreachable(f"PostgreSQL store {self}: lost the server for {RETRY_SECONDS:g} s: {first}") from None
+                if not said:
+                    print(f"mmbench: warning: PostgreSQL store {self}: {first}; trying again for up to "
+                          f"{RETRY_SECONDS:g} s", file=sys.stderr, flush=True)
+                    said = True
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     def conn(self):
         c = connect(self.url)
@@ -367,9 +403,12 @@ class PgStore(Store):
     # -- Store interface ---------------------------------------------------------------------
     def exists(self, name: str) -> bool:
         validate_run_name(name)
-        with self.conn() as conn, conn.cursor() as cur:
-            cur.execute("SELECT 1 FROM mmbench_runs WHERE name=%s", (name,))
-            return cur.fetchone() is not None
+
+        def work(conn: Any) -> bool:
+            with conn.cursor() as cur:
+                cur.execute("SELECT 1 FROM mmbench_runs WHERE name=%s", (name,))
+                return cur.fetchone() is not None
+        return self.transaction(work)
 
     def create_run(self, name: str, *, force: bool, suite_text: str, suite_hash: str,
                    suite_effective: dict[str, Any], fingerprint: dict[str, Any],
@@ -385,31 +424,38 @@ class PgStore(Store):
                                                    suite_hash=suite_hash, suite_effective=suite_effective,
                                                    fingerprint=fingerprint, settings=settings, status=status,
                                                    description=description)
+        uid = str(uuid.uuid4())
+        summary = run_summary(local.meta, fingerprint, suite_effective, [])
+        files = []
+        for f in sorted(p for p in local.path.rglob("*") if p.is_file()):
+            data = f.read_bytes()
+            files.append((name, f.relative_to(local.path).as_posix(), len(data), zlib.compress(data, 6)))
+
         # the row and the first files in one transaction: a run is never there without its run.json
-        with self.conn() as conn, conn.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"mmbench_run:{name}",))
-            cur.execute("SELECT 1 FROM mmbench_runs WHERE name=%s", (name,))
-            if cur.fetchone() is not None:
-                if not force:
-                    shutil.rmtree(staging_root, ignore_errors=True)
-                    raise UsageError(f"run {name!r} already exists in {self}; use --force to replace it "
-                                     f"or pick another name")
-                cur.execute("DELETE FROM mmbench_runs WHERE name=%s", (name,))
-            now = time.time()
-            s = run_summary(local.meta, fingerprint, suite_effective, [])
-            cur.execute("INSERT INTO mmbench_runs (name, status, created, updated, host, owner, kernel, "
-                        "description, meta, fingerprint, effective) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
-                        "RETURNING uid",
-                        (name, status, now, now, str(fingerprint.get("host", "")),
-                         f"{socket.gethostname()}:{os.getpid()}",
-                         str(fingerprint.get("kernel", {}).get("release", "")), description,
-                         Jsonb(s["meta"]), Jsonb(s["fingerprint"]), Jsonb(s["effective"])))
-            uid = cur.fetchone()[0]
-            for f in sorted(p for p in local.path.rglob("*") if p.is_file()):
-                data = f.read_bytes()
-                cur.execute("INSERT INTO mmbench_files VALUES (%s,%s,%s,%s)",
-                            (name, f.relative_to(local.path).as_posix(), len(data), zlib.compress(data, 6)))
-            conn.commit()
+        def work(conn: Any) -> None:
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"mmbench_run:{name}",))
+                cur.execute("SELECT uid FROM mmbench_runs WHERE name=%s", (name,))
+                row = cur.fetchone()
+                if row is not None and row[0] == uid:
+                    return          # a retry after a commit whose answer was lost: it is there
+                if row is not None:
+                    if not force:
+                        shutil.rmtree(staging_root, ignore_errors=True)
+                        raise UsageError(f"run {name!r} already exists in {self}; use --force to replace it "
+                                         f"or pick another name")
+                    cur.execute("DELETE FROM mmbench_runs WHERE name=%s", (name,))
+                now = time.time()
+                cur.execute("INSERT INTO mmbench_runs (name, status, created, updated, host, owner, kernel, "
+                            "description, meta, fingerprint, effective, uid) "
+                            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                            (name, status, now, now, str(fingerprint.get("host", "")),
+                             f"{socket.gethostname()}:{os.getpid()}",
+                             str(fingerprint.get("kernel", {}).get("release", "")), description,
+                             Jsonb(summary["meta"]), Jsonb(summary["fingerprint"]), Jsonb(summary["effective"]), uid))
+                cur.executemany("INSERT INTO mmbench_files VALUES (%s,%s,%s,%s)", files)
+                conn.commit()
+        self.transaction(work)
         return PgRunWriter(self, name, uid, local, staging_root)
 
     def _row_status(self, status: str, owner: str, updated: float) -> str:
@@ -422,16 +468,17 @@ class PgStore(Store):
 
     def load_run(self, name: str) -> RunRecord:
         validate_run_name(name)
-        with self.conn() as conn:
+        def work(conn: Any) -> tuple[Any, Path | None]:
             # the version and the files it names from one snapshot
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             with conn.cursor() as cur:
                 cur.execute("SELECT version, status, owner, updated FROM mmbench_runs WHERE name=%s", (name,))
                 row = cur.fetchone()
-                if row is not None:
-                    root = self._materialise(cur, name, row[0])
+                root = self._materialise(cur, name, row[0]) if row is not None else None
             conn.rollback()
-        if row is None:
+            return row, root
+        row, root = self.transaction(work)
+        if row is None or root is None:
             from mmbench.model.params import close_match
             known = [r["name"] for r in self.list_runs()]
             raise UsageError(f"no run named {name!r} in {self}{close_match(name, known)}"
@@ -442,14 +489,16 @@ class PgStore(Store):
         return rec
 
     def list_runs(self) -> list[dict[str, Any]]:
-        with self.conn() as conn, conn.cursor() as cur:
-            cur.execute("SELECT r.name, r.status, r.created, r.kernel, r.description, r.owner, r.updated, "
-                        "r.host, r.suite, count(i.idx) FILTER (WHERE NOT i.warmup), "
-                        "count(i.idx) FILTER (WHERE i.warmup), "
-                        "count(i.idx) FILTER (WHERE NOT i.warmup AND i.status <> 'ok') "
-                        "FROM mmbench_runs r LEFT JOIN mmbench_iterations i ON i.run = r.name "
-                        "GROUP BY r.name ORDER BY r.created")
-            rows = cur.fetchall()
+        def work(conn: Any) -> list[tuple]:
+            with conn.cursor() as cur:
+                cur.execute("SELECT r.name, r.status, r.created, r.kernel, r.description, r.owner, r.updated, "
+                            "r.host, r.suite, count(i.idx) FILTER (WHERE NOT i.warmup), "
+                            "count(i.idx) FILTER (WHERE i.warmup), "
+                            "count(i.idx) FILTER (WHERE NOT i.warmup AND i.status <> 'ok') "
+                            "FROM mmbench_runs r LEFT JOIN mmbench_iterations i ON i.run = r.name "
+                            "GROUP BY r.name ORDER BY r.created")
+                return cur.fetchall()
+        rows = self.transaction(work)
         return [{"name": n, "status": self._row_status(s, o, u), "created": c, "kernel": k,
                  "iterations": it, "warmup": wu, "failed": bad, "description": d, "host": h, "suite": su}
                 for n, s, c, k, d, o, u, h, su, it, wu, bad in rows]
@@ -471,61 +520,73 @@ class PgStore(Store):
         fp = json.loads(by_path.get("fingerprint.json", b"{}"))
         workloads = [json.loads(d) for rel, d in files if rel.count("/") == 1 and rel.endswith("/workload.json")]
         s = run_summary(meta, fp, json.loads(by_path.get("suite-effective.json", b"{}")), workloads)
-        with self.conn() as conn, conn.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"mmbench_run:{name}",))
-            cur.execute("SELECT 1 FROM mmbench_runs WHERE name=%s", (name,))
-            if cur.fetchone() is not None:
-                if not force:
-                    raise UsageError(f"run {name!r} already exists in {self}; use --force to replace it")
-                cur.execute("DELETE FROM mmbench_runs WHERE name=%s", (name,))
-            status = meta.get("status", "incomplete")
-            cur.execute("INSERT INTO mmbench_runs (name, status, created, finished, updated, host, owner, "
-                        "kernel, suite, description, meta, fingerprint, effective) "
-                        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                        (name, "incomplete" if status == "running" else status, meta.get("created") or 0.0,
-                         meta.get("finished"), time.time(), str(fp.get("host", "")), "",
-                         str(fp.get("kernel", {}).get("release", "")), meta.get("suite", ""),
-                         meta.get("description", ""), Jsonb(s["meta"]), Jsonb(s["fingerprint"]),
-                         Jsonb(s["effective"])))
-            with cur.copy("COPY mmbench_files (run, path, size, data) FROM STDIN") as copy:
-                for rel, data in files:
-                    copy.write_row((name, rel, len(data), zlib.compress(data, 6)))
-            values, results = [], []
-            for rel, data in files:
-                if rel.endswith("/result.json") and rel.count("/") == 2:
-                    d = json.loads(data)
-                    results.append(d)
-                    it = IterationResult.from_dict({**d, "samples": {
-                        k: [math.nan if v is None else v for v in vs] for k, vs in d.get("samples", {}).items()}})
-                    values += [(name, it.workload, m, it.index, it.warmup, it.status, v)
-                               for m, v in _iteration_means(it).items()]
-            if values:
-                cur.executemany("INSERT INTO mmbench_values VALUES (%s,%s,%s,%s,%s,%s,%s)", values)
-            _insert_details(cur, name, workloads, results)
-            conn.commit()
+        uid = str(uuid.uuid4())
+        values, results = [], []
+        for rel, data in files:
+            if rel.endswith("/result.json") and rel.count("/") == 2:
+                d = json.loads(data)
+                results.append(d)
+                it = IterationResult.from_dict({**d, "samples": {
+                    k: [math.nan if v is None else v for v in vs] for k, vs in d.get("samples", {}).items()}})
+                values += [(name, it.workload, m, it.index, it.warmup, it.status, v)
+                           for m, v in _iteration_means(it).items()]
+        status = meta.get("status", "incomplete")
+
+        def work(conn: Any) -> None:
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"mmbench_run:{name}",))
+                cur.execute("SELECT uid FROM mmbench_runs WHERE name=%s", (name,))
+                row = cur.fetchone()
+                if row is not None and row[0] == uid:
+                    return          # a retry after a commit whose answer was lost: it is there
+                if row is not None:
+                    if not force:
+                        raise UsageError(f"run {name!r} already exists in {self}; use --force to replace it")
+                    cur.execute("DELETE FROM mmbench_runs WHERE name=%s", (name,))
+                cur.execute("INSERT INTO mmbench_runs (name, status, created, finished, updated, host, owner, "
+                            "kernel, suite, description, meta, fingerprint, effective, uid) "
+                            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                            (name, "incomplete" if status == "running" else status, meta.get("created") or 0.0,
+                             meta.get("finished"), time.time(), str(fp.get("host", "")), "",
+                             str(fp.get("kernel", {}).get("release", "")), meta.get("suite", ""),
+                             meta.get("description", ""), Jsonb(s["meta"]), Jsonb(s["fingerprint"]),
+                             Jsonb(s["effective"]), uid))
+                with cur.copy("COPY mmbench_files (run, path, size, data) FROM STDIN") as copy:
+                    for rel, data in files:
+                        copy.write_row((name, rel, len(data), zlib.compress(data, 6)))
+                if values:
+                    cur.executemany("INSERT INTO mmbench_values VALUES (%s,%s,%s,%s,%s,%s,%s)", values)
+                _insert_details(cur, name, workloads, results)
+                conn.commit()
+        self.transaction(work)
 
     def iteration_values(self, runs: list[str]) -> list[tuple[str, str, str, int, float | None]]:
         """(run, workload, metric, index, mean) of the measured, completed iterations of ``runs``."""
-        with self.conn() as conn, conn.cursor() as cur:
-            cur.execute("SELECT run, workload, metric, idx, value FROM mmbench_values WHERE run = ANY(%s) "
-                        "AND NOT warmup AND status='ok' ORDER BY run, workload, metric, idx", (runs,))
-            return cur.fetchall()
+        def work(conn: Any) -> list[tuple]:
+            with conn.cursor() as cur:
+                cur.execute("SELECT run, workload, metric, idx, value FROM mmbench_values WHERE run = ANY(%s) "
+                            "AND NOT warmup AND status='ok' ORDER BY run, workload, metric, idx", (runs,))
+                return cur.fetchall()
+        return self.transaction(work)
 
     def run_summaries(self, names: list[str]) -> dict[str, dict[str, Any]]:
         """``run_summary`` of each run, from the columns that hold it (no file is read)."""
-        with self.conn() as conn, conn.cursor() as cur:
-            cur.execute("SELECT name, meta, fingerprint, effective FROM mmbench_runs WHERE name = ANY(%s)",
-                        (names,))
-            out = {n: {"meta": m, "fingerprint": f, "effective": e, "units": {}} for n, m, f, e in cur.fetchall()}
-            cur.execute("SELECT run, workload, metric, unit FROM mmbench_metrics WHERE run = ANY(%s)", (names,))
-            for run, workload, metric, unit in cur.fetchall():
-                out[run]["units"][f"{workload}.{metric}"] = unit
-        return out
+        def work(conn: Any) -> dict[str, dict[str, Any]]:
+            with conn.cursor() as cur:
+                cur.execute("SELECT name, meta, fingerprint, effective FROM mmbench_runs WHERE name = ANY(%s)",
+                            (names,))
+                out = {n: {"meta": m, "fingerprint": f, "effective": e, "units": {}} for n, m, f, e in cur.fetchall()}
+                cur.execute("SELECT run, workload, metric, unit FROM mmbench_metrics WHERE run = ANY(%s)", (names,))
+                for run, workload, metric, unit in cur.fetchall():
+                    out[run]["units"][f"{workload}.{metric}"] = unit
+            return out
+        return self.transaction(work)
 
     def remove_run(self, name: str) -> None:
-        with self.conn() as conn, conn.cursor() as cur:
-            cur.execute("DELETE FROM mmbench_runs WHERE name=%s", (validate_run_name(name),))
+        def work(conn: Any) -> None:
+            conn.execute("DELETE FROM mmbench_runs WHERE name=%s", (validate_run_name(name),))
             conn.commit()
+        self.transaction(work)
         shutil.rmtree(self.cache_root / "runs" / name, ignore_errors=True)
 
 
