@@ -538,3 +538,78 @@ def test_hung_run_fails_its_job_at_the_time_limit(tmp_path, pg_url):
     assert "time limit exceeded" in mmbench("jobs", "--queue", pg_url, check=True).stdout
     runs = {r["name"]: r["status"] for r in open_store(pg_url).list_runs()}
     assert runs["after"] == "complete" and runs.get("hangs") in (None, "incomplete")   # stopped before or after it began
+
+
+def _history_run(store, name: str, value: float, *, settings: dict, kernel: dict, vm: dict | None = None,
+                 arm: tuple[int, int] | None = None, host: str = "lab1") -> None:
+    fp = {"host": host, "kernel": kernel, "thp": {"enabled": settings.get("thp.enabled", "madvise")}}
+    if vm:
+        fp.update(vm=vm, guest_host="guest")
+    w = store.create_run(name, force=True, suite_text="", suite_hash="h", settings=settings, fingerprint=fp,
+                         suite_effective={"suite": {"iterations": 2}, "settings": settings,
+                                          "workload": [{"name": "pft", "params": {"size": "1x"}}]})
+    w.meta["suite"] = "pft"
+    if arm:
+        w.meta["interleave"] = {"arm": arm[0], "arms": arm[1]}
+    w.add_workload(WorkloadRun("pft", "pft", {}, [MetricDef("faults/sec", "faults/s", "higher", "rate")]))
+    for k in range(2):
+        w.iteration_dir("pft", k).mkdir(parents=True, exist_ok=True)
+        w.add_iteration(IterationResult("pft", k, False, "ok", samples={"faults/sec": [value + 0.2 * k]}))
+    w.finish("complete")
+
+
+@pytest.mark.parametrize("kind", ["folder", "postgresql"])
+def test_history_keeps_configurations_apart(tmp_path, kind, request):
+    """issue 23: --set variants, interleaved arms and VM shapes were one line, and a thp=always point
+    hid a real 15 % step.  Now each is a series; the step is found and labelled with the kernels."""
+    import random
+    url = request.getfixturevalue("pg_url") if kind == "postgresql" else str(tmp_path / "results")
+    store = open_store(url)
+    rng = random.Random(3)
+    old = {"release": "6.1.0-47-cloud-amd64"}
+    new = {"release": "6.1.0-53-cloud-amd64", "source": "linux-source-6.1", "patches": ["0001-mm-vmscan-fix"],
+           "config_sha256": "9f1c2a7b3e"}
+    n = 0
+    for i in range(18):   # thp=never: 100 on the old kernel, 115 after; thp=always runs in between at 140
+        _history_run(store, f"never{i:02d}", (100 if i < 9 else 115) + rng.gauss(0, 0.5),
+                     settings={"thp.enabled": "never"}, kernel=old if i < 9 else new)
+        if i % 3 == 0:
+            _history_run(store, f"always{n}", 140 + rng.gauss(0, 0.5), settings={"thp.enabled": "always"},
+                         kernel=old if i < 9 else new)
+            n += 1
+    for arm in (0, 1):      # an A/A interleave: same settings, two arms, two series
+        _history_run(store, f"arm{arm}", 120, settings={"thp.enabled": "madvise"}, kernel=new, arm=(arm, 2))
+    _history_run(store, "guest", 90, settings={"thp.enabled": "never"}, kernel=new,
+                 vm={"memory_mb": 512, "cpus": 2, "numa_nodes": 1, "accelerator": "tcg"})
+    series = build_history(store, machine="lab1", suite="pft")
+    by_first = {s.runs[0]: s for s in series}
+    assert sorted(by_first) == ["always0", "arm0", "arm1", "guest", "never00"]
+    never = by_first["never00"]
+    assert len(never.runs) == 18 and never.unit == "faults/s"
+    assert [c.index for c in never.change_points] == [9]
+    cp = never.change_points[0]
+    assert 14 < cp.step_pct < 16 and cp.before_kernel == "6.1.0-47-cloud-amd64"
+    assert cp.after_kernel.startswith("6.1.0-53-cloud-amd64 linux-source-6.1 +1 patch (0001-mm-vmscan-fix)")
+    assert by_first["always0"].change_points == [] and len(by_first["always0"].runs) == 6
+    text = mmbench("history", "--results", url, "--machine", "lab1", "--suite", "pft", check=True).stdout
+    assert "5 series of 27 runs" in text and "settings=thp.enabled=never" in text and "arm=arm 2 of 2" in text
+    assert "512 MiB, 2 CPUs, 1 node(s), tcg" in text and "too few for a change point" in text
+    assert "kernel 6.1.0-47-cloud-amd64 -> 6.1.0-53-cloud-amd64" in text and "(faults/s)" in text
+    listing = mmbench("history", "--results", url, "--series", check=True).stdout
+    assert listing.count("] ") == 5 and "change point:" not in listing
+    split = mmbench("history", "--results", url, "--where", "settings.thp.enabled=never", "--where", "vm-shape=host",
+                    "--split-by", "kernel.release", "--series", check=True).stdout
+    assert "2 series of 18 runs" in split and "kernel.release=6.1.0-53-cloud-amd64" in split
+    fields = mmbench("history", "--results", url, "--fields", check=True).stdout
+    assert "kernel.patches" in fields and "settings.thp.enabled" in fields and "vm-shape" in fields
+    for bad in (["--split-by", "kernal.release"], ["--where", "thp.enabeld=never"], ["--where", "nonsense"]):
+        out = mmbench("history", "--results", url, *bad)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+    assert "did you mean 'kernel.release'" in mmbench("history", "--results", url, "--split-by", "kernal.release").stderr
+    page = tmp_path / "h.html"
+    mmbench("history", "--results", url, "--where", "settings.thp.enabled=never", "-o", str(page), check=True)
+    html = page.read_text()
+    import re
+    assert html.count("<svg") == 2 and ">faults/s</text>" in html                   # the unit's axis
+    assert len(re.findall(r'text-anchor="(?:start|middle|end)">\d\d:\d\d:\d\d</text>', html)) == 5  # time axis
+    assert "kernel: 6.1.0-53-cloud-amd64" in html and "stroke=\"#b00\"" in html

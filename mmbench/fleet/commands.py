@@ -116,17 +116,26 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from mmbench.analysis.history import build_history
-    from mmbench.report.history import render_html, render_text
+    from mmbench.analysis.history import PSEUDO_FIELDS, field_values, history
+    from mmbench.report.history import render_html, render_series, render_text
+    store = _store(args.results)
+    if args.fields:
+        for name, values in field_values(store).items():
+            shown = ", ".join(v or "''" for v in values[:6]) + (f", ... ({len(values)} values)" if len(values) > 6 else "")
+            print(f"{name:32} {shown}" + (f"   [{PSEUDO_FIELDS[name]}]" if name in PSEUDO_FIELDS else ""))
+        return 0
     metrics = [m.strip() for m in (args.metric or []) for m in m.split(",") if m.strip()]
-    series = build_history(_store(args.results), machine=args.machine, suite=args.suite, metrics=metrics)
-    if args.output:
+    h = history(store, machine=args.machine, suite=args.suite, metrics=metrics, where=args.where,
+                split_by=[f.strip() for f in args.split_by for f in f.split(",") if f.strip()])
+    if args.series:
+        sys.stdout.write(render_series(h))
+    elif args.output:
         from mmbench.report.output import write_output
         title = f"{args.suite or 'all suites'} on {args.machine or 'all machines'}"
-        where = write_output(args.output, render_html(series, title))
+        where = write_output(args.output, render_html(h, title))
         print(f"wrote {where}", file=sys.stderr if where == "stdout" else sys.stdout)
     else:
-        sys.stdout.write(render_text(series))
+        sys.stdout.write(render_text(h))
     return 0
 
 
@@ -175,10 +184,16 @@ def add_fleet_commands(sub: Any, results_arg: Callable[[argparse.ArgumentParser]
     jb.add_argument("--json", action="store_true")
     jb.set_defaults(func=cmd_jobs)
 
-    hi = sub.add_parser("history", help="a metric across runs of a suite on a machine, with change points")
+    hi = sub.add_parser("history", help="metrics over time, one series per configuration, with change points")
     results_arg(hi)
     hi.add_argument("--machine", metavar="HOST", help="the fingerprint's host (default: all)")
     hi.add_argument("--suite", metavar="SUITE", help="suite name (default: all)")
     hi.add_argument("--metric", action="append", metavar="NAME", help="metric (or WORKLOAD.METRIC); repeatable")
+    hi.add_argument("--where", action="append", default=[], metavar="FIELD=GLOB",
+                    help="keep runs whose FIELD matches (FIELD!=GLOB: does not); repeatable; see --fields")
+    hi.add_argument("--split-by", action="append", default=[], metavar="FIELD",
+                    help="split series further by FIELD (e.g. kernel.release, thp.enabled); repeatable")
+    hi.add_argument("--series", action="store_true", help="list the series that exist, nothing else")
+    hi.add_argument("--fields", action="store_true", help="list the fields --where and --split-by take, with values")
     hi.add_argument("-o", "--output", metavar="FILE.html", help="write an HTML page instead of text")
     hi.set_defaults(func=cmd_history)
