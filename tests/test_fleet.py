@@ -344,6 +344,21 @@ def test_interleave_runs_alternately(tmp_path, pg_url):
                     [(it.started, "long") for it in l_its if not it.warmup])
     assert [k for _, k in starts] == ["short", "long", "short", "long"]
     assert len(json.loads((folder / "short" / "fingerprint.json").read_text())["rounds"]) == 2
+    # compare summarises the rounds (issue 23: kilobytes of per-round fingerprints on one line)
+    text = mmbench("compare", "--results", str(folder), "short", "long", check=True).stdout
+    assert max(len(line) for line in text.splitlines()) < 400, max(text.splitlines(), key=len)[:300]
+    assert "short: interleaved, 2 rounds" in text and "long: interleaved, 2 rounds" in text
+    assert json.loads((folder / "short" / "run.json").read_text())["interleave"] == {"arm": 0, "arms": 2}
+
+
+def test_rounds_summarised_with_their_drift():
+    from mmbench.model.results import summarise_rounds
+    fp = {"host": "a", "thp": {"enabled": "never"}}
+    same = {**fp, "rounds": [{"run": f"x.round{i}", "fingerprint": fp} for i in range(3)]}
+    assert summarise_rounds(same)["rounds"] == "3 rounds, no drift"
+    moved = {**fp, "rounds": [{"fingerprint": fp}, {"fingerprint": {**fp, "thp": {"enabled": "always"}}}]}
+    assert summarise_rounds(moved)["rounds"] == "2 rounds, drifted: thp.enabled (never -> always)"
+    assert summarise_rounds(fp) is fp
 
 
 @needs_root
