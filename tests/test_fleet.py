@@ -489,6 +489,7 @@ def test_recovery_loop_survives_errors(pg_url):
     """The loop says what went wrong and runs again (it used to die at the first exception)."""
     import asyncio
     from mmbench.fleet import queue
+    queue.ensure_schema(pg_url)
 
     class Flaky:
         calls = 0
@@ -628,3 +629,20 @@ def test_history_keeps_configurations_apart(tmp_path, kind, request):
     assert html.count("<svg") == 2 and ">faults/s</text>" in html                   # the unit's axis
     assert len(re.findall(r'text-anchor="(?:start|middle|end)">\d\d:\d\d:\d\d</text>', html)) == 5 + 1  # time axes: 5 ticks, 1 for one point
     assert "kernel: 6.1.0-53-cloud-amd64" in html and "stroke=\"#b00\"" in html
+
+
+def test_finished_attempt_the_queue_missed_is_acknowledged(pg_url):
+    """An agent that recorded its attempt's outcome but lost the database before telling the queue
+    (its worker still alive): the job would stay running for ever; recovery finishes it."""
+    import asyncio
+    import psycopg
+    job_id = _stalled_job(pg_url)
+    with psycopg.connect(pg_url) as conn:
+        live = conn.execute("INSERT INTO procrastinate_workers DEFAULT VALUES RETURNING id").fetchone()[0]
+        conn.execute("UPDATE procrastinate_jobs SET worker_id=%s WHERE id=%s", (live, job_id))
+        conn.execute("UPDATE mmbench_job_attempts SET finished=1, outcome='complete' WHERE job_id=%s", (job_id,))
+    said = asyncio.run(_once(pg_url))
+    assert said == [f"job {job_id}: its attempt ended (complete) but the queue was not told; now it is"]
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT status::text FROM procrastinate_jobs WHERE id=%s", (job_id,)).fetchone() == ("succeeded",)
+    assert asyncio.run(_once(pg_url)) == []
