@@ -13,9 +13,9 @@ re-queue it once (procrastinate's own ``retry_job`` would re-queue a job another
 since).  The agent running a job keeps its own lease on it: while the child runs it checks, every
 heartbeat period, that the job is still its own and refreshes its worker's heartbeat (so a
 database restart that broke procrastinate's heartbeat costs nothing); if it cannot for
-``FENCE_SECONDS`` (half the time after which others re-queue), or finds the job taken from it, it
-stops the child and exits at once, so a job never runs twice and no late "done" overwrites the new
-attempt's state.  A job's run is given a time limit from its suite's own budget (each workload's
+``FENCE_SECONDS`` (less than the time after which others re-queue), or finds the job taken from it
+(checked once more when the run ends, before anything is reported), it stops the child and exits
+at once, so a job never runs twice and no late "done" overwrites the new attempt's state.  A job's run is given a time limit from its suite's own budget (each workload's
 iterations times its per-iteration timeout, plus set-up), counted from when the run holds the
 machine-wide lock; past it the run is stopped and the job failed with that reason.
 ``mmbench_job_attempts`` records which machine ran which attempt, how long it queued for the
@@ -44,7 +44,9 @@ TASK = "mmbench.run_job"
 # look for jobs of gone agents ($MMBENCH_AGENT_HEARTBEAT scales all of them, for tests).
 HEARTBEAT_SECONDS = float(os.environ.get("MMBENCH_AGENT_HEARTBEAT", "5"))
 STALLED_SECONDS = 4 * HEARTBEAT_SECONDS
-FENCE_SECONDS = 2 * HEARTBEAT_SECONDS   # an agent without its lease this long stops its job itself
+# An agent that could not refresh its lease for this long stops its job itself: it checks every half
+# heartbeat, so it is gone before 4 heartbeats pass and another agent may re-queue the job.
+FENCE_SECONDS = 3 * HEARTBEAT_SECONDS
 RECOVER_EVERY = 2 * HEARTBEAT_SECONDS
 MAX_ATTEMPTS = 2                # a job is re-queued once after its agent died, then failed
 # A job's run may take its suite's budget plus this (C builds, set-up, restore, copying results).
@@ -162,9 +164,9 @@ class Lease:
         self.last_ok = time.monotonic()
         self.next_check = 0.0
 
-    def check(self) -> str | None:
+    def check(self, now_: bool = False) -> str | None:
         now = time.monotonic()
-        if now < self.next_check:
+        if now < self.next_check and not now_:
             return None
         self.next_check = now + HEARTBEAT_SECONDS / 2
         try:
@@ -181,7 +183,7 @@ class Lease:
             self.last_ok = time.monotonic()
             return None
         except Exception as e:   # the database is out of reach: hold on until the fence
-            if time.monotonic() - self.last_ok > FENCE_SECONDS:
+            if time.monotonic() - self.last_ok > FENCE_SECONDS or now_:
                 return f"lost the database for {time.monotonic() - self.last_ok:.0f} s ({type(e).__name__})"
             return None
 
@@ -196,12 +198,13 @@ def _lock_owner() -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _fence(proc: subprocess.Popen, why: str) -> None:
+def _fence(proc: subprocess.Popen | None, why: str) -> None:
     """Stop the job's run and this agent now, reporting nothing: the other agents re-queue the job."""
     print(f"mmbench agent: {why}; stopping the run and this agent (exit {EXIT_FENCED}) so the job is "
           f"re-queued", file=sys.stderr, flush=True)
     try:
-        proc.terminate()   # the run restores the machine and is marked incomplete
+        if proc is not None:
+            proc.terminate()   # the run restores the machine and is marked incomplete
     except OSError:
         pass
     os._exit(EXIT_FENCED)
@@ -320,6 +323,9 @@ def run_job(context: Any, job: dict[str, Any]) -> None:
                 rc = _mmbench(argv, log, results, limit=limit, lease=lease, stats=stats)
             else:
                 rc = _interleave(job, work, results, log, lease, stats)
+        # the last word: a job taken over (or out of reach) while its run ended is not reported
+        if why := lease.check(now_=True):
+            _fence(None, why)
         if rc != 0:
             raise JobFailed(f"mmbench run exited {rc}; see {log_path}")
         outcome = "complete"
