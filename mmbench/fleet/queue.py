@@ -164,9 +164,9 @@ class Lease:
         self.last_ok = time.monotonic()
         self.next_check = 0.0
 
-    def check(self, now_: bool = False) -> str | None:
+    def check(self) -> str | None:
         now = time.monotonic()
-        if now < self.next_check and not now_:
+        if now < self.next_check:
             return None
         self.next_check = now + HEARTBEAT_SECONDS / 2
         try:
@@ -183,9 +183,19 @@ class Lease:
             self.last_ok = time.monotonic()
             return None
         except Exception as e:   # the database is out of reach: hold on until the fence
-            if time.monotonic() - self.last_ok > FENCE_SECONDS or now_:
+            if time.monotonic() - self.last_ok > FENCE_SECONDS:
                 return f"lost the database for {time.monotonic() - self.last_ok:.0f} s ({type(e).__name__})"
             return None
+
+    def confirm(self) -> str | None:
+        """``check`` now, waiting out a short outage (up to the fence) for a definite answer."""
+        asked = time.monotonic()
+        while True:
+            self.next_check = 0.0
+            why = self.check()
+            if why or self.last_ok >= asked:
+                return why
+            time.sleep(0.5)
 
 
 def _lock_owner() -> int | None:
@@ -324,7 +334,7 @@ def run_job(context: Any, job: dict[str, Any]) -> None:
             else:
                 rc = _interleave(job, work, results, log, lease, stats)
         # the last word: a job taken over (or out of reach) while its run ended is not reported
-        if why := lease.check(now_=True):
+        if why := lease.confirm():
             _fence(None, why)
         if rc != 0:
             raise JobFailed(f"mmbench run exited {rc}; see {log_path}")
