@@ -646,3 +646,39 @@ def test_finished_attempt_the_queue_missed_is_acknowledged(pg_url):
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT status::text FROM procrastinate_jobs WHERE id=%s", (job_id,)).fetchone() == ("succeeded",)
     assert asyncio.run(_once(pg_url)) == []
+
+
+@needs_root
+def test_agent_whose_job_was_taken_over_stops_it(tmp_path, pg_url):
+    """The lease: an agent that finds its running job belongs to another worker now (it was re-queued
+    while this agent was out of reach) stops the run and exits 75 at once, reporting nothing."""
+    import psycopg
+    suite = tmp_path / "long.toml"
+    suite.write_text('[suite]\niterations = 1\nwarmup = 0\n[[workload]]\nname = "idle"\n'
+                     '[workload.params]\nduration = "60s"\n')
+    mmbench("submit", "--queue", pg_url, "--config", str(suite), "--machines", "lab", "taken", check=True)
+    agent = _agent(pg_url, pg_url, "lab", tmp_path / "agent.log")
+    try:
+        from mmbench.fleet.queue import _lock_owner
+
+        def child() -> int | None:
+            out = subprocess.run(["pgrep", "-f", "-P", str(agent.pid), "mmbench run --config"],
+                                 capture_output=True, text=True).stdout.split()
+            return int(out[0]) if out else None
+        assert wait_for(lambda: child() is not None and _lock_owner() == child(), timeout=900, interval=0.05)
+        run_child = child()
+        with psycopg.connect(pg_url) as conn:
+            other = conn.execute("INSERT INTO procrastinate_workers DEFAULT VALUES RETURNING id").fetchone()[0]
+            conn.execute("UPDATE procrastinate_jobs SET worker_id=%s", (other,))
+        assert agent.wait(timeout=30) == 75
+        assert wait_for(lambda: not Path(f"/proc/{run_child}").exists(), timeout=120)
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    log = (tmp_path / "agent.log").read_text()
+    assert "no longer this agent's" in log and "another agent took it over" in log
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT status::text FROM procrastinate_jobs").fetchone() == ("doing",)
+        assert conn.execute("SELECT outcome FROM mmbench_job_attempts").fetchall() == [(None,)]
+    assert open_store(pg_url).list_runs()[0]["status"] == "incomplete"
