@@ -5,7 +5,6 @@ metric's unit, change points as red dashed lines, kernel changes as grey ones)."
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from mmbench.analysis.history import KEY_FIELDS, PVALUE, History, Series, SeriesInfo, shortest_detectable
 
