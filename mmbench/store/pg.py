@@ -117,8 +117,8 @@ RETRY_SECONDS = float(os.environ.get("MMBENCH_PG_RETRY", "60"))
 RETRY_FIRST = os.environ.get("MMBENCH_PG_RETRY_FIRST") == "1"
 # A running run whose owner on another machine has not written for this long is shown incomplete.
 STALE_SECONDS = 6 * 3600
-# Cached versions of a run other than the newest are removed once this old (a reader may still
-# be reading one a moment after it was superseded).
+# Cached versions of a run other than the newest are removed once unread this long (a reader may
+# still be reading one a moment after it was superseded).
 OLD_VERSION_SECONDS = 600
 NEW_VERSION = "gen_random_uuid()::text"
 
@@ -318,8 +318,9 @@ class PgStore(Store):
     def transaction(self, work: Any) -> Any:
         """``work(conn)`` on a fresh connection; done again while the server is out of reach (a
         restart, a dropped connection) for up to ``RETRY_SECONDS``, so a run survives a database
-        restart.  A server never reached by this process fails at once, unless $MMBENCH_PG_RETRY_FIRST
-        is 1 (agents set it for their runs: the server was there when the job was taken).  ``work`` must be safe to repeat (each is one transaction, or idempotent)."""
+        restart.  A server never reached by this process fails at once, unless
+        $MMBENCH_PG_RETRY_FIRST is 1 (agents set it for their runs: the server was there when the job
+        was taken).  ``work`` must be safe to repeat (one transaction, or idempotent)."""
         import psycopg
         deadline = time.monotonic() + RETRY_SECONDS
         delay, said = 0.2, False
@@ -342,11 +343,15 @@ class PgStore(Store):
 
     def conn(self):
         c = connect(self.url)
-        if not self._migrated:
-            migrate(c)
-            self._migrated = True
-        if self._identity is None:
-            self._identity = _server_identity(c)
+        try:
+            if not self._migrated:
+                migrate(c)
+                self._migrated = True
+            if self._identity is None:
+                self._identity = _server_identity(c)
+        except BaseException:
+            c.close()
+            raise
         return c
 
     # -- local materialisation -------------------------------------------------------------
@@ -369,6 +374,10 @@ class PgStore(Store):
         ``cur`` is in the snapshot that read ``version``, so the files are that version's."""
         root = self._version_root(name, version)
         if (root / name / "run.json").exists():
+            try:
+                os.utime(root)   # in use: kept while it is read (see _drop_old_versions)
+            except OSError:
+                pass
             return root
         tmp = root.parent / f".{version}.{os.getpid()}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -392,6 +401,7 @@ class PgStore(Store):
         return root
 
     def _drop_old_versions(self, name: str, keep: str) -> None:
+        """Cached versions other than ``keep`` not read for ``OLD_VERSION_SECONDS``."""
         now = time.time()
         for d in (self.cache_root / "runs" / name).iterdir():
             try:
