@@ -207,11 +207,18 @@ def _save_traceback(exc: BaseException) -> str:
         os.makedirs(base, exist_ok=True)
         fd, path = tempfile.mkstemp(prefix="crash-", suffix=".txt", dir=base)
         with os.fdopen(fd, "w") as fh:
-            fh.write(f"mmbench {__version__}: {' '.join(sys.argv)}\n")
-            fh.write("".join(traceback.format_exception(exc)))
+            fh.write(hide_passwords(f"mmbench {__version__}: {' '.join(sys.argv)}\n"))
+            fh.write(hide_passwords("".join(traceback.format_exception(exc))))
         return path
     except OSError as e:
         return f"(could not be saved: {e})"
+
+
+def hide_passwords(text: str) -> str:
+    """Text with the password of every PostgreSQL URL in it removed (a crash report keeps argv)."""
+    import re
+    text = re.sub(r"(postgres(?:ql)?://[^:/@\s]*):[^@\s]*@", r"\1@", text)
+    return re.sub(r"(password=)[^&\s'\"]*", r"\1***", text)
 
 
 def _one_line(text: object) -> str:

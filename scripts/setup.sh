@@ -48,6 +48,18 @@ fi
 if [ ! -e "$stamp" ]; then
   echo "setup: installing mmbench$extras into .venv"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  # Tests must run on the packages a user gets: install the user's set first, then refuse extras
+  # that would move any of them to an older version (a test extra once pinned numpy<2 this way).
+  if [ "$extras" != "[plot]" ]; then
+    .venv/bin/python -m pip install -q -e ".[plot]" --config-settings editable_mode=compat 2>/dev/null \
+      || .venv/bin/python -m pip install -q -e ".[plot]"
+    report=$(mktemp)
+    .venv/bin/python -m pip install -q --dry-run --report "$report" -e ".$extras"
+    if ! .venv/bin/python scripts/no-downgrade.py "$report"; then
+      rm -f "$report"; echo "setup: failed: the extras $extras would downgrade packages (see above)" >&2; exit 1
+    fi
+    rm -f "$report"
+  fi
   # Editable, as a path entry (a .pth line naming this folder): setuptools' default editable mode
   # installs an import finder that every start of .venv's Python pays for (~24 ms).  Should a
   # future setuptools drop the "compat" mode, the default editable install still works.

@@ -21,7 +21,8 @@ def pg_bindir() -> Path | None:
 
 
 class PgServer:
-    def __init__(self) -> None:
+    def __init__(self, password: str | None = None) -> None:
+        """``password``: the server asks for it (scram-sha-256) instead of trusting local users."""
         bindir = pg_bindir()
         if bindir is None:
             raise RuntimeError("PostgreSQL server binaries not found (scripts/setup.sh --test installs them)")
@@ -32,8 +33,18 @@ class PgServer:
         if os.geteuid() == 0:
             pw = pwd.getpwnam("postgres")
             os.chown(self.dir, pw.pw_uid, pw.pw_gid)
-        self._as_owner([str(bindir / "initdb"), "-D", str(self.data), "-U", self.user, "-A", "trust",
+        self.password = password
+        auth = ["-A", "trust"]
+        if password is not None:
+            pwfile = self.dir / "pwfile"
+            pwfile.write_text(password + "\n")
+            if os.geteuid() == 0:
+                os.chown(pwfile, pw.pw_uid, pw.pw_gid)
+            auth = ["-A", "scram-sha-256", f"--pwfile={pwfile}"]
+        self._as_owner([str(bindir / "initdb"), "-D", str(self.data), "-U", self.user, *auth,
                         "--no-sync", "-E", "UTF8"])
+        if password is not None:
+            (self.dir / "pwfile").unlink()
         self._as_owner([str(bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w",
                         "-o", f"-c listen_addresses='' -k {self.dir} -c fsync=off -c max_connections=60",
                         "start"])
@@ -52,7 +63,7 @@ class PgServer:
         import psycopg
         self._databases += 1
         name = f"t{self._databases}"
-        with psycopg.connect(self.url(), autocommit=True) as conn:
+        with psycopg.connect(self.url(), autocommit=True, password=self.password) as conn:
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 

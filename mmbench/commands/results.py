@@ -88,9 +88,10 @@ def _interval_param(cls: Any) -> Any:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from mmbench.model.results import summarise_rounds
     from mmbench.run.fingerprint import flatten
     run = store_of(args).load_run(args.name)
-    sys.stdout.write(listing.run_details(run, flatten(run.fingerprint)))
+    sys.stdout.write(listing.run_details(run, flatten(summarise_rounds(run.fingerprint))))
     return 0
 
 

@@ -26,6 +26,17 @@ def _queue_url(args: argparse.Namespace) -> str:
     return url
 
 
+def _refuse_passwords(command: str, args: argparse.Namespace) -> None:
+    """submit and agent hand URLs on (the job table, agents' children): one with a password is refused."""
+    from mmbench.store.pg import redact, url_password
+    for what, url in (("--queue", args.queue or os.environ.get("MMBENCH_QUEUE")),
+                      ("--results", args.results or os.environ.get("MMBENCH_RESULTS"))):
+        if url and url.startswith(("postgresql://", "postgres://")) and url_password(url) is not None:
+            raise UsageError(f"{command} {what} {redact(url)}: the URL holds a password, which {command} would "
+                             f"pass on to the job table and agents; give it to libpq instead (a service "
+                             f"file with ~/.pgpass, or PGPASSWORD in the agent's environment)")
+
+
 def cmd_push(args: argparse.Namespace) -> int:
     from mmbench.store.transfer import copy_runs
     src, dst = _store(args.results), _store(args.to)
@@ -45,6 +56,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from mmbench.fleet.queue import job_for_suite, submit
     from mmbench.model.store import validate_run_name
+    _refuse_passwords("submit", args)
     from mmbench.commands.kernel import pack_build_inputs
     url = _queue_url(args)
     kernel_inputs = pack_build_inputs(args)   # patches and fragments travel with the job
@@ -75,6 +87,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def cmd_agent(args: argparse.Namespace) -> int:
     from mmbench.fleet.queue import run_agent
+    _refuse_passwords("agent", args)
     tags = [t for t in args.tags.split(",") if t]
     if not tags:
         raise UsageError("--tags: give at least one machine tag")
@@ -96,6 +109,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(j["started"])) if j["started"] else "-"
         print(f"{j['id']:>5}  {j['status']:9} {j['tag']:12} {j['name']:28} {j['machine'] or '-':20} "
               f"{j['attempt']:>3}  {when}")
+        if j["status"] == "failed" and j["reason"]:
+            print(f"{'':7}failed: {j['reason']}")
     counts: dict[str, int] = {}
     for j in jobs:
         counts[j["status"]] = counts.get(j["status"], 0) + 1
@@ -104,17 +119,26 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from mmbench.analysis.history import build_history
-    from mmbench.report.history import render_html, render_text
+    from mmbench.analysis.history import PSEUDO_FIELDS, field_values, history
+    from mmbench.report.history import render_html, render_series, render_text
+    store = _store(args.results)
+    if args.fields:
+        for name, values in field_values(store).items():
+            shown = ", ".join(v or "''" for v in values[:6]) + (f", ... ({len(values)} values)" if len(values) > 6 else "")
+            print(f"{name:32} {shown}" + (f"   [{PSEUDO_FIELDS[name]}]" if name in PSEUDO_FIELDS else ""))
+        return 0
     metrics = [m.strip() for m in (args.metric or []) for m in m.split(",") if m.strip()]
-    series = build_history(_store(args.results), machine=args.machine, suite=args.suite, metrics=metrics)
-    if args.output:
+    h = history(store, machine=args.machine, suite=args.suite, metrics=metrics, where=args.where,
+                split_by=[f.strip() for f in args.split_by for f in f.split(",") if f.strip()])
+    if args.series:
+        sys.stdout.write(render_series(h))
+    elif args.output:
         from mmbench.report.output import write_output
         title = f"{args.suite or 'all suites'} on {args.machine or 'all machines'}"
-        where = write_output(args.output, render_html(series, title))
+        where = write_output(args.output, render_html(h, title))
         print(f"wrote {where}", file=sys.stderr if where == "stdout" else sys.stdout)
     else:
-        sys.stdout.write(render_text(series))
+        sys.stdout.write(render_text(h))
     return 0
 
 
@@ -165,10 +189,16 @@ def add_fleet_commands(sub: Any, results_arg: Callable[[argparse.ArgumentParser]
     jb.add_argument("--json", action="store_true")
     jb.set_defaults(func=cmd_jobs)
 
-    hi = sub.add_parser("history", help="a metric across runs of a suite on a machine, with change points")
+    hi = sub.add_parser("history", help="metrics over time, one series per configuration, with change points")
     results_arg(hi)
     hi.add_argument("--machine", metavar="HOST", help="the fingerprint's host (default: all)")
     hi.add_argument("--suite", metavar="SUITE", help="suite name (default: all)")
     hi.add_argument("--metric", action="append", metavar="NAME", help="metric (or WORKLOAD.METRIC); repeatable")
+    hi.add_argument("--where", action="append", default=[], metavar="FIELD=GLOB",
+                    help="keep runs whose FIELD matches (FIELD!=GLOB: does not); repeatable; see --fields")
+    hi.add_argument("--split-by", action="append", default=[], metavar="FIELD",
+                    help="split series further by FIELD (e.g. kernel.release, thp.enabled); repeatable")
+    hi.add_argument("--series", action="store_true", help="list the series that exist, nothing else")
+    hi.add_argument("--fields", action="store_true", help="list the fields --where and --split-by take, with values")
     hi.add_argument("-o", "--output", metavar="FILE.html", help="write an HTML page instead of text")
     hi.set_defaults(func=cmd_history)

@@ -121,6 +121,25 @@ class RunRecord:
         return next((w for w in self.workloads if w.label == label), None)
 
 
+def summarise_rounds(fp: dict[str, Any]) -> dict[str, Any]:
+    """A fingerprint with an interleaved run's per-round copies (``rounds``: one whole fingerprint
+    per round) replaced by one line: "3 rounds, no drift", or the fields that changed between
+    rounds with their values, so a comparison shows drift instead of kilobytes of fingerprints."""
+    rounds = fp.get("rounds")
+    if not isinstance(rounds, list):
+        return fp
+    flat = [flatten(r.get("fingerprint") or {}) if isinstance(r, dict) else {} for r in rounds]
+    keys = sorted({k for f in flat for k in f})
+    drift = []
+    for k in keys:
+        seen = list(dict.fromkeys(str(f.get(k)) for f in flat))
+        if len(seen) > 1:
+            drift.append(f"{k} ({' -> '.join(s[:40] for s in seen[:4])}{' ...' if len(seen) > 4 else ''})")
+    text = f"{len(rounds)} rounds, " + ("no drift" if not drift else f"drifted: {'; '.join(drift[:8])}"
+                                        + (f"; and {len(drift) - 8} more" if len(drift) > 8 else ""))
+    return {**{k: v for k, v in fp.items() if k != "rounds"}, "rounds": text}
+
+
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested dicts as dotted keys ({"thp": {"enabled": "never"}} → {"thp.enabled": "never"}); an
     empty dict stays a value, so a key that exists with nothing under it is not lost."""

@@ -82,6 +82,23 @@ class Store(ABC):
     @abstractmethod
     def exists(self, name: str) -> bool: ...
 
+    def run_summaries(self, names: list[str]) -> dict[str, dict[str, Any]]:
+        """``run_summary`` of each named run (``history``'s series keys, labels and units).  This
+        default reads each run's files through ``run_files``; stores override it with a cheaper read."""
+        import json
+        out = {}
+        for name in names:
+            docs: dict[str, Any] = {}
+            workloads = []
+            for rel, data in self.run_files(name):  # type: ignore[attr-defined]
+                if rel in ("run.json", "fingerprint.json", "suite-effective.json"):
+                    docs[rel] = json.loads(data)
+                elif rel.count("/") == 1 and rel.endswith("/workload.json"):
+                    workloads.append(json.loads(data))
+            out[name] = run_summary(docs.get("run.json", {}), docs.get("fingerprint.json", {}),
+                                    docs.get("suite-effective.json", {}), workloads)
+        return out
+
 
 def copy_runs(src: Store, dst: Store, names: list[str], *, force: bool = False) -> list[str]:
     """Copy ``names`` from ``src`` to ``dst``; returns one line per run copied."""
@@ -99,3 +116,14 @@ def copy_runs(src: Store, dst: Store, names: list[str], *, force: bool = False) 
         dst.put_run_files(name, files, force=force)
         out.append(f"{name}: {len(files)} files, {sum(len(d) for _, d in files) >> 10} KiB")
     return out
+
+
+def run_summary(meta: dict[str, Any], fingerprint: dict[str, Any], effective: dict[str, Any],
+                workloads: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``history`` needs of a run, from its small documents (run.json, fingerprint.json,
+    suite-effective.json, each workload.json): the fingerprint without the per-round copies of an
+    interleaved run, the run's metadata, the effective suite, and each metric's unit."""
+    fp = {k: v for k, v in fingerprint.items() if k != "rounds"}
+    units = {f"{w.get('label')}.{m.get('name')}": m.get("unit", "")
+             for w in workloads for m in w.get("metrics", []) if isinstance(m, dict)}
+    return {"meta": meta, "fingerprint": fp, "effective": effective, "units": units}

@@ -809,6 +809,19 @@ class FileStore(Store):
                 f"({','.join('?' * len(part))}) AND i.warmup=0 AND i.status='ok'", part).fetchall()
         return sorted(out, key=lambda r: r[:4])
 
+    def run_summaries(self, names: list[str]) -> dict[str, dict[str, Any]]:
+        """``run_summary`` of each run from its small documents only (history's series keys, point
+        labels and units); a damaged document is a StoreError naming it."""
+        from mmbench.model.store import run_summary
+        out = {}
+        for name in names:
+            path = self.run_path(name)
+            docs = {rel: read_object(path / rel) if (path / rel).exists() else {}
+                    for rel in ("run.json", "fingerprint.json", "suite-effective.json")}
+            workloads = [read_object(w) for w in sorted(path.glob("*/workload.json"))]
+            out[name] = run_summary(docs["run.json"], docs["fingerprint.json"], docs["suite-effective.json"], workloads)
+        return out
+
     def remove_run(self, name: str) -> None:
         """Remove a run from the folders and from the index (``mmbench rm``)."""
         path = self.run_path(name)

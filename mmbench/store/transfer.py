@@ -13,7 +13,7 @@ from mmbench.model.store import Store, copy_runs, validate_run_name  # noqa: F40
 
 
 def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, force: bool = False,
-                     status: str | None = None) -> None:
+                     status: str | None = None, arm: tuple[int, int] | None = None) -> None:
     """Make run ``name`` in ``dst`` from runs ``parts`` of ``src`` (one round each, in the order they
     ran): iterations are
     renumbered in run order, the first part's suite and fingerprint are kept, and every part's
@@ -51,6 +51,8 @@ def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, for
     meta["name"] = name
     meta["status"] = status or ("complete" if all(s == "complete" for s in statuses) else "incomplete")
     meta["interleaved_from"] = parts
+    if arm is not None:
+        meta["interleave"] = {"arm": arm[0], "arms": arm[1]}
     files["run.json"] = json.dumps(meta, indent=1).encode()
     fp = json.loads(files.get("fingerprint.json", b"{}"))
     fp["rounds"] = rounds

@@ -8,7 +8,7 @@ from collections import Counter
 from mmbench.analysis import stats as st
 from mmbench.analysis.compare import families
 from mmbench.analysis.compare.context import Context
-from mmbench.analysis.compare.environment import env_diff, memcg_notes, unique_names, vm_notes
+from mmbench.analysis.compare.environment import env_diff, interleave_notes, memcg_notes, unique_names, vm_notes
 from mmbench.analysis.compare.model import Comparison, Section
 from mmbench.analysis.compare.power import headline_warnings, suite_headline
 from mmbench.analysis.compare.percent import PCT_BASE_NEG, PCT_BASE_ZERO, pct_diff
@@ -37,7 +37,7 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
     cmp.env_diff = env_diff(runs, ctx.names)
     ctx.headline = suite_headline(runs)
     families.resolve(ctx, cmp)
-    for text in memcg_notes(runs, ctx.names) + vm_notes(runs, ctx.names):
+    for text in memcg_notes(runs, ctx.names) + vm_notes(runs, ctx.names) + interleave_notes(runs, ctx.names):
         ctx.note(text)
     for text in run_status_notes(runs, ctx.names):   # incomplete or failed runs are said so
         ctx.note(text)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from mmbench.model.results import RunRecord, flatten
+from mmbench.model.results import RunRecord, flatten, summarise_rounds
 
 
 def env_diff(runs: list[RunRecord], names: list[str]) -> list[tuple[str, dict[str, Any]]]:
-    flat = [flatten(r.fingerprint or {}) for r in runs]
+    # an interleaved run's per-round fingerprints: one line saying whether the machine drifted
+    flat = [flatten(summarise_rounds(r.fingerprint or {})) for r in runs]
     keys: dict[str, None] = {}
     for f in flat:
         keys.update(dict.fromkeys(f))
@@ -33,6 +34,12 @@ def unique_names(runs: list[RunRecord]) -> list[str]:
         seen[r.name] += 1
         out.append(r.name if seen[r.name] == 1 else f"{r.name}#{seen[r.name]}")
     return out
+
+
+def interleave_notes(runs: list[RunRecord], names: list[str]) -> list[str]:
+    """One line per interleaved run: its rounds and whether the machine drifted between them."""
+    return [f"{n}: interleaved, {summarise_rounds(r.fingerprint)['rounds']}" for r, n in zip(runs, names)
+            if isinstance((r.fingerprint or {}).get("rounds"), list)]
 
 
 def memcg_notes(runs: list[RunRecord], names: list[str]) -> list[str]:
