@@ -311,7 +311,9 @@ def run_adaptive(load: Callable[[list[str]], Any], sets: list[str], name: str, s
                 parts[run_name].append(part)
                 join_interleaved(parts_store, parts[run_name], store, run_name, force=True)
                 if st != "complete":
-                    return "failed", f"round {rnd + 1} of {run_name} ended {st}{_why(parts_store, part)}"
+                    kept = _keep_console(parts_store, part, cache)
+                    return "failed", (f"round {rnd + 1} of {run_name} ended {st}{_why(parts_store, part)}"
+                                      + (f" (its guest console: {kept})" if kept else ""))
                 if pilot:
                     pilots[run_name].append(headline_values(parts_store.load_run(part), headline, pilot=True))
             rnd += 1
@@ -349,6 +351,21 @@ def run_adaptive(load: Callable[[list[str]], Any], sets: list[str], name: str, s
         raise
     finally:
         shutil.rmtree(parts_dir, ignore_errors=True)
+
+
+def _keep_console(parts_store: Any, part: str, cache: Path) -> Path | None:
+    """A failed round's guest console, copied out of the parts store (removed at the end) to
+    ~/.cache/mmbench/failed-rounds/, so a panic's trace can be read; None when it had none."""
+    try:
+        data = dict(parts_store.run_files(part)).get("vm-console.log")
+        if not data:
+            return None
+        out = cache / "failed-rounds" / f"{part}-{os.getpid()}-console.log"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+        return out
+    except OSError:
+        return None
 
 
 def _why(parts_store: Any, part: str) -> str:
