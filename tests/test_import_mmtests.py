@@ -348,9 +348,11 @@ def _rows(cmp_json: dict) -> dict[tuple[str, str, str], dict]:
     return {(s["title"].split(" (")[0], r["metric"], r["stat"]): r for s in cmp_json["sections"] for r in s["rows"]}
 
 
-def _check_rows(rows, exp, base_run, new_run, *, pooled_iters, bmean_k) -> int:
+def _check_rows(rows, exp, base_run, new_run, *, pooled_iters, bmean_k, skip=(), names=None) -> int:
     checked = 0
     for b in BENCHES:
+        if b in skip:
+            continue
         for metric in exp.samples[base_run][b][0]:
             higher = b in HIGHER and not metric.endswith("-mean-lat")
             vals = {}
@@ -364,7 +366,7 @@ def _check_rows(rows, exp, base_run, new_run, *, pooled_iters, bmean_k) -> int:
                     key = "BHmean.95" if harmonic else "BAmean.95"
                     vals[run][key] = (k / sum(1 / v for v in s[:k])) if harmonic else sum(s[:k]) / k
             for stat in vals[base_run]:
-                row = rows[(b, metric, stat)]
+                row = rows[(b, metric, (names or {}).get(stat, stat))]
                 for run in (base_run, new_run):
                     want = vals[run][stat]
                     got = row["values"][run]
@@ -379,16 +381,30 @@ def _check_rows(rows, exp, base_run, new_run, *, pooled_iters, bmean_k) -> int:
     return checked
 
 
+SINGLEOPS = {"postmark", "highalloc"}     # MMTests prints one "Ops" row: the best value
+
+
 def test_compare_mmtests_convention_reproduces_mmtests_rows(tmp_path, results, capsys):
-    # two iter-N in the baseline: MMTests pools both, and so does --convention mmtests
+    # two iter-N in the baseline: MMTests pools both, and so does --convention mmtests (here with
+    # MMTests v0.25's rules: amean-based Stddev for every row, B-means named BAmean-95)
     exp = make_tree(tmp_path / "mmtests", {"base": 2, "new": 1}, gz=True, seed=7)
-    assert run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))[0] == 0
+    assert run_cli(capsys, "import-mmtests", "--results", str(results), "--mmtests-rules", "v0.25",
+                   str(tmp_path / "mmtests"))[0] == 0
     rc, out, err = run_cli(capsys, "compare", "--results", str(results), "--format", "json", "--convention",
-                           "mmtests", "--stats", "min,mean,stddev,max,bamean.95,bhmean.95", "base", "new")
+                           "mmtests", "base", "new")
     assert rc == 0, err
     rows = _rows(json.loads(out))
-    assert {st for (_, _, st) in rows} <= {"Min", "Amean", "Hmean", "Stddev", "Max", "BAmean.95", "BHmean.95"}
-    assert _check_rows(rows, exp, "base", "new", pooled_iters=([0, 1], [0]), bmean_k=None) > 300
+    renamed = {(b, m, {"BAmean.95": "BAmean-95", "BHmean.95": "BHmean-95"}.get(st, st)): r
+               for (b, m, st), r in rows.items()}
+    checked = _check_rows(renamed, exp, "base", "new", pooled_iters=([0, 1], [0]), bmean_k=None,
+                          skip=SINGLEOPS, names={"BAmean.95": "BAmean-95", "BHmean.95": "BHmean-95"})
+    assert checked > 250
+    for b in SINGLEOPS:
+        for metric in exp.samples["base"][b][0]:
+            higher = not metric.endswith("-mean-lat")
+            for run, its in (("base", [0, 1]), ("new", [0])):
+                x = [v for n in its for v in exp.samples[run][b][n][metric]]
+                assert rows[(b, metric, "Ops")]["values"][run] == (max(x) if higher else min(x))
 
 
 def test_compare_default_convention_single_iteration(tmp_path, results, capsys):
@@ -537,7 +553,8 @@ def test_corrupt_gzip_and_missing_logs(tmp_path, results, capsys):
     (it0 / "thpscale" / "logs" / "threads-1.log.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
     rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))
     assert rc == 2 and "threads-1.log.gz: cannot read" in err and _nothing_written(results)
-    # a benchmark whose raw log is missing: that iteration is stored as failed, with a warning
+    # a benchmark whose raw log is missing from one iteration: that iteration keeps its duration,
+    # vmstat and monitors, has no samples and says why (a warning, and a note in compare)
     (it0 / "thpscale" / "logs" / "threads-1.log.gz").unlink()
     (it0 / "thpscale" / "logs" / "threads-4.log.gz").unlink()
     (it0 / "tests-timestamp").unlink()
@@ -545,18 +562,29 @@ def test_corrupt_gzip_and_missing_logs(tmp_path, results, capsys):
     assert rc == 0, err
     assert "threads-<N>.log[.gz|.xz] is missing" in err and "tests-timestamp is missing" in err
     w = FileStore(results).load_run("base").workload("thpscale")
-    assert [(it.index, it.status) for it in w.iterations] == [(0, "failed"), (1, "ok")]
-    assert w.iterations[0].vmstat_delta and not w.iterations[0].duration
+    assert [(it.index, it.status) for it in w.iterations] == [(0, "ok"), (1, "ok")]
+    assert not w.iterations[0].samples and "threads-<N>.log" in (w.iterations[0].reason or "")
+    assert w.iterations[0].vmstat_delta and not w.iterations[0].duration and w.iterations[1].samples
+    rc, out, err = run_cli(capsys, "compare", "--results", str(results), "--format", "json", "base", "base")
+    notes = " ".join(json.loads(out)["notes"])
+    assert rc == 0 and "iteration 0: no benchmark samples" in notes
+    titles = {s["title"] for s in json.loads(out)["sections"]}
+    assert "vmstat: thpscale" in titles
 
 
-def test_unknown_benchmark_keeps_duration_and_vmstat(tmp_path, results, capsys):
+def test_unknown_layout_exits_2_unless_partial(tmp_path, results, capsys):
     make_tree(tmp_path / "mmtests", {"base": 1}, gz=False, benches=("pft",))
     it = tmp_path / "mmtests" / "work" / "log" / "base" / "iter-0"
     (it / "pft").rename(it / "kernbench")
     for f in ("tests-timestamp", "tests-sysstate"):
         (it / f).write_text((it / f).read_text().replace(":: pft ", ":: kernbench "))
     rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))
-    assert rc == 0 and "no reader for kernbench" in err
+    # one line naming the benchmark, the files found and the layouts supported
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and _nothing_written(results)
+    assert "kernbench: unknown MMTests result layout" in err and "pft-1.log" in err
+    assert "v0.25" in err and "v1.00" in err and "HEAD" in err and "time-<A>-<I>" in err
+    rc, _, err = run_cli(capsys, "import-mmtests", "--partial", "--results", str(results), str(tmp_path / "mmtests"))
+    assert rc == 0 and "--partial: only its duration, vmstat and monitors" in err
     it0 = FileStore(results).load_run("base").workload("kernbench").iterations[0]
     assert it0.samples == {} and it0.duration["elapsed"] > 0 and it0.vmstat_delta["pgfault"] >= 0
 

@@ -141,7 +141,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_import_mmtests(args: argparse.Namespace) -> int:
     from mmbench.importers.mmtests import import_tree
     done, warnings = import_tree(store_of(args), Path(args.dir), list(args.names), prefix=args.prefix or "",
-                                 force=args.force)
+                                 force=args.force, partial=args.partial,
+                                 rules=args.mmtests_rules)
     for w in warnings:
         print(f"mmbench: warning: {w}", file=sys.stderr)
     for name, path in done:

@@ -83,6 +83,7 @@ class ResultFile(_Stored):
     vmstat_delta: dict[str, int] = {}
     memcg: dict[str, Any] = {}
     monitors: dict[str, dict[str, Any]] = {}
+    imported: dict[str, Any] = {}
     started: float = 0.0
     finished: float = 0.0
     path: str = ""

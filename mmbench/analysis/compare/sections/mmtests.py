@@ -1,0 +1,210 @@
+"""``compare --convention mmtests`` of runs imported from MMTests: the sections of MMTests'
+compare-kernels.sh report, computed as the MMTests release that wrote the trees computes them
+(``analysis/mmtests.py``): the benchmark table (MMTests' rows, grouped by statistic, its
+percentages and its significance marks), "duration" and "vmstat" (Singleops: the best iteration,
+no percentage), and with ``--ratio`` compare-mmtests.pl's ``--print-ratio`` summary.  The
+differences from mmbench's default convention and their reasons are in docs/mmtests-import.md."""
+
+from __future__ import annotations
+
+from mmbench.analysis import mmtests as mt
+from mmbench.analysis.compare.context import Context
+from mmbench.analysis.compare.model import Row, Section, clean
+from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
+
+
+def is_mmtests_run(run: RunRecord) -> bool:
+    return (run.fingerprint or {}).get("imported_from") == "mmtests"
+
+
+def rules_of(ctx: Context) -> mt.Rules:
+    """The MMTests release whose rules apply: the baseline's (a note when the runs differ)."""
+    found = [((r.fingerprint or {}).get("mmtests") or {}).get("rules") or "head" for r in ctx.runs]
+    if len(set(found)) > 1:
+        ctx.note("the runs were written by different MMTests releases (" + ", ".join(
+            f"{n}: {f}" for n, f in zip(ctx.names, found)) + f"); {found[0]}'s rules are used")
+    rules = found[0]
+    return rules if rules in mt.RULES else "head"  # type: ignore[return-value]
+
+
+def _pooled(its: list[IterationResult], metric: str) -> list[float]:
+    out: list[float] = []
+    for it in its:
+        out.extend(float(v) for v in it.samples.get(metric, ()))
+    return out
+
+
+def _fixed(row: Row, names: list[str], pct: dict[str, float | None] | None = None) -> Row:
+    """A row whose percentages are MMTests' (or none): the builder leaves them as they are."""
+    row.pct = {n: (pct or {}).get(n) for n in names}
+    return row
+
+
+def benchmark_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
+                      measured: dict[str, list[IterationResult]], rules: mt.Rules
+                      ) -> tuple[Section, dict[str, dict[str, mt.Summary]]]:
+    base_w = next((w for w in wrs.values() if w is not None), None)
+    sec = Section(label, "workload")
+    if base_w is None:
+        return sec, {}
+    summary_type = base_w.params.get("mmtests_summary") or "Multiops"
+    ops = [m for m in base_w.metrics]
+    summaries: dict[str, dict[str, mt.Summary]] = {}
+    for md in ops:
+        pref: mt.Preferred = "Higher" if md.better == "higher" else "Lower"
+        summaries[md.name] = {n: mt.summarise(_pooled(its, md.name), summary_type, pref, rules)
+                              for n, its in measured.items() if _pooled(its, md.name)}
+    if not summaries:
+        return sec, {}
+    first = next(iter(summaries.values()))
+    nstats = len(next(iter(first.values())).rows) if first else 0
+    for i in range(nstats):        # Compare.pm: for each statistic, for each op
+        for md in ops:
+            per = summaries[md.name]
+            if ctx.base not in per:
+                continue
+            title, _, compare = per[ctx.base].rows[i]
+            vals = {n: clean(per[n].rows[i][1]) if n in per else None for n in ctx.names}
+            row = Row(md.name, title, md.unit, "higher" if compare == "pdiff" else "lower", vals)
+            bv = per[ctx.base].rows[i][1]
+            pct = {n: (mt.percent(compare, per[n].rows[i][1], bv) if n in per else None) for n in ctx.names}
+            _fixed(row, ctx.names, pct if ctx.multi else None)
+            if per[ctx.base].ratio_index == i and ctx.multi:
+                for n in ctx.names[1:]:
+                    if n in per:
+                        row.significant[n] = mt.significant(per[ctx.base], per[n])
+            sec.rows.append(row)
+    return sec, summaries
+
+
+def _singleops(ctx: Context, sec: Section, stat: str, values: dict[str, dict[str, list[float | None]]],
+               order: list[str], preferred: mt.Preferred) -> None:
+    """Singleops rows: the best iteration's value of each op (the first of the sorted values)."""
+    for op in order:
+        vals: dict[str, float | None] = {}
+        for n in ctx.names:
+            xs = [x for x in values.get(n, {}).get(op, []) if x is not None]
+            vals[n] = clean(mt.summarise(xs, "Singleops", preferred, "head").rows[0][1]) if xs else None
+        if any(op in values.get(n, {}) for n in ctx.names):   # MMTests prints an op no iteration defined
+            sec.rows.append(_fixed(Row(op, stat, "", "lower" if preferred == "Lower" else "higher", vals), ctx.names))
+
+
+def duration_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
+    """MonitorDuration.pm: Duration User, System, Elapsed, the smallest over iterations."""
+    sec = Section(f"duration: {label}", "duration")
+    values = {n: {name: [float(it.duration[key]) for it in its if key in it.duration]
+                  for key, name in (("user", "User"), ("system", "System"), ("elapsed", "Elapsed"))}
+              for n, its in measured.items()}
+    _singleops(ctx, sec, "Duration", values, ["User", "System", "Elapsed"], "Lower")
+    return sec
+
+
+def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]],
+                   rules: mt.Rules) -> Section:
+    """MonitorMmtestsvmstat.pm's "Ops" rows: per row, the best iteration (v1.00 and HEAD: the
+    smallest, the module prefers Lower; v0.25: the largest, DATA_ACTIONS preferred Higher)."""
+    sec = Section(f"vmstat: {label}", "vmstat")
+    values: dict[str, dict[str, list[float | None]]] = {}
+    for n, its in measured.items():
+        for it in its:
+            if not it.vmstat_delta:
+                continue
+            for name, v in mt.vmstat_values(it.vmstat_delta, it.duration.get("elapsed")).items():
+                values.setdefault(n, {}).setdefault(name, []).append(v)
+    order = [name for _, name in mt.VMSTAT_ROWS]
+    _singleops(ctx, sec, "Ops", values, order, "Higher" if rules == "v0.25" else "Lower")
+    for n, per in values.items():
+        holes = [op for op, xs in per.items() if _hole(xs)]
+        if holes:
+            ctx.note(f"vmstat: {label} ({n}): {', '.join(holes)} undefined in an iteration before one where it "
+                     f"is defined; MMTests' report leaves this run out of its vmstat table (Summarise.pm "
+                     f"dies on the gap: 'Failed to load module')")
+    return sec
+
+
+def _hole(xs: list[float | None]) -> bool:
+    """A value undefined in some iteration and defined in a later one: MMTests' per-iteration data
+    of that op then has a gap, and its summary of the whole run fails."""
+    seen_none = False
+    for x in xs:
+        if x is None:
+            seen_none = True
+        elif seen_none:
+            return True
+    return False
+
+
+def schedstat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]],
+                      rules: mt.Rules) -> Section:
+    """MonitorMmtestsschedstat.pm's "Ops" rows from the /proc/schedstat deltas around the test."""
+    sec = Section(f"schedstat: {label}", "vmstat")
+    values: dict[str, dict[str, list[float | None]]] = {}
+    for n, its in measured.items():
+        for it in its:
+            delta = it.imported.get("mmtests_schedstat")
+            if delta is None:
+                continue
+            for name, v in mt.schedstat_values(delta).items():
+                values.setdefault(n, {}).setdefault(name, []).append(None if v != v else v)
+    _singleops(ctx, sec, "Ops", values, [name for _, name in mt.SCHEDSTAT_ROWS],
+               "Higher" if rules == "v0.25" else "Lower")
+    return sec
+
+
+def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
+                  summaries: dict[str, dict[str, mt.Summary]]) -> Section:
+    """compare-mmtests.pl --print-ratio: per op the ratio of the ratio statistic to the baseline's
+    (Compare.pm _generateRatioComparisonTable), then Dmean/Dmin/Dmax of cidiff and the Gmean."""
+    sec = Section(f"ratio: {label}", "ratio")
+    base_w = next((w for w in wrs.values() if w is not None), None)
+    if base_w is None or not summaries:
+        return sec
+    prefs = {md.name: ("Higher" if md.better == "higher" else "Lower") for md in base_w.metrics}
+    preferred = "Lower"       # the module's preference (getPreferredValue() of the first module)
+    if prefs and all(p == "Higher" for p in prefs.values()):
+        preferred = "Higher"
+    norm: dict[str, list[float]] = {n: [] for n in ctx.names}
+    ratios: dict[str, list[float]] = {n: [] for n in ctx.names}
+    for op, per in summaries.items():
+        b = per.get(ctx.base)
+        if b is None:
+            continue
+        vals: dict[str, float | None] = {}
+        pct: dict[str, float | None] = {}
+        for n in ctx.names:
+            s = per.get(n)
+            if s is None or b.ratio_value != b.ratio_value or s.ratio_value != s.ratio_value:
+                r, cmp_, nc = 1.0, 0.0, 0.0
+            else:
+                aval, bval, aci, bci = s.ratio_value, b.ratio_value, s.ratio_ci, b.ratio_ci
+                if prefs[op] != preferred:
+                    aval, bval, aci, bci = bval, aval, bci, aci
+                r = mt.rdiff(aval, bval)
+                cmp_ = mt.pndiff(r, 1) if preferred == "Lower" else mt.pdiff(r, 1)
+                nc = mt.cidiff(aval, aci, bval, bci) if aci is not None and bci is not None else 0.0
+                if nc != nc:
+                    nc = 0.0
+            vals[n], pct[n] = r, cmp_
+            ratios[n].append(r)
+            norm[n].append(nc)
+        sec.rows.append(_fixed(Row(op, "Ratio", "ratio", "higher" if preferred == "Higher" else "lower", vals),
+                               ctx.names, pct))
+    if any(s.ratio_ci is not None for per in summaries.values() for s in per.values()):
+        for stat, fn in (("Dmean", lambda xs: sum(xs) / len(xs)), ("Dmin", min), ("Dmax", max)):
+            sec.rows.append(_fixed(Row(preferred, stat, "", "higher",
+                                       {n: clean(fn(v)) if v else None for n, v in norm.items()}), ctx.names))
+    sec.rows.append(_fixed(Row(preferred, "Gmean", "ratio", "higher",
+                               {n: clean(mt.gmean_ratio(v)) for n, v in ratios.items()}), ctx.names))
+    return sec
+
+
+def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
+                     measured: dict[str, list[IterationResult]], *, ratio: bool) -> list[Section]:
+    """Every MMTests section of one benchmark, in compare-kernels.sh's order."""
+    rules = rules_of(ctx)
+    table, summaries = benchmark_section(ctx, label, wrs, measured, rules)
+    out = [table, duration_section(ctx, label, measured), vmstat_section(ctx, label, measured, rules),
+           schedstat_section(ctx, label, measured, rules)]
+    if ratio and ctx.multi:
+        out.append(ratio_section(ctx, label, wrs, summaries))
+    return out
