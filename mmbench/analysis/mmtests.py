@@ -15,6 +15,7 @@ rounded to the 7 significant digits R prints, because MMTests reads R's printed 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
@@ -430,3 +431,104 @@ def schedstat_values(delta: dict[str, int]) -> dict[str, float]:
                                 if s["sis_search"] else 100.0)
     s["mmtests_sis_domain_scanned"] = domain_scanned
     return {name: s[key] for key, name in SCHEDSTAT_ROWS}
+
+
+# ---- monitor views: what compare-mmtests.pl --print-monitor M --sub-heading X summarises -----
+# (SummariseMonitor.pm: Amean and Max of every value of every iteration pooled; the HTML report
+# graphs the same series)
+
+VMSTAT_COLUMNS = {"r": 0, "b": 1, "swpd": 2, "free": 3, "buff": 4, "cache": 5, "si": 6, "so": 7, "bi": 8,
+                  "bo": 9, "in": 10, "cs": 11, "us": 12, "sy": 13, "id": 14, "wa": 15, "st": 16}
+# the vmstat sub-headings compare-kernels.sh graphs
+VMSTAT_VIEWS = ("us", "sy", "wa", "r", "b", "totalcpu", "ussy", "free", "cs", "in", "si", "so", "swpd")
+# the proc-vmstat sub-headings it graphs that need no other file
+PROC_VMSTAT_VIEWS = ("mmtests_minor_faults", "pgmajfault", "pgpgin", "pgpgout", "pgpgtotal", "nr_dirty",
+                     "nr_writeback", "nr_anon_transparent_hugepages", "nr_file_pages", "nr_slab_reclaimable",
+                     "nr_slab_unreclaimable", "mmtests_total_slab", "mmtests_total_anon")
+# gauges MonitorProcvmstat.pm reports as they are (every other counter as a per-interval delta)
+PROC_VMSTAT_GAUGES = frozenset((
+    "nr_active_anon", "nr_active_file", "nr_anon_pages", "nr_anon_transparent_hugepages", "nr_dirty",
+    "nr_file_pages", "nr_free_cma", "nr_free_pages", "nr_inactive_anon", "nr_inactive_file", "nr_isolated_anon",
+    "nr_isolated_file", "nr_kernel_stack", "nr_mapped", "nr_mlock", "nr_page_table_pages", "nr_shmem",
+    "nr_slab_reclaimable", "nr_slab_unreclaimable", "nr_unevictable", "nr_unstable", "nr_writeback",
+    "nr_writeback_temp", "nr_dirty_background_threshold"))
+
+
+def _num(text: str) -> float | None:
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def vmstat_view(lines: Iterable[str], heading: str) -> list[float]:
+    """MonitorVmstat.pm's series of one sub-heading from a vmstat monitor file: every line after
+    the latency-output prefix (``... -- ``) whose field is a number, the first row (averages since
+    boot) included; free in MiB; the CPU columns capped at 100; ``totalcpu`` = us + sy, ``ussy`` =
+    us / (us + sy) (0 when both are 0)."""
+    out: list[float] = []
+    for line in lines:
+        details = line.split("--")[1] if "--" in line else line
+        fields = re.split(r"\s+", details.lstrip())
+        if heading in ("ussy", "totalcpu"):
+            us, sy = (_num(fields[12]), _num(fields[13])) if len(fields) > 13 else (None, None)
+            if us is None or sy is None:
+                continue
+            out.append(us + sy if heading == "totalcpu" else (0.0 if us == 0 and sy == 0 else us / (us + sy)))
+            continue
+        i = VMSTAT_COLUMNS[heading]
+        v = _num(fields[i]) if len(fields) > i else None
+        if v is None:
+            continue
+        if i == 3:
+            v /= 1024
+        if 12 <= i <= 16 and v > 100:
+            v = 100.0
+        out.append(v)
+    return out
+
+
+class ProcVmstatView:
+    """MonitorProcvmstat.pm's series of one sub-heading.  One object reads every iteration in turn
+    and, like MMTests' extract module, keeps the last value from one iteration to the next: the
+    first delta of an iteration is taken against the previous iteration's last frame.  A delta
+    after a 0 reading is 0; the last frame of a file is never read (MMTests parses a frame when
+    the next ``time:`` line arrives)."""
+
+    def __init__(self, heading: str) -> None:
+        self.heading = heading
+        self.last_value = 0.0
+
+    def _current(self, frame: dict[str, float]) -> float:
+        h = self.heading
+        g = frame.get
+        if h == "pgpgtotal":
+            return g("pgpgin", 0) + g("pgpgout", 0)
+        if h == "mmtests_minor_faults":
+            return g("pgfault", 0) - g("pgmajfault", 0)
+        if h == "mmtests_total_slab":
+            return g("nr_slab_reclaimable", 0) + g("nr_slab_unreclaimable", 0)
+        if h == "mmtests_total_anon":
+            # MonitorProcvmstat.pm:288 looks up "nr_active_anon}" (a typo): only inactive_anon counts
+            return g("nr_inactive_anon", 0)
+        return g(h, 0)
+
+    def series(self, frames: Sequence[dict[str, float]]) -> list[float]:
+        out: list[float] = []
+        for frame in frames[:-1]:
+            cur = self._current(frame)
+            if self.heading in PROC_VMSTAT_GAUGES or self.heading in ("mmtests_total_slab", "mmtests_total_anon"):
+                out.append(cur)
+                continue
+            delta = cur - self.last_value if self.last_value else 0.0
+            self.last_value = cur
+            out.append(delta)
+        return out
+
+
+def monitor_summary(values: Sequence[float]) -> tuple[float, float]:
+    """SummariseMonitor.pm: (Amean, Max) of the pooled series (NaN when empty)."""
+    if not values:
+        return NAN, NAN
+    return _amean(sorted(values)), max(values)     # summed in sorted order, as Summarise.pm does

@@ -35,8 +35,8 @@ from mmbench import __version__
 from mmbench.model.kernel import proc_start_time
 from mmbench.errors import UsageError
 from mmbench.model.store import RunWriter, Store, validate_run_name
-from mmbench.model.files import (STORE_FORMAT, StoreError, kernel_release, read_checked, read_object,
-                                 remember_checked_files, samples_from_json)
+from mmbench.model.files import (STORE_FORMAT, StoreError, kernel_release, pack_samples, read_checked,
+                                 read_object, remember_checked_files, samples_from_json)
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 # result.json's keys that make an IterationResult (the rest are kept in the file, unread)
@@ -52,9 +52,9 @@ CREATE TABLE IF NOT EXISTS metrics (run TEXT, workload TEXT, name TEXT, unit TEX
 CREATE TABLE IF NOT EXISTS iterations (run TEXT, workload TEXT, idx INTEGER, warmup INTEGER,
     status TEXT, reason TEXT, user_s REAL, system_s REAL, elapsed_s REAL, path TEXT,
     PRIMARY KEY (run, workload, idx));
-CREATE TABLE IF NOT EXISTS samples (run TEXT, workload TEXT, idx INTEGER, metric TEXT, seq INTEGER,
-    value REAL);
-CREATE INDEX IF NOT EXISTS samples_by_run ON samples (run, workload, metric);
+CREATE TABLE IF NOT EXISTS sample_means (run TEXT, workload TEXT, idx INTEGER, metric TEXT, n INTEGER,
+    mean REAL);
+CREATE INDEX IF NOT EXISTS sample_means_by_run ON sample_means (run, workload, metric);
 CREATE TABLE IF NOT EXISTS indexed (run TEXT PRIMARY KEY, mtime_ns INTEGER, host TEXT, suite TEXT);
 CREATE TABLE IF NOT EXISTS checked (run TEXT, path TEXT, digest TEXT, document TEXT, PRIMARY KEY (run, path));
 """
@@ -155,7 +155,7 @@ class FileRunWriter(RunWriter):
         itdir = self.iteration_dir(result.workload, result.index)
         staging = self.staging_dir(result.workload, result.index)
         data = result.to_dict()
-        data["samples"] = {k: _clean(v) for k, v in result.samples.items()}
+        data["samples"] = {k: pack_samples(v) for k, v in result.samples.items()}
         if staging.is_dir():   # result.json last, then one rename: the iteration appears whole
             write_json(staging / "result.json", data)
             if itdir.exists():
@@ -172,11 +172,9 @@ class FileRunWriter(RunWriter):
             db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
                        (self.name, result.workload, result.index, int(result.warmup), result.status,
                         result.reason, d.get("user"), d.get("system"), d.get("elapsed"), result.path))
-            db.execute("DELETE FROM samples WHERE run=? AND workload=? AND idx=?",
+            db.execute("DELETE FROM sample_means WHERE run=? AND workload=? AND idx=?",
                        (self.name, result.workload, result.index))
-            db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
-                           [(self.name, result.workload, result.index, metric, seq, v)
-                            for metric, vals in data["samples"].items() for seq, v in enumerate(vals)])
+            db.executemany("INSERT INTO sample_means VALUES (?,?,?,?,?,?)", _mean_rows(self.name, result))
 
     def discard_staging(self) -> None:
         """Remove staging folders of iterations that were never stored (an interrupted run)."""
@@ -284,6 +282,7 @@ class FileStore(Store):
         try:
             conn = sqlite3.connect(index, timeout=30)
             conn.executescript(SCHEMA)
+            _migrate(conn)
         except sqlite3.Error as e:
             raise IndexDamaged(f"{index}: {e} (run 'mmbench reindex' to rebuild it from the run folders)") from None
         return conn
@@ -333,7 +332,7 @@ class FileStore(Store):
                 "description": description}
         write_json(path / "run.json", meta)
         with self.index_quietly() as db:
-            for table in ("workloads", "metrics", "iterations", "samples"):
+            for table in ("workloads", "metrics", "iterations", "sample_means"):
                 db.execute(f"DELETE FROM {table} WHERE run=?", (name,))
             db.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
                        (name, status, meta["created"], None, suite_hash,
@@ -597,9 +596,9 @@ class FileStore(Store):
         with self.db() as db:
             marks = ",".join("?" * len(runs))
             return db.execute(
-                f"SELECT s.run, s.workload, s.metric, s.idx, avg(s.value) FROM samples s JOIN iterations i "
+                f"SELECT s.run, s.workload, s.metric, s.idx, s.mean FROM sample_means s JOIN iterations i "
                 f"ON i.run=s.run AND i.workload=s.workload AND i.idx=s.idx WHERE s.run IN ({marks}) "
-                f"AND i.warmup=0 AND i.status='ok' GROUP BY s.run, s.workload, s.metric, s.idx "
+                f"AND i.warmup=0 AND i.status='ok' "
                 f"ORDER BY s.run, s.workload, s.metric, s.idx", runs).fetchall()
 
     def remove_run(self, name: str) -> None:
@@ -617,12 +616,39 @@ class FileStore(Store):
             db.execute("DELETE FROM checked WHERE run=?", (name,))
 
 
+INDEX_VERSION = 2   # 2: sample_means replaced the row-per-sample table "samples" (issue 25)
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """An index written before INDEX_VERSION: drop the old sample table and forget what was indexed,
+    so every run is indexed again (from its folder, the truth) on the next read."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] >= INDEX_VERSION:
+        return
+    with conn:
+        conn.execute("DROP TABLE IF EXISTS samples")
+        conn.execute("DELETE FROM indexed")
+        conn.execute(f"PRAGMA user_version = {INDEX_VERSION}")
+
+
+def _mean_rows(run: str, it: IterationResult) -> list[tuple[str, str, int, str, int, float | None]]:
+    """One index row per metric of an iteration: the number of samples and the mean of the finite
+    ones (None when none is), what ``history`` reads; the samples themselves stay in result.json
+    (issue 25: a row per sample made a 1 M-sample import take 25 s)."""
+    import numpy as np
+    rows = []
+    for metric, vals in it.samples.items():
+        a = np.asarray(vals, dtype=np.float64)
+        finite = a[np.isfinite(a)]
+        rows.append((run, it.workload, it.index, metric, int(a.size), float(finite.mean()) if finite.size else None))
+    return rows
+
+
 def _warn(text: str) -> None:
     print(f"mmbench: warning: {' '.join(text.split())}", file=sys.stderr)
 
 
 def _drop(db: sqlite3.Connection, name: str) -> None:
-    for table in ("runs", "workloads", "metrics", "iterations", "samples", "indexed", "checked"):
+    for table in ("runs", "workloads", "metrics", "iterations", "sample_means", "indexed", "checked"):
         db.execute(f"DELETE FROM {table} WHERE {'name' if table == 'runs' else 'run'}=?", (name,))
 
 
@@ -639,9 +665,7 @@ def _insert_run(db: sqlite3.Connection, name: str, rec: RunRecord, meta: dict[st
             db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
                        (name, w.label, it.index, int(it.warmup), it.status, it.reason,
                         d.get("user"), d.get("system"), d.get("elapsed"), it.path))
-            db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
-                           [(name, w.label, it.index, metric, seq, v)
-                            for metric, vals in it.samples.items() for seq, v in enumerate(_clean(vals))])
+            db.executemany("INSERT INTO sample_means VALUES (?,?,?,?,?,?)", _mean_rows(name, it))
 
 
 class IndexDamaged(StoreError):

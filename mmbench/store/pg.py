@@ -28,6 +28,7 @@ from typing import Any, Iterator
 
 from mmbench.model.cache import cache_root
 from mmbench.errors import EnvironmentUnsupported, UsageError
+from mmbench.model.files import samples_from_json
 from mmbench.model.store import RunWriter, Store, validate_run_name
 from mmbench.store.fs import FileRunWriter, FileStore, pid_alive
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
@@ -122,7 +123,8 @@ def migrate(conn: Any) -> int:
 def _iteration_means(result: IterationResult) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for metric, values in result.samples.items():
-        finite = [v for v in values if v is not None and math.isfinite(v)]
+        finite = [v for v in (values.tolist() if hasattr(values, "tolist") else values)
+                  if v is not None and math.isfinite(v)]
         out[metric] = sum(finite) / len(finite) if finite else None
     return out
 
@@ -338,8 +340,7 @@ class PgStore(Store):
             for rel, data in files:
                 if rel.endswith("/result.json") and rel.count("/") == 2:
                     d = json.loads(data)
-                    it = IterationResult.from_dict({**d, "samples": {
-                        k: [math.nan if v is None else v for v in vs] for k, vs in d.get("samples", {}).items()}})
+                    it = IterationResult.from_dict({**d, "samples": samples_from_json(d.get("samples", {}))})
                     values += [(name, it.workload, m, it.index, it.warmup, it.status, v)
                                for m, v in _iteration_means(it).items()]
             if values:

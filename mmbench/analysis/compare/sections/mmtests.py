@@ -7,6 +7,8 @@ differences from mmbench's default convention and their reasons are in docs/mmte
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mmbench.analysis import mmtests as mt
 from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.model import Row, Section, clean
@@ -198,6 +200,57 @@ def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
     return sec
 
 
+def _monitor_file(run: RunRecord, it: IterationResult, mon: str, name: str) -> Path | None:
+    meta = it.monitors.get(mon) or {}
+    if "dir" not in meta:
+        return None
+    path = Path(run.path or ".") / str(meta["dir"]) / name
+    return path if path.is_file() else None
+
+
+def _tsv_frames(path: Path) -> list[dict[str, float]]:
+    lines = path.read_text().splitlines()
+    cols = lines[0].split("\t")[1:]
+    out = []
+    for line in lines[1:]:
+        f = line.split("\t")[1:]
+        out.append({c: float(v) for c, v in zip(cols, f) if v != "nan"})
+    return out
+
+
+def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> list[Section]:
+    """The vmstat and proc-vmstat series MMTests graphs (compare-mmtests.pl --print-monitor vmstat|
+    proc-vmstat --sub-heading X), each as its Amean and Max over every iteration's values pooled."""
+    runs = dict(zip(ctx.names, ctx.runs))
+    out = []
+    for mon, fname, headings in (("vmstat", "vmstat.log", mt.VMSTAT_VIEWS),
+                                 ("proc-vmstat", "proc-vmstat.tsv", mt.PROC_VMSTAT_VIEWS)):
+        series: dict[str, dict[str, list[float]]] = {}
+        for n, its in measured.items():
+            files = [f for it in sorted(its, key=lambda i: i.index) if (f := _monitor_file(runs[n], it, mon, fname))]
+            if not files:
+                continue
+            if mon == "vmstat":
+                texts = [f.read_text().splitlines() for f in files]
+                series[n] = {h: [v for t in texts for v in mt.vmstat_view(t, h)] for h in headings}
+            else:
+                frames = [_tsv_frames(f) for f in files]
+                series[n] = {}
+                for h in headings:
+                    view = mt.ProcVmstatView(h)    # one per run: its last value carries across iterations
+                    series[n][h] = [v for fr in frames for v in view.series(fr)]
+        if not series:
+            continue
+        sec = Section(f"monitor {mon} (MMTests): {label}", "monitor")
+        for h in headings:
+            summ = {n: mt.monitor_summary(series[n][h]) if n in series else (mt.NAN, mt.NAN) for n in ctx.names}
+            for i, stat in enumerate(("Amean", "Max")):
+                sec.rows.append(_fixed(Row(h, stat, "", "lower", {n: clean(summ[n][i]) for n in ctx.names}),
+                                       ctx.names))
+        out.append(sec)
+    return out
+
+
 def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
                      measured: dict[str, list[IterationResult]], *, ratio: bool) -> list[Section]:
     """Every MMTests section of one benchmark, in compare-kernels.sh's order."""
@@ -205,6 +258,7 @@ def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
     table, summaries = benchmark_section(ctx, label, wrs, measured, rules)
     out = [table, duration_section(ctx, label, measured), vmstat_section(ctx, label, measured, rules),
            schedstat_section(ctx, label, measured, rules)]
+    out += monitor_view_sections(ctx, label, measured)
     if ratio and ctx.multi:
         out.append(ratio_section(ctx, label, wrs, summaries))
     return out
