@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 Rules = Literal["v0.25", "v1.00", "head"]
 RULES: tuple[Rules, ...] = ("v0.25", "v1.00", "head")
@@ -155,37 +155,43 @@ class Summary:
     ratio_index: int | None         # which row carries the significance mark (_ComparisonStatIndex)
 
 
-def _sum(a: Iterable[float]) -> float:
-    """Perl's left-to-right sum (not math.fsum): MMTests' last digit depends on it."""
-    total = 0.0
-    for v in a:
-        total += v
-    return total
+def _sum(a: Any) -> float:
+    """Perl's left-to-right sum (not math.fsum): MMTests' last digit depends on it.  numpy's cumsum
+    adds in the same order, one addition at a time, so large arrays are summed exactly as Perl does."""
+    import numpy as np
+    arr = np.asarray(a, dtype=np.float64)
+    return float(np.cumsum(arr)[-1]) if arr.size else 0.0
 
 
-def _amean(a: Sequence[float]) -> float:
-    return _sum(a) / len(a) if a else NAN
+def _amean(a: Any) -> float:
+    return _sum(a) / len(a) if len(a) else NAN
 
 
-def _hmean(a: Sequence[float]) -> float:
-    if not a or any(v <= 0 for v in a):
+def _hmean(a: Any) -> float:
+    import numpy as np
+    arr = np.asarray(a, dtype=np.float64)
+    if not arr.size or (arr <= 0).any():
         return NAN
-    return len(a) / _sum(1.0 / v for v in a)
+    return arr.size / _sum(1.0 / arr)
 
 
-def _stddev(a: Sequence[float], mean_name: str, rules: Rules) -> float:
+def _stddev(a: Any, mean_name: str, rules: Rules) -> float:
     """calc_stddev: the amean-based sample stddev (n−1); HEAD/v1.00's hmean-based HStddev
     √(H⁴·Σ(1/x − 1/H)²/n).  v0.25 always uses the amean form."""
-    n = len(a)
+    import numpy as np
+    arr = np.asarray(a, dtype=np.float64)
+    n = arr.size
     if rules == "v0.25" or mean_name == "amean":
-        m = _amean(a)
+        m = _amean(arr)
         if m != m or n <= 1:
             return NAN
-        return math.sqrt(_sum((v - m) ** 2 for v in a) / (n - 1))
-    h = _hmean(a)
+        d = arr - m
+        return math.sqrt(_sum(d * d) / (n - 1))
+    h = _hmean(arr)
     if h != h or n <= 1:
         return NAN
-    return math.sqrt(_sum((1 / v - 1 / h) ** 2 for v in a) * h ** 4 / n)
+    d = 1 / arr - 1 / h
+    return math.sqrt(_sum(d * d) * h ** 4 / n)
 
 
 def _k(n: int, pct: float) -> int:
@@ -195,7 +201,10 @@ def _k(n: int, pct: float) -> int:
 def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferred, rules: Rules,
               opname: str = "Ops") -> Summary:
     """The rows MMTests prints for one op whose samples (all iterations pooled) are ``values``."""
-    data = sorted(values, reverse=(preferred == "Higher"))       # best first
+    import numpy as np
+    data = np.sort(np.asarray(values, dtype=np.float64))        # best first
+    if preferred == "Higher":
+        data = data[::-1]
     funcs, ratio_funcs = _STATS[(summary, rules)]
     mean_name = "hmean" if preferred == "Higher" else "amean"
 
@@ -203,16 +212,16 @@ def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferre
         return _hmean(a) if mean_name == "hmean" else _amean(a)
 
     def value(func: str) -> float:
-        if not data:
+        if not data.size:
             return NAN
         if func == "_value":
-            return data[0]
+            return float(data[0])
         f = func.replace("_mean", mean_name)
         base, _, arg = f.partition("-")
         if base == "min":
-            return min(data)
+            return float(data.min())
         if base == "max":
-            return max(data)
+            return float(data.max())
         if f in ("amean", "hmean"):
             return mean_of(data) if rules != "v0.25" or f == mean_name else _amean(data)
         if base == "stddev":
@@ -226,21 +235,21 @@ def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferre
             m = 0.0 if m != m else m
             return sd * 100 / m if m else 0.0
         if base == "percentile":
-            return data[_k(len(data), float(arg)) - 1]
+            return float(data[_k(len(data), float(arg)) - 1])
         if base in ("amean", "hmean") and arg:
             sub = data[:_k(len(data), float(arg))]
             return _hmean(sub) if base == "hmean" else _amean(sub)
         raise ValueError(f"MMTests statistic {func!r} is not reproduced")
 
     def ci() -> tuple[float, float] | None:
-        if len(ratio_funcs) != 3 or not data:
+        if len(ratio_funcs) != 3 or not data.size:
             return None
         first = ratio_funcs[0]
         if first.startswith("percentile-"):
             p = float(first.split("-", 1)[1])
             n = len(data)
             lo, hi = qbinom(ALPHA / 2, n - 1, p / 100), qbinom(1 - ALPHA / 2, n - 1, p / 100)
-            return data[lo], data[hi]
+            return float(data[lo]), float(data[hi])
         m = mean_of(data)
         sd = _stddev(data, mean_name, rules)
         if m != m or sd != sd:

@@ -33,30 +33,37 @@ def read_samples_file(path: str | Path) -> list[WorkloadRun]:
     if p.exists() and not p.is_file():   # a directory, FIFO or device: reading could hang or mislead
         raise UsageError(f"{p}: not a regular file")
     try:
+        with open(p, "rb") as fh:
+            head = fh.read(65536)
+    except OSError as e:
+        raise UsageError(f"{p}: cannot read: {e.strerror or e}") from None
+    is_json = p.suffix.lower() == ".json" or head.lstrip()[:1] in (b"[", b"{")
+    if not is_json:
+        # a CSV is split in C without Python ever holding its text (issue 25: memory per sample)
+        first = head.split(b"\n", 1)[0]
+        try:
+            fast = _csv_columns(p, first.decode("utf-8")) if len(first) < len(head) or len(head) < 65536 else None
+        except UnicodeDecodeError:
+            raise UsageError(f"{p}: not UTF-8 text") from None
+        if fast is not None:
+            return fast
+    try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise UsageError(f"{p}: cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise UsageError(f"{p}: not UTF-8 text") from None
-    stripped = text.lstrip()
-    if p.suffix.lower() == ".json" or stripped.startswith(("[", "{")):
-        records = _json_records(p, text)
-    else:
-        fast = _csv_columns(p, text)
-        if fast is not None:
-            return fast
-        records = _csv_records(p, text)
+    records = _json_records(p, text) if is_json else _csv_records(p, text)
     return _build(p, records)
 
 
-def _csv_columns(p: Path, text: str) -> list[WorkloadRun] | None:
+def _csv_columns(p: Path, first: str) -> list[WorkloadRun] | None:
     """The fast path for CSV (issue 25): samplecsv.c splits the file in C and returns the values as
     one float64 array and every other column as runs of equal text, so each name, unit, direction,
     iteration and kind is checked once per run of rows, not once per sample, and the samples of an
     iteration stay a numpy array (a view of that array when the file is grouped).  None when the
-    file quotes a field: then Python's csv module reads it."""
-    first = text.split("\n", 1)[0]
-    if '"' in text or not first.strip():
+    file quotes a field: then Python's csv module reads it.  ``first``: the header line."""
+    if '"' in first or not first.strip():
         return None
     header = [h.strip().lower() for h in first.split(",")]
     missing = [c for c in REQUIRED if c not in header]
@@ -96,7 +103,10 @@ def _csv_columns(p: Path, text: str) -> list[WorkloadRun] | None:
             off += 20
             starts.append(row)
             lines.append(line)
-            labels.append(data[off:off + ln].decode("utf-8", errors="replace"))
+            try:
+                labels.append(data[off:off + ln].decode("utf-8"))
+            except UnicodeDecodeError:
+                raise UsageError(f"{p}: line {line}: not UTF-8 text") from None
             off += ln
         cols[name] = (starts, lines, labels)
     values = np.frombuffer(data, dtype=np.float64, count=rows, offset=off)

@@ -14,9 +14,10 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from mmbench.errors import UsageError
+from mmbench.model.files import PACKED_MIN
 from mmbench.model.results import MetricDef
 
 
@@ -34,6 +35,15 @@ class Parsed:
 
     def add(self, md: MetricDef, value: float) -> None:
         self.values(md).append(value)
+
+    def add_array(self, md: MetricDef, values: Any) -> None:
+        """Samples parsed in bulk (a numpy array): kept as the array when there are many."""
+        if md.name in self.samples and len(self.samples[md.name]):
+            import numpy as np
+            values = np.concatenate([np.asarray(self.samples[md.name], dtype=float), values])
+        elif md.name not in self.samples:
+            self.metrics.append(md)
+        self.samples[md.name] = values.tolist() if len(values) <= PACKED_MIN else values
 
     def values(self, md: MetricDef) -> list[float]:
         """The sample list of ``md`` (created, and ``md`` registered, on first use): readers of
@@ -57,6 +67,11 @@ def find_log(path: Path) -> Path | None:
 def read_lines(path: Path) -> list[str]:
     """The lines of a plain, gzipped or xz text file (recognised by a ``.gz`` or ``.xz`` name).  A
     file that cannot be read or decompressed is a one-line UsageError naming it."""
+    return read_bytes(path).decode("utf-8", errors="replace").splitlines()
+
+
+def read_bytes(path: Path) -> bytes:
+    """The content of a plain, gzipped or xz file, decompressed (errors as :func:`read_lines`)."""
     try:
         if path.name.endswith(".gz"):
             with gzip.open(path, "rb") as fh:
@@ -68,7 +83,7 @@ def read_lines(path: Path) -> list[str]:
             data = path.read_bytes()
     except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
         raise UsageError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-    return data.decode("utf-8", errors="replace").splitlines()
+    return data
 
 
 def open_log(path: Path) -> tuple[Path, list[str]]:

@@ -12,9 +12,10 @@ happened gets no samples (MMTests adds a fake sample of 0).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
-from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, number, numbered, read_lines,
+from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, number, numbered, read_bytes, read_lines,
                                                scaling_files)
 from mmbench.model.results import MetricDef
 
@@ -23,12 +24,48 @@ SUMMARY = "Multiops"
 NAME = "thpscale"
 
 
+# a fault line as read_fast takes it: kind and latency are fields 3 and 4
+_FAULT = re.compile(rb"^fault[ \t]+\S+[ \t]+(huge|base)[ \t]+(\S+)", re.M)
+
+
+def read_fast(path: Path, n: int, out: Parsed) -> bool:
+    """The fault lines of one log, read with the regex engine and numpy instead of a Python loop per
+    line (a thpscale log has a line per 2 MiB fault: millions).  False when any fault line is not
+    one this reads exactly (the line-by-line reader then names the bad line)."""
+    import numpy as np
+    data = read_bytes(path)
+    found = _FAULT.findall(data)
+    if len(found) != data.count(b"\nfault") + data.startswith(b"fault"):
+        return False
+    if not found:
+        return True
+    kinds, lats = zip(*found)
+    try:
+        lat = np.array(lats, dtype=np.bytes_).astype(np.float64)
+    except ValueError:
+        return False
+    if not np.isfinite(lat).all():
+        return False
+    huge = np.array(kinds, dtype=np.bytes_) == b"huge"
+    defs = {k: MetricDef(f"fault-{k}-{n}", "us", "lower", "latency",
+                         description=f"{k} fault + 2 MiB memset latency, {n} threads")
+            for k in ("base", "huge", "both")}
+    first = "huge" if huge[0] else "base"
+    for kind in (first, "both", "base" if first == "huge" else "huge"):   # the order the loop sees them
+        sel = lat if kind == "both" else lat[huge if kind == "huge" else ~huge]
+        if sel.size:
+            out.add_array(defs[kind], sel)
+    return True
+
+
 def read(logs: Path) -> Parsed:
     files = scaling_files(logs, "threads-", ".log")
     if not files:
         raise MissingLog(f"{logs}/threads-<N>.log[.gz|.xz] is missing")
     out = Parsed()
     for n, path in files:
+        if read_fast(path, n, out):
+            continue
         defs = {k: MetricDef(f"fault-{k}-{n}", "us", "lower", "latency",
                              description=f"{k} fault + 2 MiB memset latency, {n} threads")
                 for k in ("base", "huge", "both")}

@@ -12,6 +12,8 @@ from pathlib import Path
 from mmbench.analysis import mmtests as mt
 from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.model import Row, Section, clean
+from typing import Any
+
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
 
 
@@ -29,11 +31,11 @@ def rules_of(ctx: Context) -> mt.Rules:
     return rules if rules in mt.RULES else "head"  # type: ignore[return-value]
 
 
-def _pooled(its: list[IterationResult], metric: str) -> list[float]:
-    out: list[float] = []
-    for it in its:
-        out.extend(float(v) for v in it.samples.get(metric, ()))
-    return out
+def _pooled(its: list[IterationResult], metric: str) -> Any:
+    """Every sample of ``metric`` in the iterations, in iteration order (a float64 array)."""
+    import numpy as np
+    parts = [np.asarray(it.samples[metric], dtype=np.float64) for it in its if len(it.samples.get(metric, ()))]
+    return np.concatenate(parts) if parts else np.empty(0)
 
 
 def _fixed(row: Row, names: list[str], pct: dict[str, float | None] | None = None) -> Row:
@@ -54,8 +56,8 @@ def benchmark_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | Non
     summaries: dict[str, dict[str, mt.Summary]] = {}
     for md in ops:
         pref: mt.Preferred = "Higher" if md.better == "higher" else "Lower"
-        summaries[md.name] = {n: mt.summarise(_pooled(its, md.name), summary_type, pref, rules)
-                              for n, its in measured.items() if _pooled(its, md.name)}
+        pooled = {n: _pooled(its, md.name) for n, its in measured.items()}
+        summaries[md.name] = {n: mt.summarise(x, summary_type, pref, rules) for n, x in pooled.items() if x.size}
     if not summaries:
         return sec, {}
     first = next(iter(summaries.values()))
