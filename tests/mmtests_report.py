@@ -20,6 +20,7 @@ class Cell:
     value: str
     pct: str | None = None
     significant: bool = False
+    cidiff: str | None = None      # the ratio summary's "(+0.06s)"
 
 
 @dataclass
@@ -65,7 +66,7 @@ def parse(text: str, runs: list[str]) -> list[Block]:
                 first = _CELL.search(row)
                 assert first is not None
                 label = row[:first.start()].split()
-                cells = [Cell(m[1], m[3], m[2] == "*") for m in _CELL.finditer(row)]
+                cells = [Cell(m[1], m[3], m[2] == "*", m[5]) for m in _CELL.finditer(row)]
                 if label[0] in ("Dmean", "Dmin", "Dmax", "Gmean"):
                     blk.rows.append((label[0], " ".join(label[1:]), cells))
                 else:
@@ -114,6 +115,10 @@ def check(blocks: list[Block], comparison: dict, bench_order: list[str], *,
                 got = r["values"][run]
                 assert fmt(got) == cell.value or (got is None and cell.value in ("0.00", "nan", "NaN")), \
                     f"{sec['title']} {stat} {op} {run}: mmbench {got!r}, MMTests {cell.value}"
+                if cell.cidiff is not None:
+                    c = {x["stat"]: x for x in sec["rows"] if x["metric"] == op}["CIdiff"]["values"][run]
+                    assert c is not None and f"{c:+.2f}" == cell.cidiff, \
+                        f"{sec['title']} {stat} {op} {run}: cidiff mmbench {c!r}, MMTests {cell.cidiff}"
                 if cell.pct is not None:
                     pct = r["pct"][run]
                     assert pct is not None and f"{pct:.2f}" == cell.pct, \

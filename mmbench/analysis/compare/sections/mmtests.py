@@ -175,6 +175,7 @@ def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
             continue
         vals: dict[str, float | None] = {}
         pct: dict[str, float | None] = {}
+        cid: dict[str, float | None] = {}
         for n in ctx.names:
             s = per.get(n)
             if s is None or b.ratio_value != b.ratio_value or s.ratio_value != s.ratio_value:
@@ -188,11 +189,14 @@ def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
                 nc = mt.cidiff(aval, aci, bval, bci) if aci is not None and bci is not None else 0.0
                 if nc != nc:
                     nc = 0.0
-            vals[n], pct[n] = r, cmp_
+            vals[n], pct[n], cid[n] = r, cmp_, nc
             ratios[n].append(r)
             norm[n].append(nc)
         sec.rows.append(_fixed(Row(op, "Ratio", "ratio", "higher" if preferred == "Higher" else "lower", vals),
                                ctx.names, pct))
+        if any(s.ratio_ci is not None for s in per.values()):
+            # the "(+0.06s)" column: how far apart the intervals are (cidiff; > 1 in size: no overlap)
+            sec.rows.append(_fixed(Row(op, "CIdiff", "", "higher", cid), ctx.names))
     if any(s.ratio_ci is not None for per in summaries.values() for s in per.values()):
         for stat, fn in (("Dmean", lambda xs: sum(xs) / len(xs)), ("Dmin", min), ("Dmax", max)):
             sec.rows.append(_fixed(Row(preferred, stat, "", "higher",
