@@ -35,12 +35,14 @@ def test_parse_pfscale():
 
 
 def test_parse_vmscale_reclaim_prefers_pgsteal():
-    r = parse_vmscale("result bytes 4096 ns 10 pgscan 7 pgsteal 5 pgpgout 9\n")
-    assert reclaim_events(r) == 5
+    r = parse_vmscale("result bytes 4096 ns 10 pgscan 7 pgsteal 5 pgpgout 9\ntasks 8 10\n")
+    assert reclaim_events(r) == 5 and r["task_ns"] == [8, 10]
     assert reclaim_events({**r, "pgsteal": -1}) == 9
     assert reclaim_events({**r, "pgsteal": -1, "pgpgout": -1}) is None
     with pytest.raises(WorkloadError):
         parse_vmscale("result bytes 4096\n")
+    with pytest.raises(WorkloadError, match="per-task"):     # an older vmscale.c's output
+        parse_vmscale("result bytes 4096 ns 10 pgscan 7 pgsteal 5 pgpgout 9\n")
 
 
 def test_pfscale_ladder_and_budget_check():
@@ -57,7 +59,8 @@ def test_vmscale_cases_are_checked():
     with pytest.raises(UsageError, match="not one of"):
         resolve_params(Vmscale.params, {"case": ["anon-w-seq", "anon-w-sequential"]}, 1 << 30, "t")
     params = resolve_params(Vmscale.params, {"case": "lru-file-readonce"}, 1 << 30, "t")
-    assert [m.name for m in Vmscale().metric_defs(params)] == ["throughput-lru-file-readonce", "reclaim-lru-file-readonce"]
+    assert [m.name for m in Vmscale().metric_defs(params)] == [
+        "total-throughput-lru-file-readonce", "sum-task-throughput-lru-file-readonce", "reclaim-lru-file-readonce"]
     with pytest.raises(UsageError, match="anon_size"):
         Vmscale().check({**params, "anon_size": 1 << 30}, 1 << 30)
 
@@ -134,10 +137,15 @@ def test_vmscale_cases_and_reclaim(tmp_path):
                      outdir=tmp_path)
     ok(r)
     cases = ["anon-w-seq", "anon-w-rand", "lru-file-mmap-read", "lru-file-readonce"]
-    assert sorted(r.samples) == sorted([f"throughput-{c}" for c in cases] + [f"reclaim-{c}" for c in cases])
+    assert sorted(r.samples) == sorted([f"total-throughput-{c}" for c in cases] + [f"reclaim-{c}" for c in cases]
+                                       + [f"sum-task-throughput-{c}" for c in cases])
     for c in cases:
-        (v,) = r.samples[f"throughput-{c}"]
+        (v,) = r.samples[f"total-throughput-{c}"]
+        (summed,) = r.samples[f"sum-task-throughput-{c}"]
         assert v > 1024, (c, v)         # more than 1 MB/s
+        # each task's own time is at most the time to the slowest task's end, so the sum of the
+        # tasks' rates is at least the total rate (equal when both tasks end together)
+        assert summed >= v * 0.999, (c, summed, v)
     # 128 MiB of sparse file read through a 64 MiB memcg: it must have reclaimed page cache (at
     # least 64 MiB, in events of one folio of at most 2 MiB each on v1).
     for c in ("lru-file-mmap-read", "lru-file-readonce"):
