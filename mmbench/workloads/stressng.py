@@ -135,11 +135,11 @@ class StressNg(Workload):
     def rungs(params: dict[str, Any]) -> list[int | None]:
         """The worker counts to run: None = the single ``workers`` run (metric names without a
         count), else the ladder's counts."""
-        if params["threads"] and params["ladder"]:
+        if params.get("threads") and params.get("ladder"):
             raise UsageError("workload.stressng.params: give ladder = true or threads = [...], not both")
-        if params["ladder"]:
+        if params.get("ladder"):
             return ladder(1, 2 * cpu_count())
-        if params["threads"]:
+        if params.get("threads"):
             return sorted(set(params["threads"]))
         return [None]
 
