@@ -29,7 +29,9 @@ def ok(r) -> None:
 
 def test_parse_pfscale():
     assert parse_pfscale("result tasks 2 faults 1000 pages 3000 ns 500000000\n") == \
-        {"tasks": 2, "faults": 1000, "pages": 3000, "ns": 500000000}
+        {"tasks": 2, "faults": 1000, "pages": 3000, "ns": 500000000, "samples": []}
+    assert parse_pfscale("sample ns 10 pages 4\nsample ns 9 pages 3\nresult tasks 2 faults 7 pages 7 ns 19\n")[
+        "samples"] == [(10, 4), (9, 3)]
     with pytest.raises(WorkloadError):
         parse_pfscale("")
 
@@ -84,6 +86,20 @@ def test_garbage_arguments_are_errors(prog, argv, what):
     proc = subprocess.run([binary_for(ROOT / f"{prog}.c"), *argv], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert what in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_pfscale_per_second_samples(tmp_path):
+    """sample = 0.25s: one pages/sec sample per interval (will-it-scale's per-second figures) whose
+    pages add up to the window's, and faults/sec still one figure for the window."""
+    r = run_workload("pfscale", {"tasks": [2], "map_size": "4M", "warmup_time": "0.1s", "duration": "0.75s",
+                                 "sample": "0.25s"}, budget="128M", outdir=tmp_path)
+    ok(r)
+    assert len(r.samples["faults/sec-2"]) == 1 and len(r.samples["pages/sec-2"]) == 3
+    out = parse_pfscale((tmp_path / "pfscale" / "iter-0" / "raw" / "pfscale-2.out").read_text())
+    assert len(out["samples"]) == 3 and sum(ns for ns, _ in out["samples"]) == pytest.approx(out["ns"], rel=0.05)
+    # live reads vs the tasks' epoch snapshots: they differ by what was written in between
+    assert abs(sum(pg for _, pg in out["samples"]) - out["pages"]) <= max(64, 0.02 * out["pages"])
+    assert all(v > 1000 for v in r.samples["pages/sec-2"])
 
 
 def test_pfscale_child_failure_does_not_hang(tmp_path):
