@@ -128,3 +128,29 @@ def check(blocks: list[Block], comparison: dict, bench_order: list[str], *,
                         f"MMTests {cell.significant}"
                 checked += 1
     return checked
+
+
+def check_monitor_views(text: str, comparison: dict, runs: list[str]) -> int:
+    """``== <bench> <monitor> <sub-heading>`` followed by compare-mmtests.pl --print-monitor's
+    Amean/Max block: every cell equals mmbench's "monitor <monitor> (MMTests): <bench>" rows."""
+    by_title = {s["title"]: s for s in comparison["sections"]}
+    checked = 0
+    chunks = re.split(r"^== ", text, flags=re.M)[1:]
+    for chunk in chunks:
+        head, _, body = chunk.partition("\n")
+        bench, mon, heading = head.split()
+        blocks = parse(body, runs)
+        if not blocks:
+            continue
+        sec = by_title.get(f"monitor {mon} (MMTests): {bench}")
+        assert sec is not None, f"mmbench has no section 'monitor {mon} (MMTests): {bench}'"
+        rows = {(r["stat"], r["metric"]): r for r in sec["rows"]}
+        for stat, op, cells in blocks[0].rows:
+            r = rows.get((stat, heading))
+            assert r is not None, f"{sec['title']}: no row {stat} {heading}"
+            for run, cell in zip(blocks[0].runs, cells):
+                got = r["values"][run]
+                assert fmt(got) == cell.value or (got is None and cell.value in ("0.00", "nan", "NaN")), \
+                    f"{sec['title']} {stat} {heading} {run}: mmbench {got!r}, MMTests {cell.value}"
+                checked += 1
+    return checked

@@ -463,6 +463,17 @@ PROC_VMSTAT_GAUGES = frozenset((
     "nr_writeback_temp", "nr_dirty_background_threshold"))
 
 
+_PERL_NUM = re.compile(r"^\s*([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))")
+
+
+def perl_num(text: str | None) -> float:
+    """A string as Perl uses it in arithmetic: its leading number, else 0 (undef is 0 too)."""
+    if text is None:
+        return 0.0
+    m = _PERL_NUM.match(text)
+    return float(m.group(1)) if m else 0.0
+
+
 def _num(text: str) -> float | None:
     try:
         v = float(text)
@@ -475,23 +486,25 @@ def vmstat_view(lines: Iterable[str], heading: str) -> list[float]:
     """MonitorVmstat.pm's series of one sub-heading from a vmstat monitor file: every line after
     the latency-output prefix (``... -- ``) whose field is a number, the first row (averages since
     boot) included; free in MiB; the CPU columns capped at 100; ``totalcpu`` = us + sy, ``ussy`` =
-    us / (us + sy) (0 when both are 0)."""
+    us / (us + sy) (0 when both are 0), both also 0 for each of vmstat's two header lines."""
     out: list[float] = []
     for line in lines:
         details = line.split("--")[1] if "--" in line else line
         fields = re.split(r"\s+", details.lstrip())
         if heading in ("ussy", "totalcpu"):
-            us, sy = (_num(fields[12]), _num(fields[13])) if len(fields) > 13 else (None, None)
-            if us is None or sy is None:
-                continue
+            # computed values are numbers even on header lines (Perl: "us" + "sy" = 0), so every
+            # line of the file gives a sample, the headers a 0
+            us = perl_num(fields[12] if len(fields) > 12 else None)
+            sy = perl_num(fields[13] if len(fields) > 13 else None)
             out.append(us + sy if heading == "totalcpu" else (0.0 if us == 0 and sy == 0 else us / (us + sy)))
             continue
         i = VMSTAT_COLUMNS[heading]
+        if i == 3:       # free / 1024 is a number on header lines too (0), as above
+            out.append(perl_num(fields[i] if len(fields) > i else None) / 1024)
+            continue
         v = _num(fields[i]) if len(fields) > i else None
         if v is None:
             continue
-        if i == 3:
-            v /= 1024
         if 12 <= i <= 16 and v > 100:
             v = 100.0
         out.append(v)
