@@ -10,6 +10,8 @@ statistic (Min, Amean, BAmean.95, Ops, Duration, Ratio, ...), the rest the op.
 from __future__ import annotations
 
 import re
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 from dataclasses import dataclass, field
 
 _CELL = re.compile(r"(?<!\S)(-?\d+\.\d+|-?nan|NaN|-?inf)(?:\s*([(*])\s*(-?\d+\.\d+)%[)*])?(?:\s*([(*])\s*([+-]\d+\.\d+)s[)*])?")
@@ -41,6 +43,8 @@ class Block:
             return "schedstat"
         if first == "Ratio":
             return "ratio"
+        if first == "Amean" and op.endswith("-avgqusz"):
+            return "iostat"
         return "table"
 
 
@@ -65,7 +69,7 @@ def parse(text: str, runs: list[str]) -> list[Block]:
                 row = lines[i]
                 first = _CELL.search(row)
                 assert first is not None
-                label = row[:first.start()].split()
+                label = _ANSI.sub("", row[:first.start()]).split()   # MMTests prints iostat's colours
                 cells = [Cell(m[1], m[3], m[2] == "*", m[5]) for m in _CELL.finditer(row)]
                 if label[0] in ("Dmean", "Dmin", "Dmax", "Gmean"):
                     blk.rows.append((label[0], " ".join(label[1:]), cells))
@@ -86,14 +90,14 @@ def fmt(v: float | None) -> str:
 
 
 def check(blocks: list[Block], comparison: dict, bench_order: list[str], *,
-          sections: tuple[str, ...] = ("table", "duration", "vmstat", "schedstat")) -> int:
+          sections: tuple[str, ...] = ("table", "duration", "vmstat", "schedstat", "iostat")) -> int:
     """Assert that every MMTests cell of ``blocks`` equals mmbench's row of the same section, op and
     statistic (value and percentage to MMTests' two decimals, significance marks); returns the
     number of cells checked.  A value mmbench leaves undefined (None) is MMTests' 0.00 (Compare.pm
     prints 0 for NaN; docs/mmtests-import.md)."""
     by_title = {s["title"]: s for s in comparison["sections"]}
     kinds = {"table": "{b}", "duration": "duration: {b}", "vmstat": "vmstat: {b}",
-             "schedstat": "schedstat: {b}", "ratio": "ratio: {b}"}
+             "schedstat": "schedstat: {b}", "ratio": "ratio: {b}", "iostat": "iostat: {b}"}
     # MMTests prints each benchmark's blocks in turn: assign blocks to benchmarks in that order
     bench_iter = iter(bench_order)
     bench = None

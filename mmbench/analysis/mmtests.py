@@ -554,3 +554,82 @@ def monitor_summary(values: Sequence[float]) -> tuple[float, float]:
     if not values:
         return NAN, NAN
     return _amean(sorted(values)), max(values)     # summed in sorted order, as Summarise.pm does
+
+
+# ---- iostat (MonitorIostat.pm), printed by compare-kernels.sh when the second row is > 5 --------
+
+IOSTAT_OPS = ("avgqusz", "await", "r_await", "w_await", "svctm", "avgrqsz", "rrqm", "wrqm")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Perl's looks_like_number, for the decimal numbers iostat prints
+_LOOKS_NUMERIC = re.compile(r"^\s*[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)\s*$")
+
+
+class IostatView:
+    """MonitorIostat.pm over the iostat files of a comparison, read in MMTests' order (runs, then
+    iter-N).  Kept as MMTests has it: the set of devices that ever had a queue above 1 lives for the
+    whole comparison (a file-scoped hash in MonitorIostat.pm); each file's first sample of a device
+    is dropped; the columns are found by position, so the colours sysstat >= 12 prints under
+    ``unbuffer``'s pty shift them (fields are Perl-numified: ``0.33\\e[0m`` is 0.33, ``\\e[0m`` 0).
+    Device names are shown without the colour codes."""
+
+    def __init__(self) -> None:
+        self.devices: set[str] = set()
+
+    def series(self, lines: Iterable[str]) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        reading = False
+        fmt = -1
+        seen: dict[str, int] = {}
+        for line in lines:
+            e = re.split(r"\s+", line)
+            g = (lambda i: e[i] if i < len(e) else "")
+            if "Device" in g(5):
+                if fmt == -1:
+                    if g(6) == "rrqm/s":
+                        fmt = 0 if g(10) == "rsec/s" else 1 if g(10) == "rkB/s" else fmt
+                    if g(6) == "r/s" and g(10):
+                        fmt = 2
+                reading = True
+                continue
+            if not reading:
+                continue
+            if g(5) == "":
+                reading = False
+                continue
+            n = [perl_num(g(i)) for i in range(21)]
+            if n[13] == 0 and n[14] == 0 and n[15] == 0:
+                continue
+            dev = g(5)
+            if n[13] > 1:
+                self.devices.add(dev)
+            if dev not in self.devices:
+                continue
+            # a column copied as it is stays text: MMTests' addData drops it unless it looks like a
+            # number (a coloured "0.33\e[0m" does not); computed columns are numbers (Perl-numified)
+            t = [g(i) if _LOOKS_NUMERIC.match(g(i)) else None for i in range(21)]
+            if fmt in (0, 1):
+                v = {"rrqm": t[6], "wrqm": t[7], "avgrqsz": t[12], "avgqusz": t[13], "await": t[14],
+                     "r_await": -1.0 if fmt == 0 else t[15], "w_await": -1.0 if fmt == 0 else t[16],
+                     "svctm": t[15] if fmt == 0 else t[17]}
+                num = {"avgqusz": n[13], "await": n[14], "r_await": -1.0 if fmt == 0 else n[15],
+                       "w_await": -1.0 if fmt == 0 else n[16]}
+            elif fmt == 2:
+                v = {"rrqm": t[10], "wrqm": t[11], "avgqusz": t[16], "r_await": t[14], "w_await": t[15],
+                     "svctm": t[19], "await": (n[14] + n[15]) / 2, "avgrqsz": (n[17] + n[18]) / 2}
+                num = {"avgqusz": n[16], "await": (n[14] + n[15]) / 2, "r_await": n[14], "w_await": n[15]}
+            else:
+                v = {op: None for op in IOSTAT_OPS}     # MMTests reads undef from an unknown layout
+                num = {"avgqusz": 0.0, "await": 0.0, "r_await": 0.0, "w_await": 0.0}
+            if num["avgqusz"] > 1000000 or num["await"] > 3600000 or num["r_await"] > 3600000 \
+                    or num["w_await"] > 3600000:
+                continue
+            seen[dev] = seen.get(dev, 0) + 1
+            if seen[dev] == 1:
+                continue
+            name = _ANSI.sub("", dev)
+            for op in IOSTAT_OPS:
+                vals = out.setdefault(f"{name}-{op}", [])    # the op exists even with no value
+                x = v[op]
+                if x is not None:
+                    vals.append(float(x))
+        return out

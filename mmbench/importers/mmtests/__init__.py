@@ -346,6 +346,11 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
                 files.setdefault((bench, n), []).append(("proc-vmstat", "proc-vmstat.tsv", frames_tsv(frames)))
                 res.monitors["proc-vmstat"] = {"files": ["proc-vmstat.tsv"], "samples": len(frames), "errors": [],
                                                "imported_from": str(find_log(it / f"proc-vmstat-{bench}"))}
+            iostat = find_log(it / f"iostat-{bench}")
+            if iostat is not None:
+                # no mmbench monitor reads iostat: kept for compare --convention mmtests's iostat section
+                files.setdefault((bench, n), []).append(("mmtests", "iostat.log", "\n".join(read_lines(iostat)) + "\n"))
+                res.imported["mmtests_files"] = {"iostat": "mmtests/iostat.log"}
             for mon, parse in (("vmstat", vmstat_monitor.parse), ("mpstat", mpstat_monitor.parse)):
                 text = read_tool_monitor(it, bench, mon, parse)
                 if text is not None:
@@ -409,6 +414,10 @@ def write_run(store: Store, run: ImportedRun, store_name: str, *, force: bool) -
             d.mkdir(parents=True, exist_ok=True)
             it.path = str(d.relative_to(writer.path))
             for mon, fname, content in run.monitor_files.get((w.label, it.index), []):
+                if mon == "mmtests":      # a file only the MMTests convention reads (iostat)
+                    (d / "mmtests").mkdir(exist_ok=True)
+                    (d / "mmtests" / fname).write_text(content)
+                    continue
                 mdir = d / "monitors" / mon
                 mdir.mkdir(parents=True, exist_ok=True)
                 (mdir / fname).write_text(content)

@@ -257,13 +257,41 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
     return out
 
 
+def iostat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
+    """MonitorIostat.pm's Amean and Max of every device column (compare-kernels.sh prints it when
+    the second row's baseline value is above 5; shown here whenever there is data)."""
+    runs = dict(zip(ctx.names, ctx.runs))
+    view = mt.IostatView()          # one per comparison: its device set spans runs and iter-N
+    series: dict[str, dict[str, list[float]]] = {}
+    order: list[str] = []
+    for n, its in measured.items():
+        for it in sorted(its, key=lambda i: i.index):
+            rel = (it.imported.get("mmtests_files") or {}).get("iostat")
+            if not rel or not it.path:
+                continue
+            path = Path(runs[n].path or ".") / it.path / rel
+            if not path.is_file():
+                continue
+            for op, vals in view.series(path.read_text().splitlines()).items():
+                series.setdefault(n, {}).setdefault(op, []).extend(vals)
+                if op not in order:
+                    order.append(op)
+    sec = Section(f"iostat: {label}", "monitor")
+    for i, stat in enumerate(("Amean", "Max")):
+        for op in order:
+            vals = {n: clean(mt.monitor_summary(series[n][op])[i]) if op in series.get(n, {}) else None
+                    for n in ctx.names}
+            sec.rows.append(_fixed(Row(op, stat, "", "lower", vals), ctx.names))
+    return sec
+
+
 def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
                      measured: dict[str, list[IterationResult]], *, ratio: bool) -> list[Section]:
     """Every MMTests section of one benchmark, in compare-kernels.sh's order."""
     rules = rules_of(ctx)
     table, summaries = benchmark_section(ctx, label, wrs, measured, rules)
     out = [table, duration_section(ctx, label, measured), vmstat_section(ctx, label, measured, rules),
-           schedstat_section(ctx, label, measured, rules)]
+           schedstat_section(ctx, label, measured, rules), iostat_section(ctx, label, measured)]
     out += monitor_view_sections(ctx, label, measured)
     if ratio and ctx.multi:
         out.append(ratio_section(ctx, label, wrs, summaries))
