@@ -216,3 +216,15 @@ def test_pgbench_ladder_metric_names():
     assert [m.name for m in Pgbench().metric_defs({"clients": [0]})] == ["TPS", "Latency p50", "Latency p95",
                                                                           "Latency p99"]
     assert Pgbench.client_counts({"clients": [0, 3]}, ncpus=2) == [2, 3]
+
+
+def test_kernbench_job_ladder_as_mmtests():
+    """MMTests' kernbench ladder: threads_powertwo from NCPU/4 (at least 1) to NCPU, metrics named
+    as its time-<J>-<I> files give them (Elapsed-<J> ...)."""
+    assert Kernbench.job_ladder({"ladder": True}, 2) == [1, 2]
+    assert Kernbench.job_ladder({"ladder": True}, 12) == [3, 6, 12]
+    assert Kernbench.job_ladder({"ladder": False}, 12) is None
+    names = [m.name for m in Kernbench().metric_defs({"ladder": True, "builds": 1})]
+    assert len(names) == 3 * len(Kernbench.job_ladder({"ladder": True})) and all("-" in n for n in names)
+    with pytest.raises(UsageError, match="companion"):
+        Kernbench().check({"ladder": True, "builds": 0, "targets": ["vmlinux"]}, 1 << 30)
