@@ -536,9 +536,12 @@ class ProcVmstatView:
             return g("nr_inactive_anon", 0)
         return g(h, 0)
 
-    def series(self, frames: Sequence[dict[str, float]]) -> list[float]:
+    def series(self, frames: Sequence[dict[str, float]], read: int | None = None) -> list[float]:
+        """``read``: how many frames MMTests reads (a frame is read when the next ``time:`` line
+        comes, so a file whose last ``time:`` line has no counters after it has all its frames
+        read); by default all but the last."""
         out: list[float] = []
-        for frame in frames[:-1]:
+        for frame in frames[:len(frames) - 1 if read is None else read]:
             cur = self._current(frame)
             if self.heading in PROC_VMSTAT_GAUGES or self.heading in ("mmtests_total_slab", "mmtests_total_anon"):
                 out.append(cur)

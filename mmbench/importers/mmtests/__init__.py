@@ -160,7 +160,8 @@ def read_sysstate(it: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[s
     return vm_out, sched_out
 
 
-def read_proc_vmstat_monitor(it: Path, bench: str) -> list[tuple[float, dict[str, int]]] | None:
+def read_proc_vmstat_monitor(it: Path, bench: str, *, keep_empty: bool = False
+                             ) -> list[tuple[float, dict[str, int]]] | None:
     """The frames of the proc-vmstat monitor ``proc-vmstat-<bench>[.gz|.xz]`` (watch-proc-vmstat.sh: a
     ``time: <epoch>`` line, then /proc/vmstat, every MONITOR_UPDATE_FREQUENCY seconds) as
     (epoch, counters); None when the monitor was not run."""
@@ -179,7 +180,7 @@ def read_proc_vmstat_monitor(it: Path, bench: str) -> list[tuple[float, dict[str
                 raise bad_line(path, lineno, "a counter before the first 'time: <epoch>' line")
             k, v = _vmstat_line(path, lineno, line)
             frames[-1][1][k] = v
-    return [f for f in frames if f[1]]
+    return frames if keep_empty else [f for f in frames if f[1]]
 
 
 def frames_delta(frames: list[tuple[float, dict[str, int]]]) -> dict[str, int] | None:
@@ -341,11 +342,15 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
                     res.duration = times[bench]
                 else:
                     warnings.append(f"{it}/tests-timestamp: no 'time :: {bench}' line: no duration for iter-{n}")
-            frames = read_proc_vmstat_monitor(it, bench)
+            every = read_proc_vmstat_monitor(it, bench, keep_empty=True)
+            frames = [f for f in every if f[1]] if every is not None else None
             if frames and len(frames) >= 2:
                 files.setdefault((bench, n), []).append(("proc-vmstat", "proc-vmstat.tsv", frames_tsv(frames)))
                 res.monitors["proc-vmstat"] = {"files": ["proc-vmstat.tsv"], "samples": len(frames), "errors": [],
-                                               "imported_from": str(find_log(it / f"proc-vmstat-{bench}"))}
+                                               "imported_from": str(find_log(it / f"proc-vmstat-{bench}")),
+                                               # MonitorProcvmstat.pm reads a frame when the next
+                                               # "time:" line arrives: all but the last block
+                                               "mmtests_frames_read": len(every) - 1}
             iostat = find_log(it / f"iostat-{bench}")
             if iostat is not None:
                 # no mmbench monitor reads iostat: kept for compare --convention mmtests's iostat section

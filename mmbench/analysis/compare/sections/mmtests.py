@@ -233,7 +233,9 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
                                  ("proc-vmstat", "proc-vmstat.tsv", mt.PROC_VMSTAT_VIEWS)):
         series: dict[str, dict[str, list[float]]] = {}
         for n, its in measured.items():
-            files = [f for it in sorted(its, key=lambda i: i.index) if (f := _monitor_file(runs[n], it, mon, fname))]
+            its_with = [(it, f) for it in sorted(its, key=lambda i: i.index)
+                        if (f := _monitor_file(runs[n], it, mon, fname))]
+            files = [f for _, f in its_with]
             if not files:
                 continue
             if mon == "vmstat":
@@ -241,10 +243,11 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
                 series[n] = {h: [v for t in texts for v in mt.vmstat_view(t, h)] for h in headings}
             else:
                 frames = [_tsv_frames(f) for f in files]
+                reads = [it.monitors[mon].get("mmtests_frames_read") for it, _ in its_with]
                 series[n] = {}
                 for h in headings:
                     view = mt.ProcVmstatView(h)    # one per run: its last value carries across iterations
-                    series[n][h] = [v for fr in frames for v in view.series(fr)]
+                    series[n][h] = [v for fr, r in zip(frames, reads) for v in view.series(fr, r)]
         if not series:
             continue
         sec = Section(f"monitor {mon} (MMTests): {label}", "monitor")
