@@ -71,10 +71,7 @@ def parse(text: str, runs: list[str]) -> list[Block]:
                 assert first is not None
                 label = _ANSI.sub("", row[:first.start()]).split()   # MMTests prints iostat's colours
                 cells = [Cell(m[1], m[3], m[2] == "*", m[5]) for m in _CELL.finditer(row)]
-                if label[0] in ("Dmean", "Dmin", "Dmax", "Gmean"):
-                    blk.rows.append((label[0], " ".join(label[1:]), cells))
-                else:
-                    blk.rows.append((label[0], " ".join(label[1:]), cells))
+                blk.rows.append((label[0], " ".join(label[1:]), cells))
                 i += 1
             blocks.append(blk)
             title = None
@@ -111,7 +108,7 @@ def check(blocks: list[Block], comparison: dict, bench_order: list[str], *,
         assert sec is not None, f"mmbench has no section {kinds[blk.kind].format(b=bench)!r}"
         rows = {(r["stat"], r["metric"]): r for r in sec["rows"]}
         for stat, op, cells in blk.rows:
-            key = (stat, op) if blk.kind != "ratio" or stat == "Ratio" else (stat, op)
+            key = (stat, op)
             assert key in rows, f"{sec['title']}: no row {stat} {op} (rows: {list(rows)[:8]}...)"
             r = rows[key]
             assert len(cells) == len(blk.runs), f"{sec['title']} {stat} {op}: {len(cells)} cells, runs {blk.runs}"

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import lzma
 import math
-import random
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
