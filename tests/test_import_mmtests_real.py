@@ -118,3 +118,23 @@ def test_a_missing_log_keeps_the_iteration(tmp_path, capsys):
     rc, _, err = _cli(capsys, "import-mmtests", "--results", str(tmp_path / "r2"), str(tree))
     assert rc == 2 and "usemem: unknown MMTests result layout" in err and "mmtests.log.gz" in err
     assert "HEAD" in err and "v0.25" in err
+
+
+def test_gnu_time_files_as_extract_time_reads_them(tmp_path, capsys):
+    """A command that failed still has its times (GNU time's first line says so; extract-time reads
+    the line holding "elapsed"); a times line that is not GNU time's is one error naming the file."""
+    tree = tmp_path / "log"
+    shutil.copytree(DATA / "head" / "log", tree)
+    f = tree / "thp-never" / "iter-0" / "time_unmap" / "logs" / "time-2-1"
+    first = f.read_text()
+    f.write_text("Command exited with non-zero status 1\n" + first)
+    results = tmp_path / "results"
+    assert _cli(capsys, "import-mmtests", "--results", str(results), str(tree))[0] == 0
+    it = FileStore(results).load_run("thp-never").workload("time_unmap").iterations[0]
+    user, system, clock = first.split()[:3]
+    assert it.samples["User-2"][0] == float(user[:-4]) and it.samples["System-2"][0] == float(system[:-6])
+    m, s = clock[:-len("elapsed")].split(":")
+    assert it.samples["Elapsed-2"][0] == pytest.approx(int(m) * 60 + float(s))
+    f.write_text(first.replace("elapsed", "x:elapsed", 1))
+    rc, _, err = _cli(capsys, "import-mmtests", "--force", "--results", str(results), str(tree))
+    assert rc == 2 and "time-2-1: line 1:" in err and len(err.strip().splitlines()) == 1
