@@ -281,8 +281,9 @@ def mmtests_rules(revision: str, layouts: dict[str, set[str]]) -> tuple[str, str
     """(rules, how they were chosen): the release of a known commit; else HEAD's when a benchmark
     wrote GNU time files (only MMTests since 2025-12 does); else v1.00's (the last release with
     per-benchmark logs), said in a warning."""
-    if revision in KNOWN_REVISIONS:
-        return KNOWN_REVISIONS[revision], f"MMTests commit {revision[:12]}"
+    known = [sha for sha in KNOWN_REVISIONS if len(revision) >= 7 and sha.startswith(revision.lower())]
+    if len(known) == 1:     # bin/mmtests-rev-id prints the whole sha; a shortened one is accepted
+        return KNOWN_REVISIONS[known[0]], f"MMTests commit {revision[:12]}"
     if any(GNU_TIME in found for found in layouts.values()):
         return "head", "GNU time files (MMTests since 2025-12)"
     return "v1.00", "assumed"
