@@ -153,6 +153,9 @@ class Summary:
     ratio_value: float
     ratio_ci: tuple[float, float] | None
     ratio_index: int | None         # which row carries the significance mark (_ComparisonStatIndex)
+    # v0.25's t-test inputs (Summarise.pm _SignificanceData): the mean of the row family, the
+    # amean-based sample stddev, n
+    t_data: tuple[float, float, int] | None = None
 
 
 def _sum(a: Any) -> float:
@@ -259,7 +262,30 @@ def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferre
 
     rows = [(stat_name(f, preferred, rules, opname), value(f), stat_compare(f, preferred)) for f in funcs]
     idx = funcs.index(ratio_funcs[0]) if len(ratio_funcs) == 3 and ratio_funcs[0] in funcs else None
-    return Summary(rows, value(ratio_funcs[0]), ci(), idx)
+    t_data = None
+    if rules == "v0.25" and data.size:
+        sd = _stddev(data, "amean", rules)
+        t_data = (mean_of(data), 0.0 if sd != sd else sd, int(data.size))
+    return Summary(rows, value(ratio_funcs[0]), ci(), idx, t_data)
+
+
+def significant_ttest(base: Summary, new: Summary, level: float = 0.10) -> bool:
+    """v0.25's mark (Compare.pm _significanceTest), on the Amean/Hmean rows: t = |Δmean| /
+    √(s_b²/n_b + s_n²/n_n) with df = n_b + n_n − 2 (not Welch's), two-sided p < 0.10; with both
+    spreads 0, any difference of the means."""
+    if base.t_data is None or new.t_data is None:
+        return False
+    (mb, sb, nb), (mn, sn, nn) = base.t_data, new.t_data
+    se = math.sqrt(sb ** 2 / nb + sn ** 2 / nn) if nb and nn else 0.0
+    if not se:
+        return mb != mn
+    from mmbench.analysis.significance import t_two_sided_p
+    t = abs((mb - mn) / se)
+    df = nb + nn - 2
+    if df <= 0:
+        return False
+    # R prints pt()'s upper tail to 7 digits; MMTests doubles what it reads
+    return r_printed(t_two_sided_p(t, df) / 2) * 2 < level
 
 
 def percent(compare: str, new: float, base: float) -> float:
@@ -552,11 +578,31 @@ class ProcVmstatView:
         return out
 
 
-def monitor_summary(values: Sequence[float]) -> tuple[float, float]:
-    """SummariseMonitor.pm: (Amean, Max) of the pooled series (NaN when empty)."""
+# v0.25 prefers by data type (Summarise.pm typeToPreferredVal): a monitor series whose type is not a
+# time, size or percentage prefers Higher, so its mean row is an Hmean.  v1.00 and HEAD: Lower.
+_V025_HIGHER = {"vmstat": {"r", "b", "si", "so", "in", "cs", "ussy"},
+                "iostat": {"avgrqsz", "rrqm", "wrqm"}}
+
+
+def monitor_preferred(monitor: str, op: str, rules: Rules) -> Preferred:
+    """Which way a monitor series prefers in ``rules`` (MonitorVmstat/Procvmstat/Iostat.pm types)."""
+    if rules != "v0.25":
+        return "Lower"
+    if monitor == "proc-vmstat":          # DATA_ACTIONS for every counter
+        return "Higher"
+    column = op.rsplit("-", 1)[-1] if monitor == "iostat" else op
+    return "Higher" if column in _V025_HIGHER.get(monitor, set()) else "Lower"
+
+
+def monitor_summary(values: Sequence[float], preferred: Preferred = "Lower") -> tuple[str, float, float]:
+    """SummariseMonitor.pm: (mean row title, mean, Max) of the pooled series (NaN when empty):
+    Amean of the values sorted ascending when Lower is preferred, Hmean of them sorted descending
+    (NaN with a value <= 0) when Higher."""
+    if preferred == "Higher":
+        return "Hmean", (_hmean(sorted(values, reverse=True)) if values else NAN), (max(values) if values else NAN)
     if not values:
-        return NAN, NAN
-    return _amean(sorted(values)), max(values)     # summed in sorted order, as Summarise.pm does
+        return "Amean", NAN, NAN
+    return "Amean", _amean(sorted(values)), max(values)     # summed in sorted order, as Summarise.pm does
 
 
 # ---- iostat (MonitorIostat.pm), printed by compare-kernels.sh when the second row is > 5 --------
@@ -575,8 +621,10 @@ class IostatView:
     ``unbuffer``'s pty shift them (fields are Perl-numified: ``0.33\\e[0m`` is 0.33, ``\\e[0m`` 0).
     Device names are shown without the colour codes."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: Rules = "head") -> None:
         self.devices: set[str] = set()
+        # v0.25's addData keeps text values, which its statistics then use as Perl numbers
+        self.numify = rules == "v0.25"
 
     def series(self, lines: Iterable[str]) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
@@ -609,7 +657,7 @@ class IostatView:
                 continue
             # a column copied as it is stays text: MMTests' addData drops it unless it looks like a
             # number (a coloured "0.33\e[0m" does not); computed columns are numbers (Perl-numified)
-            t = [g(i) if _LOOKS_NUMERIC.match(g(i)) else None for i in range(21)]
+            t = [g(i) if self.numify or _LOOKS_NUMERIC.match(g(i)) else None for i in range(21)]
             if fmt in (0, 1):
                 v = {"rrqm": t[6], "wrqm": t[7], "avgrqsz": t[12], "avgqusz": t[13], "await": t[14],
                      "r_await": -1.0 if fmt == 0 else t[15], "w_await": -1.0 if fmt == 0 else t[16],
@@ -634,5 +682,5 @@ class IostatView:
                 vals = out.setdefault(f"{name}-{op}", [])    # the op exists even with no value
                 x = v[op]
                 if x is not None:
-                    vals.append(float(x))
+                    vals.append(perl_num(x) if isinstance(x, str) else float(x))
         return out

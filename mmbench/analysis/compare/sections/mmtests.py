@@ -73,10 +73,14 @@ def benchmark_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | Non
             bv = per[ctx.base].rows[i][1]
             pct = {n: (mt.percent(compare, per[n].rows[i][1], bv) if n in per else None) for n in ctx.names}
             _fixed(row, ctx.names, pct if ctx.multi else None)
-            if per[ctx.base].ratio_index == i and ctx.multi:
+            if per[ctx.base].ratio_index == i and ctx.multi and rules != "v0.25":
                 for n in ctx.names[1:]:
                     if n in per:
                         row.significant[n] = mt.significant(per[ctx.base], per[n])
+            if rules == "v0.25" and ctx.multi and title[1:5] == "mean":   # Compare.pm: /^.mean/
+                for n in ctx.names[1:]:
+                    if n in per:
+                        row.significant[n] = mt.significant_ttest(per[ctx.base], per[n])
             sec.rows.append(row)
     return sec, summaries
 
@@ -118,8 +122,8 @@ def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
     order = [name for _, name in mt.VMSTAT_ROWS]
     _singleops(ctx, sec, "Ops", values, order, "Higher" if rules == "v0.25" else "Lower")
     for n, per in values.items():
-        holes = [op for op, xs in per.items() if _hole(xs)]
-        if holes:
+        holes = [op for op, xs in per.items() if _hole(xs)] if rules != "v0.25" else []
+        if holes:       # (v0.25's addData kept undefined values: no gap, no failure)
             ctx.note(f"vmstat: {label} ({n}): {', '.join(holes)} undefined in an iteration before one where it "
                      f"is defined; MMTests' report leaves this run out of its vmstat table (Summarise.pm "
                      f"dies on the gap: 'Failed to load module')")
@@ -251,11 +255,14 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
         if not series:
             continue
         sec = Section(f"monitor {mon} (MMTests): {label}", "monitor")
+        rules = rules_of(ctx)
         for h in headings:
-            summ = {n: mt.monitor_summary(series[n][h]) if n in series else (mt.NAN, mt.NAN) for n in ctx.names}
-            for i, stat in enumerate(("Amean", "Max")):
-                sec.rows.append(_fixed(Row(h, stat, "", "lower", {n: clean(summ[n][i]) for n in ctx.names}),
-                                       ctx.names))
+            pref = mt.monitor_preferred(mon, h, rules)
+            summ = {n: mt.monitor_summary(series[n][h] if n in series else [], pref) for n in ctx.names}
+            title = summ[ctx.names[0]][0]
+            for i, stat in ((1, title), (2, "Max")):
+                sec.rows.append(_fixed(Row(h, stat, "", "higher" if pref == "Higher" else "lower",
+                                           {n: clean(summ[n][i]) for n in ctx.names}), ctx.names))
         out.append(sec)
     return out
 
@@ -264,7 +271,7 @@ def iostat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
     """MonitorIostat.pm's Amean and Max of every device column (compare-kernels.sh prints it when
     the second row's baseline value is above 5; shown here whenever there is data)."""
     runs = dict(zip(ctx.names, ctx.runs))
-    view = mt.IostatView()          # one per comparison: its device set spans runs and iter-N
+    view = mt.IostatView(rules_of(ctx))   # one per comparison: its device set spans runs and iter-N
     series: dict[str, dict[str, list[float]]] = {}
     order: list[str] = []
     for n, its in measured.items():
@@ -280,11 +287,14 @@ def iostat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
                 if op not in order:
                     order.append(op)
     sec = Section(f"iostat: {label}", "monitor")
-    for i, stat in enumerate(("Amean", "Max")):
+    rules = rules_of(ctx)
+    for i in (1, 2):                  # the mean rows of every op, then the Max rows
         for op in order:
-            vals = {n: clean(mt.monitor_summary(series[n][op])[i]) if op in series.get(n, {}) else None
-                    for n in ctx.names}
-            sec.rows.append(_fixed(Row(op, stat, "", "lower", vals), ctx.names))
+            pref = mt.monitor_preferred("iostat", op, rules)
+            summ = {n: mt.monitor_summary(series[n][op], pref) for n in ctx.names if op in series.get(n, {})}
+            stat = (mt.monitor_summary([], pref)[0]) if i == 1 else "Max"
+            vals = {n: clean(summ[n][i]) if n in summ else None for n in ctx.names}
+            sec.rows.append(_fixed(Row(op, stat, "", "higher" if pref == "Higher" else "lower", vals), ctx.names))
     return sec
 
 
