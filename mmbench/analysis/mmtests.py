@@ -156,6 +156,8 @@ class Summary:
     # v0.25's t-test inputs (Summarise.pm _SignificanceData): the mean of the row family, the
     # amean-based sample stddev, n
     t_data: tuple[float, float, int] | None = None
+    # v0.25's ratio "CI length": the stddev (_RatioSummaryStat [_mean, stddev]), compared by sdiff
+    ratio_sd: float | None = None
 
 
 def _sum(a: Any) -> float:
@@ -266,7 +268,17 @@ def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferre
     if rules == "v0.25" and data.size:
         sd = _stddev(data, "amean", rules)
         t_data = (mean_of(data), 0.0 if sd != sd else sd, int(data.size))
-    return Summary(rows, value(ratio_funcs[0]), ci(), idx, t_data)
+    ratio_sd = None
+    if len(ratio_funcs) == 2 and data.size:
+        sd = value(ratio_funcs[1])
+        ratio_sd = None if sd != sd else sd
+    return Summary(rows, value(ratio_funcs[0]), ci(), idx, t_data, ratio_sd)
+
+
+def sdiff(new: float, new_sd: float, base: float, base_sd: float) -> float:
+    """Stat.pm sdiff: the difference over the pooled stddev (the difference itself when that is 0)."""
+    pdev = math.sqrt((new_sd ** 2 + base_sd ** 2) / 2)
+    return new - base if pdev == 0 else (new - base) / pdev
 
 
 def significant_ttest(base: Summary, new: Summary, level: float = 0.10) -> bool:
@@ -506,6 +518,59 @@ def _num(text: str) -> float | None:
     except ValueError:
         return None
     return v if math.isfinite(v) else None
+
+
+def vmstat_view_v025(lines: Iterable[str], heading: str) -> list[Any]:
+    """The same series as v0.25 keeps it: its addData stores every line's value as it is, the
+    header lines' text ("us") and missing fields (None) included; :func:`monitor_summary_v025`
+    then gives MMTests v0.25's figures."""
+    out: list[Any] = []
+    for line in lines:
+        details = line.split("--")[1] if "--" in line else line
+        fields = re.split(r"\s+", details.lstrip())
+        g = (lambda i: fields[i] if i < len(fields) else None)
+        if heading in ("ussy", "totalcpu"):
+            us, sy = perl_num(g(12)), perl_num(g(13))
+            out.append(us + sy if heading == "totalcpu" else (0.0 if us == 0 and sy == 0 else us / (us + sy)))
+            continue
+        i = VMSTAT_COLUMNS[heading]
+        if i == 3:
+            out.append(perl_num(g(i)) / 1024)
+            continue
+        v = g(i)
+        if 12 <= i <= 16 and perl_num(v) > 100:
+            v = 100.0
+        out.append(v)
+    return out
+
+
+_V025_NUMERIC = re.compile(r"^[-0-9]+")
+
+
+def monitor_summary_v025(items: Sequence[Any], preferred: Preferred) -> tuple[str, float, float]:
+    """v0.25's (mean title, mean, Max) of values kept as text, numbers or None (Stat.pm of v0.25):
+    the values are sorted as numbers (text and None count as 0; Perl's sort keeps ties in order);
+    calc_amean/calc_hmean are NaN when a value does not start like a number ("us"), calc_hmean -1
+    (shown as 0) at a value <= 0, calc_max NaN when the first sorted value is undefined."""
+    key = [perl_num(x) if isinstance(x, str) else (0.0 if x is None else float(x)) for x in items]
+    order = sorted(range(len(items)), key=lambda i: key[i], reverse=False)
+    if preferred == "Higher":   # sort { $b <=> $a }: descending, ties still in input order
+        order = sorted(range(len(items)), key=lambda i: -key[i])
+    data = [items[i] for i in order]
+    title = "Hmean" if preferred == "Higher" else "Amean"
+    defined = [x for x in data if x is not None]
+    if not data:
+        return title, NAN, NAN
+    if any(isinstance(x, str) and not _V025_NUMERIC.match(x) for x in defined):
+        mean = NAN
+    else:
+        nums = [perl_num(x) if isinstance(x, str) else float(x) for x in defined]
+        if preferred == "Higher":
+            mean = NAN if not nums or any(v <= 0 for v in nums) else len(nums) / _sum([1 / v for v in nums])
+        else:
+            mean = _sum(nums) / len(nums) if nums else NAN
+    top = NAN if data[0] is None else max(key[i] for i in order)
+    return title, mean, top
 
 
 def vmstat_view(lines: Iterable[str], heading: str) -> list[float]:

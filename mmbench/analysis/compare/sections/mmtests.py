@@ -171,6 +171,7 @@ def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
     preferred = "Lower"       # the module's preference (getPreferredValue() of the first module)
     if prefs and all(p == "Higher" for p in prefs.values()):
         preferred = "Higher"
+    v025 = rules_of(ctx) == "v0.25"
     norm: dict[str, list[float]] = {n: [] for n in ctx.names}
     ratios: dict[str, list[float]] = {n: [] for n in ctx.names}
     for op, per in summaries.items():
@@ -190,18 +191,24 @@ def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
                     aval, bval, aci, bci = bval, aval, bci, aci
                 r = mt.rdiff(aval, bval)
                 cmp_ = mt.pndiff(r, 1) if preferred == "Lower" else mt.pdiff(r, 1)
-                nc = mt.cidiff(aval, aci, bval, bci) if aci is not None and bci is not None else 0.0
-                if nc != nc:
+                if v025:          # the stddevs, compared by sdiff; no stddev: MMTests prints NaN
+                    asd, bsd = s.ratio_sd, b.ratio_sd
+                    if prefs[op] != preferred:
+                        asd, bsd = bsd, asd
+                    nc = mt.sdiff(aval, asd, bval, bsd) if asd is not None and bsd is not None else None
+                else:
+                    nc = mt.cidiff(aval, aci, bval, bci) if aci is not None and bci is not None else 0.0
+                if nc is not None and nc != nc:
                     nc = 0.0
             vals[n], pct[n], cid[n] = r, cmp_, nc
             ratios[n].append(r)
-            norm[n].append(nc)
+            norm[n].append(nc if nc is not None else 0.0)
         sec.rows.append(_fixed(Row(op, "Ratio", "ratio", "higher" if preferred == "Higher" else "lower", vals),
                                ctx.names, pct))
-        if any(s.ratio_ci is not None for s in per.values()):
+        if any(s.ratio_ci is not None or s.ratio_sd is not None for s in per.values()):
             # the "(+0.06s)" column: how far apart the intervals are (cidiff; > 1 in size: no overlap)
             sec.rows.append(_fixed(Row(op, "CIdiff", "", "higher", cid), ctx.names))
-    if any(s.ratio_ci is not None for per in summaries.values() for s in per.values()):
+    if any(s.ratio_ci is not None or s.ratio_sd is not None for per in summaries.values() for s in per.values()):
         for stat, fn in (("Dmean", lambda xs: sum(xs) / len(xs)), ("Dmin", min), ("Dmax", max)):
             sec.rows.append(_fixed(Row(preferred, stat, "", "higher",
                                        {n: clean(fn(v)) if v else None for n, v in norm.items()}), ctx.names))
@@ -244,7 +251,8 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
                 continue
             if mon == "vmstat":
                 texts = [f.read_text().splitlines() for f in files]
-                series[n] = {h: [v for t in texts for v in mt.vmstat_view(t, h)] for h in headings}
+                view = mt.vmstat_view_v025 if rules_of(ctx) == "v0.25" else mt.vmstat_view
+                series[n] = {h: [v for t in texts for v in view(t, h)] for h in headings}
             else:
                 frames = [_tsv_frames(f) for f in files]
                 reads = [it.monitors[mon].get("mmtests_frames_read") for it, _ in its_with]
@@ -258,7 +266,8 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
         rules = rules_of(ctx)
         for h in headings:
             pref = mt.monitor_preferred(mon, h, rules)
-            summ = {n: mt.monitor_summary(series[n][h] if n in series else [], pref) for n in ctx.names}
+            summarise = mt.monitor_summary_v025 if rules == "v0.25" else mt.monitor_summary
+            summ = {n: summarise(series[n][h] if n in series else [], pref) for n in ctx.names}
             title = summ[ctx.names[0]][0]
             for i, stat in ((1, title), (2, "Max")):
                 sec.rows.append(_fixed(Row(h, stat, "", "higher" if pref == "Higher" else "lower",
