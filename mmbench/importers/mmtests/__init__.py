@@ -249,6 +249,11 @@ def _listing(logs: Path, limit: int = 6) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
+def _results_in(logs: Path) -> bool:
+    """Does the logs folder hold anything besides MMTests' console log (mmtests.log[.gz])?"""
+    return logs.is_dir() and any(not p.name.startswith("mmtests.log") for p in logs.iterdir())
+
+
 def read_bench(bench: str, logs: Path) -> tuple[Any, str | None, str]:
     """(parsed samples, layout, why not) of one benchmark's ``logs/`` folder of one iter-N: the
     benchmark's own reader first (the per-benchmark logs of MMTests ≤ v1.00), else the generic GNU
@@ -373,7 +378,11 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
     if not workloads:
         raise UsageError(f"{path}: no benchmark results in any iter-<N>/<benchmark>/logs folder")
     for bench, misses in unread.items():
-        if bench not in layouts:     # no iter-N in a known layout: the tree's layout is unknown
+        if bench not in layouts and not any(_results_in(logs) for _, logs, _ in misses):
+            # only MMTests' own console log: the benchmark never ran (its install failed, say)
+            warnings.append(f"{path.name}: {bench} wrote no results in any iter-N (only mmtests.log: see it "
+                            f"for why); its duration, vmstat and monitors are imported")
+        elif bench not in layouts:     # no iter-N in a known layout: the tree's layout is unknown
             n, logs, _ = misses[0]
             msg = (f"{path.name}: {bench}: unknown MMTests result layout: iter-{n}/{bench}/logs holds "
                    f"{_listing(logs)}; supported: {SUPPORTED}")
