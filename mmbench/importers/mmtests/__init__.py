@@ -410,7 +410,7 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
             warnings.append(f"{path.name}: MMTests commit {revision[:12] or 'unknown'} is not one this importer "
                             f"was checked against; compare --convention mmtests follows MMTests v1.00's "
                             f"report rules (--mmtests-rules v0.25|v1.00|head chooses)")
-    fp = {"imported_from": "mmtests", "source": str(path), "host": host, "kernel": {"release": release},
+    fp = {"imported_from": "mmtests", "source": str(path.resolve()), "host": host, "kernel": {"release": release},
           "mmtests": {"revision": revision, "rules": rules, "rules_from": how}}
     return ImportedRun(name, path, list(workloads.values()), fp, warnings, files)
 
