@@ -1,7 +1,8 @@
 /*
  * samplecsv: the fast path of `mmbench import` for CSV sample files (mmbench/importers/samples.py).
  *
- * Reads FILE (a header line, then one sample per line, NCOLS comma-separated fields, no quoting)
+ * Reads FILE in 1 MiB chunks (a header line, then one sample per line, NCOLS comma-separated
+ * fields, no quoting)
  * and writes to stdout, in native byte order:
  *   u64 rows
  *   per column c != VALUECOL: u64 runs, then per run: u64 first row, u64 its line number, u32 length,
@@ -20,13 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct run { uint64_t row, line; const char *p; uint32_t len; };
+struct run { uint64_t row, line; char *p; uint32_t len; };
 struct col { struct run *runs; size_t n, cap; const char *last; uint32_t lastlen; };
 
+/* A new run when the field differs from the last one; its text is copied (the file is read in
+ * chunks that are reused). */
 static void add_run(struct col *c, uint64_t row, uint64_t line, const char *p, uint32_t len)
 {
 	if (c->last && c->lastlen == len && memcmp(c->last, p, len) == 0)
@@ -36,8 +38,11 @@ static void add_run(struct col *c, uint64_t row, uint64_t line, const char *p, u
 		c->runs = realloc(c->runs, c->cap * sizeof(*c->runs));
 		if (!c->runs) { perror("samplecsv: realloc"); exit(1); }
 	}
-	c->runs[c->n++] = (struct run){ row, line, p, len };
-	c->last = p;
+	char *copy = malloc(len + 1);
+	if (!copy) { perror("samplecsv: malloc"); exit(1); }
+	memcpy(copy, p, len);
+	c->runs[c->n++] = (struct run){ row, line, copy, len };
+	c->last = copy;
 	c->lastlen = len;
 }
 
@@ -62,78 +67,102 @@ int main(int argc, char **argv)
 	int fd = open(argv[1], O_RDONLY);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) { perror(argv[1]); return 1; }
-	size_t size = st.st_size;
-	const char *buf = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : "";
-	if (buf == MAP_FAILED) { perror("samplecsv: mmap"); return 1; }
-	if (size)
-		madvise((void *)buf, size, MADV_SEQUENTIAL);
-	if (memchr(buf, '"', size))
-		return 4;
-	const char *p = buf, *end = buf + size;
-	const char *nl = memchr(p, '\n', size);          /* the header: Python read it */
-	p = nl ? nl + 1 : end;
-	size_t cap = size / 8 + 16, rows = 0;
+	/* read in chunks (not mmap): only the values stay in memory, not the file */
+	size_t bufcap = 1 << 20, have = 0;
+	char *buf = malloc(bufcap);
+	size_t cap = (size_t)st.st_size / 24 + 16, rows = 0;
 	double *values = malloc(cap * sizeof(double));
 	struct col cols[64];
 	memset(cols, 0, sizeof(cols));
+	if (!buf || !values) { perror("samplecsv: malloc"); return 1; }
 	uint64_t line = 1;
-	while (p < end) {
-		line++;
-		const char *eol = memchr(p, '\n', end - p);
-		if (!eol)
-			eol = end;
-		/* a blank line (only spaces) is skipped, as the csv path skips it */
-		const char *q = p;
-		while (q < eol && (is_space(*q) || *q == ','))
-			q++;
-		if (q == eol) { p = eol + 1; continue; }
-		if (rows == cap) {
-			cap *= 2;
-			values = realloc(values, cap * sizeof(double));
-			if (!values) { perror("samplecsv: realloc"); return 1; }
-		}
-		const char *f = p;
-		for (int c = 0; c < ncols; c++) {
-			const char *fe = c == ncols - 1 ? eol : memchr(f, ',', eol - f);
-			if (!fe || (c == ncols - 1 && memchr(f, ',', eol - f))) {
-				int n = 1;
-				for (const char *x = p; x < eol; x++)
-					n += *x == ',';
-				fprintf(stderr, "line %llu: %d fields, the header has %d\n", (unsigned long long)line, n, ncols);
-				return 2;
+	int header = 1, eof = 0;
+	while (!eof || have) {
+		if (!eof) {
+			if (have == bufcap) {            /* a line longer than the buffer */
+				bufcap *= 2;
+				buf = realloc(buf, bufcap);
+				if (!buf) { perror("samplecsv: realloc"); return 1; }
 			}
-			const char *a = f, *b = fe;           /* fields are stripped, like the csv path */
-			while (a < b && is_space(*a)) a++;
-			while (b > a && is_space(b[-1])) b--;
-			for (const char *x = a; x < b; x++)
-				if ((unsigned char)*x < 32) {
-					fprintf(stderr, "line %llu: column %d: contains a control character\n", (unsigned long long)line, c);
-					return 2;
-				}
-			if (c == vcol) {
-				char tmp[64];
-				size_t n = b - a;
-				char *e;
-				if (n == 0 || n >= sizeof(tmp)) {
-					fprintf(stderr, "line %llu: column %d: is '%.*s', expected a number\n", (unsigned long long)line, c, (int)(n < 60 ? n : 60), a);
-					return 2;
-				}
-				memcpy(tmp, a, n);
-				tmp[n] = 0;
-				errno = 0;
-				double v = strtod(tmp, &e);
-				if (*e || !isfinite(v)) {
-					fprintf(stderr, "line %llu: column %d: is '%s', expected a finite number\n", (unsigned long long)line, c, tmp);
-					return 2;
-				}
-				values[rows] = v;
-			} else {
-				add_run(&cols[c], rows, line, a, (uint32_t)(b - a));
-			}
-			f = fe + 1;
+			ssize_t r = read(fd, buf + have, bufcap - have);
+			if (r < 0) { perror(argv[1]); return 1; }
+			if (memchr(buf + have, '"', (size_t)r))
+				return 4;
+			if (r == 0)
+				eof = 1;
+			have += (size_t)r;
 		}
-		rows++;
-		p = eol + 1;
+		char *p = buf, *end = buf + have;
+		for (;;) {
+			char *eol = memchr(p, '\n', (size_t)(end - p));
+			if (!eol) {
+				if (!eof || p == end)
+					break;
+				eol = end;                   /* the last line has no newline */
+			}
+			if (header) {                    /* the header: Python read it */
+				header = 0;
+				p = eol + (eol < end);
+				continue;
+			}
+			line++;
+			/* a blank line (only spaces and commas) is skipped, as the csv path skips it */
+			const char *q = p;
+			while (q < eol && (is_space(*q) || *q == ','))
+				q++;
+			if (q == eol) { p = eol + (eol < end); continue; }
+			if (rows == cap) {
+				cap *= 2;
+				values = realloc(values, cap * sizeof(double));
+				if (!values) { perror("samplecsv: realloc"); return 1; }
+			}
+			const char *f = p;
+			for (int c = 0; c < ncols; c++) {
+				const char *fe = c == ncols - 1 ? eol : memchr(f, ',', (size_t)(eol - f));
+				if (!fe || (c == ncols - 1 && memchr(f, ',', (size_t)(eol - f)))) {
+					int n = 1;
+					for (const char *x = p; x < eol; x++)
+						n += *x == ',';
+					fprintf(stderr, "line %llu: %d fields, the header has %d\n", (unsigned long long)line, n, ncols);
+					return 2;
+				}
+				const char *a = f, *b = fe;      /* fields are stripped, like the csv path */
+				while (a < b && is_space(*a)) a++;
+				while (b > a && is_space(b[-1])) b--;
+				for (const char *x = a; x < b; x++)
+					if ((unsigned char)*x < 32) {
+						fprintf(stderr, "line %llu: column %d: contains a control character\n", (unsigned long long)line, c);
+						return 2;
+					}
+				if (c == vcol) {
+					char tmp[64];
+					size_t n = (size_t)(b - a);
+					char *e;
+					if (n == 0 || n >= sizeof(tmp)) {
+						fprintf(stderr, "line %llu: column %d: is '%.*s', expected a number\n", (unsigned long long)line, c, (int)(n < 60 ? n : 60), a);
+						return 2;
+					}
+					memcpy(tmp, a, n);
+					tmp[n] = 0;
+					errno = 0;
+					double v = strtod(tmp, &e);
+					if (*e || !isfinite(v)) {
+						fprintf(stderr, "line %llu: column %d: is '%s', expected a finite number\n", (unsigned long long)line, c, tmp);
+						return 2;
+					}
+					values[rows] = v;
+				} else {
+					add_run(&cols[c], rows, line, a, (uint32_t)(b - a));
+				}
+				f = fe + 1;
+			}
+			rows++;
+			p = eol + (eol < end);
+		}
+		have = (size_t)(end - p);           /* keep the partial last line */
+		memmove(buf, p, have);
+		if (eof && have == 0)
+			break;
 	}
 	uint64_t r = rows;
 	put(&r, 8);
