@@ -58,7 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = make_progress(quiet=args.quiet, json_log=args.json_log)
     try:
         from mmbench.guest import in_guest
-        if ab_kernels:
+        if getattr(args, "baseline_kernel", None) is not None:
             status = _run_ab_kernels(args, suite, progress)
         elif suite.vm.get("kernel") and not in_guest():
             status = _run_in_vm(args, suite, progress)

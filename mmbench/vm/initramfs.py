@@ -59,6 +59,8 @@ for b in /sys/block/vd*; do [ "$(cat $b/serial 2>/dev/null)" = @SCRATCH@ ] && sc
 share=$(arg mmbench.share); cmd=$(arg mmbench.cmd)
 mkdir -p /newroot$share 2>/dev/null; mount -t virtiofs mmbench /newroot$share || die "cannot mount $share"
 mount --move /proc /newroot/proc; mount --move /sys /newroot/sys; mount --move /dev /newroot/dev
+# loopback up: largecopy serves its tarball over http://127.0.0.1 (a kernel brings lo up only when told)
+ip link set lo up 2>/dev/null
 echo @READY@
 exec switch_root /newroot /bin/sh "$cmd"
 """
