@@ -24,7 +24,7 @@ from typing import Any, Callable
 from mmbench.errors import UsageError
 from mmbench.importers.mmtests import (gnutime, highalloc, pft, postmark, simoop, stutterp, thpscale,
                                        time_unmap, usemem)
-from mmbench.importers.mmtests._common import MissingLog, bad_line, find_log, number, numbered, read_lines
+from mmbench.importers.mmtests._common import BadLog, MissingLog, bad_line, find_log, number, numbered, read_lines
 from mmbench.monitors import mpstat as mpstat_monitor
 from mmbench.monitors import vmstat as vmstat_monitor
 from mmbench.model.names import check_name
@@ -257,17 +257,25 @@ def _results_in(logs: Path) -> bool:
 def read_bench(bench: str, logs: Path) -> tuple[Any, str | None, str]:
     """(parsed samples, layout, why not) of one benchmark's ``logs/`` folder of one iter-N: the
     benchmark's own reader first (the per-benchmark logs of MMTests ≤ v1.00), else the generic GNU
-    time files (MMTests HEAD); (None, None, reason) when neither layout is there."""
+    time files (MMTests HEAD); (None, None, reason) when neither layout is there, (None, layout,
+    reason) when its log is unreadable (:class:`BadLog`)."""
     fmt = FORMATS.get(bench)
     why = ""
+    bad = None     # the layout whose log is there but holds nothing readable (empty, binary, a
+                   # symlink out of the tree): a known layout without samples, the file named
     if fmt is not None:
         try:
             return fmt.read(logs), LEGACY, ""
+        except BadLog as e:
+            why, bad = str(e), LEGACY
         except MissingLog as e:
             why = str(e)
     if gnutime.present(logs):
-        return gnutime.read(logs), GNU_TIME, ""
-    return None, None, why or f"{logs}: no raw log in a known layout"
+        try:
+            return gnutime.read(logs), GNU_TIME, ""
+        except BadLog as e:
+            return None, GNU_TIME, str(e)
+    return None, bad, why or f"{logs}: no raw log in a known layout"
 
 
 def read_revision(it: Path) -> str:
@@ -328,13 +336,19 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
                 w = workloads[bench] = WorkloadRun(label=bench, plugin=f"mmtests-{bench}",
                                                    params={"mmtests_format": None}, metrics=[])
             parsed, layout, why = read_bench(bench, bdir / "logs")
-            if parsed is None:
+            if layout is not None:
+                layouts.setdefault(bench, set()).add(layout)
+            if parsed is None and layout is not None:
+                # its log is there but holds nothing readable (empty, binary, a symlink out of
+                # the tree): damaged data, not a benchmark that wrote nothing; failed, file named
+                res.status, res.reason = "failed", f"MMTests raw log unreadable: {why}"
+                warnings.append(f"{why}; iter-{n} of {bench} is stored as failed (excluded from statistics)")
+            elif parsed is None:
                 # The benchmark's samples are missing from this iteration; its duration, vmstat
                 # and monitors were measured all the same and stay (issue 25).
                 res.reason = f"no benchmark samples: {why}"
                 unread.setdefault(bench, []).append((n, bdir / "logs", why))
             else:
-                layouts.setdefault(bench, set()).add(layout)  # type: ignore[arg-type]
                 if not parsed.samples:
                     res.reason = "no benchmark samples: the raw logs hold none"
                     warnings.append(f"{bdir / 'logs'}: no samples; iter-{n} of {bench} keeps only its "

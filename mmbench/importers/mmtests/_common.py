@@ -29,8 +29,8 @@ class MissingLog(Exception):
 class BadLog(MissingLog, UsageError):
     """A benchmark log that is there but holds nothing to read (empty, binary junk) or is a
     symlink out of the run's tree: named with the reason, never dropped in silence.  Where a
-    reader asked for it, its iteration is stored as failed with a warning (as for a missing log);
-    anywhere else it is a one-line error."""
+    reader asked for it, its iteration is stored as failed with a warning (a missing log only
+    leaves the iteration without samples); anywhere else it is a one-line error."""
 
 
 @dataclass
