@@ -311,7 +311,7 @@ def run_adaptive(load: Callable[[list[str]], Any], sets: list[str], name: str, s
                 parts[run_name].append(part)
                 join_interleaved(parts_store, parts[run_name], store, run_name, force=True)
                 if st != "complete":
-                    return "failed", f"round {rnd + 1} of {run_name} ended {st}"
+                    return "failed", f"round {rnd + 1} of {run_name} ended {st}{_why(parts_store, part)}"
                 if pilot:
                     pilots[run_name].append(headline_values(parts_store.load_run(part), headline, pilot=True))
             rnd += 1
@@ -349,6 +349,26 @@ def run_adaptive(load: Callable[[list[str]], Any], sets: list[str], name: str, s
         raise
     finally:
         shutil.rmtree(parts_dir, ignore_errors=True)
+
+
+def _why(parts_store: Any, part: str) -> str:
+    """': <reason>' from a round's stored run (its note, or its first failed iteration), or ''."""
+    import json
+    try:
+        files = dict(parts_store.run_files(part))
+        note = json.loads(files.get("run.json", b"{}")).get("note")
+        if not note:
+            for key, data in sorted(files.items()):
+                if key.endswith("/result.json"):
+                    for it in json.loads(data).get("iterations", []):
+                        if it.get("status") == "failed" and it.get("reason"):
+                            note = f"{key.split('/')[0]} iteration {it.get('index')}: {it['reason']}"
+                            break
+                if note:
+                    break
+    except Exception:   # the reason is a courtesy: never hide the failure behind another
+        return ""
+    return f": {note}" if note else ""
 
 
 def _count(vals: dict[str, list[float]]) -> int:

@@ -50,7 +50,7 @@ def test_analyze_irqsoff_cli():
     assert out.startswith("Total sampled time IRQs off")
     summary = out.split("\n\n")[0]             # the sorted list, before the per-offender details
     events = [l for l in summary.splitlines() if l.startswith("Event ")]
-    lat = [int(l.split()[2]) for l in events]
+    lat = [int(l.rsplit(" us count ", 1)[0].rsplit(" ", 1)[1]) for l in events]   # Event CALLER (a..b) N us count K
     assert events and lat == sorted(lat, reverse=True)
     missing = mmbench("analyze", "irqsoff", "/nonexistent")
     assert missing.returncode == 2 and "no such file" in missing.stderr

@@ -4,7 +4,8 @@ Where the kernel has the irqsoff tracer (``available_tracers`` lists it), it mou
 needed, sets ``current_tracer=irqsoff`` and ``tracing_max_latency=0`` (journaled), and every
 interval appends ``time: <s>`` and the ``trace`` file (the worst section since the last reset) to
 ``irqsoff.txt``, then resets ``tracing_max_latency`` to 0.  Stop puts the tracer and the max
-latency back.  Report: ``mmbench.monitors.trace.irqsoff_trace.analyze`` (offenders with counts and stacks).
+latency back.  Report: ``mmbench.monitors.trace.irqsoff_trace.analyze`` (offenders by the code that held IRQs
+off, with the tracer's raw sites, counts and stacks).
 Summary: the sampled worst IRQs-off latency per interval (us).  The tracer itself costs on every
 IRQ enable/disable, so use it for diagnosis runs, not for timing runs.
 """
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mmbench.monitors.trace.irqsoff_trace import analyze, parse
+from mmbench.monitors.trace.irqsoff_trace import UNATTRIBUTED, analyze, attribute, parse
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
 from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, is_mounted
 from mmbench.model.kernel import write_knob
@@ -106,7 +107,8 @@ class Irqsoff(Monitor):
                                           description="worst IRQs-off section of each interval"),
                                 [float(t.latency_us) for t in traces]))
             top = max(traces, key=lambda t: t.latency_us)
-            out.notes.append(f"worst: {top.started}..{top.ended} {top.latency_us} us")
+            caller = attribute(top).caller or UNATTRIBUTED
+            out.notes.append(f"worst: {caller} ({top.started}..{top.ended}) {top.latency_us} us")
         return out
 
 

@@ -325,7 +325,8 @@ def stall_figures(runs: list[RunRecord], names: list[str]) -> list[Figure]:
 
 
 def irqsoff_tables(runs: list[RunRecord], names: list[str], top: int = 20) -> list[dict[str, Any]]:
-    """Per run with irqsoff output: the offenders (start..end, latency µs, count), largest first."""
+    """Per run with irqsoff output: the offenders (``irqsoff_trace.Offender``: caller, raw
+    start..end sites, worst latency µs, count), largest first."""
     from mmbench.monitors.trace.irqsoff_trace import offenders
     out = []
     for n, r in zip(names, runs):
