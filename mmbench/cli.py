@@ -158,6 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
     results_arg(imm)
     imm.add_argument("--force", action="store_true", help="replace runs of the same name")
     imm.add_argument("--prefix", metavar="TEXT", help="store run R as TEXT+R")
+    imm.add_argument("--partial", action="store_true",
+                     help="import a benchmark whose raw logs are in an unknown layout with its duration, "
+                     "vmstat and monitors only (default: exit 2 naming it)")
+    imm.add_argument("--mmtests-rules", choices=["v0.25", "v1.00", "head"],
+                     help="the MMTests release whose report rules compare --convention mmtests follows "
+                     "(default: found from the tree)")
     imm.add_argument("dir", metavar="DIR", help="MMTests checkout, its work/log, or a folder of run folders")
     imm.add_argument("names", nargs="*", metavar="NAME", help="runs to import (default: all)")
     imm.set_defaults(func=cmd_import_mmtests)

@@ -95,3 +95,21 @@ def test_json_errors(tmp_path, text, needle):
 def test_missing_file(tmp_path):
     with pytest.raises(UsageError, match="cannot read"):
         read_samples_file(tmp_path / "nope.csv")
+
+
+def test_json_values_arrays(tmp_path):
+    """One object per workload, metric and iteration with all its samples in "values"."""
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps([
+        {"workload": "w", "metric": "lat", "unit": "us", "better": "lower", "iteration": 0, "kind": "latency",
+         "values": [float(i) for i in range(1000)]},
+        {"workload": "w", "metric": "lat", "unit": "us", "better": "lower", "iteration": 1, "kind": "latency",
+         "values": [1, 2, 3]}]))
+    wls = read_samples_file(f)
+    its = wls[0].iterations
+    assert list(its[0].samples["lat"]) == [float(i) for i in range(1000)] and its[1].samples["lat"] == [1, 2, 3]
+    for bad, msg in (([], "non-empty"), ([1, "x"], "holds 'x'"), ([1, float("nan")], "finite")):
+        f.write_text(json.dumps([{"workload": "w", "metric": "m", "unit": "", "better": "lower", "iteration": 0,
+                                  "values": bad}]).replace("NaN", "NaN"))
+        with pytest.raises(UsageError, match=msg):
+            read_samples_file(f)

@@ -86,7 +86,7 @@ def test_kswapd_awake_caption(tmp_path):
     from mmbench.report.figures import stall_figures
     d = tmp_path / "r" / "w" / "iter-0" / "mm-trace"
     d.mkdir(parents=True)
-    (d / "stalls.tsv").write_text(HEADER + "\n" + "kswapd\tkswapd\t1\tkswapd0\t0\t5000\t-1\t-1\n")
+    (d / "stalls.tsv").write_text(HEADER + "\n" + "kswapd\tkswapd\t1\tkswapd0\t0\t5000\t-1\t-1\t0\n")
     it = IterationResult("w", 0, False, "ok", monitors={"mm-trace": {"dir": "w/iter-0/mm-trace"}})
     r = RunRecord("a", "complete", 0.0, 1.0, "", "", {}, {}, [WorkloadRun("w", "sim", {}, [TIME], [it])],
                   path=tmp_path / "r")

@@ -40,7 +40,8 @@ def test_writer_indexes_each_run_once(tmp_path):
     store_of(root, 5)
     db = sqlite3.connect(root / "index.sqlite")
     assert db.execute("SELECT count(*) FROM indexed").fetchone()[0] == 5
-    assert db.execute("SELECT count(*) FROM samples WHERE run='run004'").fetchone()[0] == 10 * 5 * 20
+    # one (n, mean) row per iteration and metric, not one row per sample
+    assert db.execute("SELECT count(*), sum(n) FROM sample_means WHERE run='run004'").fetchone() == (10 * 5, 10 * 5 * 20)
     assert FileStore(root).sync() == (0, 0, [])      # nothing to index again
     listed = mmbench("list", "--results", str(root), check=True).stdout
     assert all(f"run{i:03d}" in listed for i in range(5))
@@ -105,9 +106,16 @@ def test_history_reads_iteration_means_recorded_at_indexing(tmp_path):
     got = FileStore(root).iteration_values(["run000", "run001", "run002"])
     assert [g[:4] for g in got] == [e[:4] for e in expected]
     assert all(abs(g[4] - e[4]) < 1e-9 for g, e in zip(got, expected))
-    with sqlite3.connect(root / "index.sqlite") as db:   # an index from before the means table
-        db.execute("DELETE FROM means")
-        db.execute("PRAGMA user_version = 0")
-    again = FileStore(root).iteration_values(["run000", "run001", "run002"])
+    with sqlite3.connect(root / "index.sqlite") as db:   # an index from before sample_means
+        db.execute("CREATE TABLE samples (run TEXT, workload TEXT, idx INTEGER, metric TEXT, seq INTEGER, value REAL)")
+        db.execute("CREATE TABLE means (run TEXT, workload TEXT, idx INTEGER, metric TEXT, value REAL)")
+        db.execute("DELETE FROM sample_means")
+        db.execute("PRAGMA user_version = 1")
+    store = FileStore(root)
+    assert len(store.list_runs()) == 3        # as history does: every run indexed again
+    again = store.iteration_values(["run000", "run001", "run002"])
+    with sqlite3.connect(root / "index.sqlite") as db:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert not {"samples", "means"} & tables
     assert [g[:4] for g in again] == [e[:4] for e in expected]
     assert all(abs(g[4] - e[4]) < 1e-9 for g, e in zip(again, expected))

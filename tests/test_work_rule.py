@@ -116,3 +116,20 @@ def test_a_background_build_proves_nothing_but_a_measured_one_does():
     kb = registry()["kernbench"]()
     assert kb.work_metrics(_params("kernbench", builds=0)) == []
     assert kb.work_metrics(_params("kernbench", builds=2)) == ["Elapsed"]
+
+
+@pytest.mark.parametrize("name,params", [
+    ("kernbench", {"ladder": True}),
+    ("stressng", {"ladder": True}),
+    ("stressng", {"threads": [1, 3]}),
+    ("pgbench", {"ladder": True}),
+    ("pgbench", {"batched": True}),
+    ("pgbench", {"clients": [1, 2]}),
+])
+def test_a_ladder_proves_work_by_its_rungs_metrics(name, params):
+    """A ladder names its metrics per rung: the proof of work is each rung's metric."""
+    wl = registry()[name]()
+    p = _params(name, **params)
+    proofs = wl.work_metrics(p)
+    declared = {m.name for m in wl.metric_defs(p)}
+    assert proofs and all(isinstance(m, str) and m in declared for m in proofs), (proofs, sorted(declared))

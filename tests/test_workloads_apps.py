@@ -189,3 +189,42 @@ def test_pgbench_stops_its_server_when_the_run_fails(outdir, monkeypatch):
     pid = int((raw(outdir, "pgbench") / "postgres.pid").read_text())
     assert not Path(f"/proc/{pid}").exists() or b"postgres" not in Path(f"/proc/{pid}/cmdline").read_bytes()
     assert "database system is shut down" in (raw(outdir, "pgbench") / "postgres.log").read_text()
+
+
+def test_pgbench_batched_tps_as_mmtests_extract_report():
+    """MMTests' batched TPS (shellpack_src/src/pgbench/extract-report.pl) on a real 17 s aggregate log
+    of pgbench 15 (-l --aggregate-interval=1): lines 1-7 skipped, lines 8-11 the dropped first batch,
+    lines 12-15 the one batch: its transactions / (its last interval_start - line 11's)."""
+    from mmbench.workloads.pgbench import aggregate_latency_ms, batched_tps, merge_aggregates
+    text = (DATA / "pgbench-aggregate.log").read_text()
+    rows = [[int(x) for x in line.split()[:3]] for line in text.splitlines()]
+    assert len(rows) == 17
+    want = sum(r[1] for r in rows[11:15]) / (rows[14][0] - rows[10][0])
+    assert batched_tps(text) == [want]
+    assert aggregate_latency_ms(text) == pytest.approx(sum(r[2] for r in rows) / sum(r[1] for r in rows) / 1000)
+    # two threads' logs: the same seconds added up
+    half = "".join(f"{t} {n // 2} {lat // 2}\n" for t, n, lat in rows)
+    assert [int(x) for x in merge_aggregates([half, half]).splitlines()[0].split()] == \
+        [rows[0][0], rows[0][1] // 2 * 2, rows[0][2] // 2 * 2]
+
+
+def test_pgbench_ladder_metric_names():
+    p = {"clients": [0], "ladder": True, "batched": True}
+    assert Pgbench.client_counts(p, ncpus=2) == [1, 2, 4]
+    names = [m.name for m in Pgbench().metric_defs(p)]
+    assert names[:3] == ["TPS-1", "TPS batched-1", "Latency mean-1"] and len(names) == 9
+    assert [m.name for m in Pgbench().metric_defs({"clients": [0]})] == ["TPS", "Latency p50", "Latency p95",
+                                                                          "Latency p99"]
+    assert Pgbench.client_counts({"clients": [0, 3]}, ncpus=2) == [2, 3]
+
+
+def test_kernbench_job_ladder_as_mmtests():
+    """MMTests' kernbench ladder: threads_powertwo from NCPU/4 (at least 1) to NCPU, metrics named
+    as its time-<J>-<I> files give them (Elapsed-<J> ...)."""
+    assert Kernbench.job_ladder({"ladder": True}, 2) == [1, 2]
+    assert Kernbench.job_ladder({"ladder": True}, 12) == [3, 6, 12]
+    assert Kernbench.job_ladder({"ladder": False}, 12) is None
+    names = [m.name for m in Kernbench().metric_defs({"ladder": True, "builds": 1})]
+    assert len(names) == 3 * len(Kernbench.job_ladder({"ladder": True})) and all("-" in n for n in names)
+    with pytest.raises(UsageError, match="companion"):
+        Kernbench().check({"ladder": True, "builds": 0, "targets": ["vmlinux"]}, 1 << 30)

@@ -29,18 +29,22 @@ def ok(r) -> None:
 
 def test_parse_pfscale():
     assert parse_pfscale("result tasks 2 faults 1000 pages 3000 ns 500000000\n") == \
-        {"tasks": 2, "faults": 1000, "pages": 3000, "ns": 500000000}
+        {"tasks": 2, "faults": 1000, "pages": 3000, "ns": 500000000, "samples": []}
+    assert parse_pfscale("sample ns 10 pages 4\nsample ns 9 pages 3\nresult tasks 2 faults 7 pages 7 ns 19\n")[
+        "samples"] == [(10, 4), (9, 3)]
     with pytest.raises(WorkloadError):
         parse_pfscale("")
 
 
 def test_parse_vmscale_reclaim_prefers_pgsteal():
-    r = parse_vmscale("result bytes 4096 ns 10 pgscan 7 pgsteal 5 pgpgout 9\n")
-    assert reclaim_events(r) == 5
+    r = parse_vmscale("result bytes 4096 ns 10 pgscan 7 pgsteal 5 pgpgout 9\ntasks 8 10\n")
+    assert reclaim_events(r) == 5 and r["task_ns"] == [8, 10]
     assert reclaim_events({**r, "pgsteal": -1}) == 9
     assert reclaim_events({**r, "pgsteal": -1, "pgpgout": -1}) is None
     with pytest.raises(WorkloadError):
         parse_vmscale("result bytes 4096\n")
+    with pytest.raises(WorkloadError, match="per-task"):     # an older vmscale.c's output
+        parse_vmscale("result bytes 4096 ns 10 pgscan 7 pgsteal 5 pgpgout 9\n")
 
 
 def test_pfscale_ladder_and_budget_check():
@@ -57,7 +61,8 @@ def test_vmscale_cases_are_checked():
     with pytest.raises(UsageError, match="not one of"):
         resolve_params(Vmscale.params, {"case": ["anon-w-seq", "anon-w-sequential"]}, 1 << 30, "t")
     params = resolve_params(Vmscale.params, {"case": "lru-file-readonce"}, 1 << 30, "t")
-    assert [m.name for m in Vmscale().metric_defs(params)] == ["throughput-lru-file-readonce", "reclaim-lru-file-readonce"]
+    assert [m.name for m in Vmscale().metric_defs(params)] == [
+        "total-throughput-lru-file-readonce", "sum-task-throughput-lru-file-readonce", "reclaim-lru-file-readonce"]
     with pytest.raises(UsageError, match="anon_size"):
         Vmscale().check({**params, "anon_size": 1 << 30}, 1 << 30)
 
@@ -81,6 +86,20 @@ def test_garbage_arguments_are_errors(prog, argv, what):
     proc = subprocess.run([binary_for(ROOT / f"{prog}.c"), *argv], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert what in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_pfscale_per_second_samples(tmp_path):
+    """sample = 0.25s: one pages/sec sample per interval (will-it-scale's per-second figures) whose
+    pages add up to the window's, and faults/sec still one figure for the window."""
+    r = run_workload("pfscale", {"tasks": [2], "map_size": "4M", "warmup_time": "0.1s", "duration": "0.75s",
+                                 "sample": "0.25s"}, budget="128M", outdir=tmp_path)
+    ok(r)
+    assert len(r.samples["faults/sec-2"]) == 1 and len(r.samples["pages/sec-2"]) == 3
+    out = parse_pfscale((tmp_path / "pfscale" / "iter-0" / "raw" / "pfscale-2.out").read_text())
+    assert len(out["samples"]) == 3 and sum(ns for ns, _ in out["samples"]) == pytest.approx(out["ns"], rel=0.05)
+    # live reads vs the tasks' epoch snapshots: they differ by what was written in between
+    assert abs(sum(pg for _, pg in out["samples"]) - out["pages"]) <= max(64, 0.02 * out["pages"])
+    assert all(v > 1000 for v in r.samples["pages/sec-2"])
 
 
 def test_pfscale_child_failure_does_not_hang(tmp_path):
@@ -134,10 +153,15 @@ def test_vmscale_cases_and_reclaim(tmp_path):
                      outdir=tmp_path)
     ok(r)
     cases = ["anon-w-seq", "anon-w-rand", "lru-file-mmap-read", "lru-file-readonce"]
-    assert sorted(r.samples) == sorted([f"throughput-{c}" for c in cases] + [f"reclaim-{c}" for c in cases])
+    assert sorted(r.samples) == sorted([f"total-throughput-{c}" for c in cases] + [f"reclaim-{c}" for c in cases]
+                                       + [f"sum-task-throughput-{c}" for c in cases])
     for c in cases:
-        (v,) = r.samples[f"throughput-{c}"]
+        (v,) = r.samples[f"total-throughput-{c}"]
+        (summed,) = r.samples[f"sum-task-throughput-{c}"]
         assert v > 1024, (c, v)         # more than 1 MB/s
+        # each task's own time is at most the time to the slowest task's end, so the sum of the
+        # tasks' rates is at least the total rate (equal when both tasks end together)
+        assert summed >= v * 0.999, (c, summed, v)
     # 128 MiB of sparse file read through a 64 MiB memcg: it must have reclaimed page cache (at
     # least 64 MiB, in events of one folio of at most 2 MiB each on v1).
     for c in ("lru-file-mmap-read", "lru-file-readonce"):

@@ -39,7 +39,8 @@ def floats(x: Iterable[float] | Any) -> list[float]:
     if type(x) is list:
         return x
     if hasattr(x, "ravel"):                  # numpy array: tolist() is 50x faster than iterating
-        return [float(v) for v in x.ravel().tolist()]
+        vals = x.ravel().tolist()
+        return vals if getattr(x.dtype, "kind", "") == "f" else [float(v) for v in vals]
     return [float(v) for v in x]
 
 
@@ -117,6 +118,9 @@ def _stddev(a: list[float]) -> float:
         m = math.fsum(b) / len(b)
         return k * math.sqrt(math.fsum((v - m) * (v - m) for v in b) / (len(b) - 1))
     m = math.fsum(a) / len(a)
+    if len(a) > 10_000:   # the same IEEE operations, squared deviations formed by numpy (issue 25)
+        d = _np().asarray(a) - m
+        return math.sqrt(math.fsum((d * d).tolist()) / (len(a) - 1))
     return math.sqrt(math.fsum((v - m) * (v - m) for v in a) / (len(a) - 1))
 
 
@@ -164,7 +168,7 @@ def bmean_k(n: int, pct: float, convention: Convention = "mmbench") -> int:
 
 def sorted_values(a: list[float]) -> list[float]:
     """Sorted as numpy sorts: NaNs last."""
-    if any(v != v for v in a):
+    if not _finite_all(a) and any(v != v for v in a):
         return sorted(v for v in a if v == v) + [v for v in a if v != v]
     return sorted(a)
 

@@ -145,7 +145,7 @@ def cmd_import_mmtests(args: argparse.Namespace) -> int:
     from mmbench.model.store import copied_runs
     with copied_runs():   # the MMTests tree still exists: no file-by-file fsync
         done, warnings = import_tree(store_of(args), Path(args.dir), list(args.names), prefix=args.prefix or "",
-                                     force=args.force)
+                                     force=args.force, partial=args.partial, rules=args.mmtests_rules)
     for w in warnings:
         print(f"mmbench: warning: {w}", file=sys.stderr)
     for name, path in done:

@@ -2,7 +2,8 @@
 
 CSV: a header ``workload,metric,unit,better,iteration,value`` (any order; an optional ``kind``
 column), one sample per line.  JSON: a list of objects with the same fields, or
-``{"samples": [...]}``.  Several lines with the same workload, metric and iteration are samples
+``{"samples": [...]}``; an object may carry ``"values": [...]`` (all the samples of that workload,
+metric and iteration) instead of ``"value"``, which reads a million samples as fast as the CSV.  Several lines with the same workload, metric and iteration are samples
 of that iteration.  Bad input raises :class:`mmbench.errors.UsageError` with one line naming the
 file, the line (CSV) or sample (JSON) and the field.
 """
@@ -12,10 +13,15 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
+import struct
+import subprocess
+from collections.abc import Container
 from pathlib import Path
 from typing import Any, get_args
 
 from mmbench.errors import UsageError
+from mmbench.model.files import PACKED_MIN
 from mmbench.model.names import name_problem
 from mmbench.model.results import IterationResult, MetricDef, MetricKind, WorkloadRun
 
@@ -29,17 +35,127 @@ def read_samples_file(path: str | Path) -> list[WorkloadRun]:
     if p.exists() and not p.is_file():   # a directory, FIFO or device: reading could hang or mislead
         raise UsageError(f"{p}: not a regular file")
     try:
+        with open(p, "rb") as fh:
+            head = fh.read(65536)
+    except OSError as e:
+        raise UsageError(f"{p}: cannot read: {e.strerror or e}") from None
+    is_json = p.suffix.lower() == ".json" or head.lstrip()[:1] in (b"[", b"{")
+    if not is_json:
+        # a CSV is split in C without Python ever holding its text (issue 25: memory per sample)
+        first = head.split(b"\n", 1)[0]
+        try:
+            fast = _csv_columns(p, first.decode("utf-8")) if len(first) < len(head) or len(head) < 65536 else None
+        except UnicodeDecodeError:
+            raise UsageError(f"{p}: not UTF-8 text") from None
+        if fast is not None:
+            return fast
+    try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise UsageError(f"{p}: cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise UsageError(f"{p}: not UTF-8 text") from None
-    stripped = text.lstrip()
-    if p.suffix.lower() == ".json" or stripped.startswith(("[", "{")):
-        records = _json_records(p, text)
-    else:
-        records = _csv_records(p, text)
+    records = _json_records(p, text) if is_json else _csv_records(p, text)
     return _build(p, records)
+
+
+def _csv_columns(p: Path, first: str) -> list[WorkloadRun] | None:
+    """The fast path for CSV (issue 25): samplecsv.c splits the file in C and returns the values as
+    one float64 array and every other column as runs of equal text, so each name, unit, direction,
+    iteration and kind is checked once per run of rows, not once per sample, and the samples of an
+    iteration stay a numpy array (a view of that array when the file is grouped).  None when the
+    file quotes a field: then Python's csv module reads it.  ``first``: the header line."""
+    if '"' in first or not first.strip():
+        return None
+    header = [h.strip().lower() for h in first.split(",")]
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise UsageError(f"{p}: line 1: header lacks column(s) {', '.join(missing)} "
+                         f"(expected {','.join(REQUIRED)}[,kind])")
+    if len(set(header)) != len(header) or len(header) > 64:
+        return None
+    import numpy as np
+    from mmbench.run.build import binary_for   # built on first use, cached by the source's hash
+    exe = binary_for(Path(__file__).with_name("samplecsv.c"))
+    vcol = header.index("value")
+    proc = subprocess.run([exe, str(p), str(len(header)), str(vcol)], capture_output=True)
+    if proc.returncode == 4:
+        return None
+    if proc.returncode != 0:
+        msg = proc.stderr.decode(errors="replace").strip().splitlines()
+        text = msg[-1] if msg else f"samplecsv failed ({proc.returncode})"
+        m = re.match(r"^(line \d+): column (\d+): (.*)$", text)
+        if m and int(m[2]) < len(header):    # the C side knows column numbers, the header names them
+            text = f"{m[1]}: field '{header[int(m[2])]}' {m[3]}"
+        raise UsageError(f"{p}: {text}")
+    data = proc.stdout
+    rows = struct.unpack_from("=Q", data, 0)[0]
+    if rows == 0:
+        raise UsageError(f"{p}: no samples")
+    off = 8
+    cols: dict[str, tuple[list[int], list[int], list[str]]] = {}
+    for c, name in enumerate(header):
+        if c == vcol:
+            continue
+        n = struct.unpack_from("=Q", data, off)[0]
+        off += 8
+        starts, lines, labels = [], [], []
+        for _ in range(n):
+            row, line, ln = struct.unpack_from("=QQI", data, off)
+            off += 20
+            starts.append(row)
+            lines.append(line)
+            try:
+                labels.append(data[off:off + ln].decode("utf-8"))
+            except UnicodeDecodeError:
+                raise UsageError(f"{p}: line {line}: not UTF-8 text") from None
+            off += ln
+        cols[name] = (starts, lines, labels)
+    values = np.frombuffer(data, dtype=np.float64, count=rows, offset=off)
+    # segments: rows over which no column changes; each is checked once
+    bounds = sorted({r for starts, _, _ in cols.values() for r in starts} | {rows})
+    at = {name: 0 for name in cols}
+    workloads: dict[str, WorkloadRun] = {}
+    pieces: dict[tuple[str, int, str], list[Any]] = {}
+    checked: dict[tuple[str, ...], tuple[str, str, str, str, int, str]] = {}
+    for a, b in zip(bounds, bounds[1:]):
+        rec: dict[str, Any] = {}
+        line = 0
+        for name, (starts, lines, labels) in cols.items():
+            i = at[name]
+            while i + 1 < len(starts) and starts[i + 1] <= a:
+                i += 1
+            at[name] = i
+            rec[name] = labels[i]
+            if starts[i] == a:
+                line = max(line, lines[i])
+        key = tuple(rec.values())
+        where = f"line {line}"
+        if key not in checked:
+            checked[key] = _check_record(p, where, rec, workloads)
+        wl, metric, unit, better, it_no, kind = checked[key]
+        w = workloads.get(wl)
+        if w is None:
+            w = workloads[wl] = WorkloadRun(label=wl, plugin="imported", params={}, metrics=[])
+        md = w.metric(metric)
+        if md is None:
+            w.metrics.append(MetricDef(metric, unit, better, kind))  # type: ignore[arg-type]
+        elif (md.unit, md.better, md.kind) != (unit, better, kind):
+            raise UsageError(f"{p}: {where}: metric {metric!r} of {wl!r} has unit/better/kind "
+                             f"{unit}/{better}/{kind}, earlier {md.unit}/{md.better}/{md.kind}")
+        pieces.setdefault((wl, it_no, metric), []).append(values[a:b])
+    iters: dict[tuple[str, int], IterationResult] = {}
+    for (wl, it_no, metric), parts in pieces.items():
+        itr = iters.get((wl, it_no))
+        if itr is None:
+            itr = iters[(wl, it_no)] = IterationResult(workload=wl, index=it_no, warmup=False, status="ok")
+            workloads[wl].iterations.append(itr)
+        arr = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        # a few samples as a list (as every other reader gives them); many as the array itself
+        itr.samples[metric] = arr.tolist() if arr.size <= PACKED_MIN else arr
+    for w in workloads.values():
+        w.iterations.sort(key=lambda it: it.index)
+    return list(workloads.values())
 
 
 def _csv_records(p: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
@@ -90,48 +206,69 @@ def _field(p: Path, where: str, rec: dict[str, Any], name: str) -> Any:
     return v
 
 
+def _check_record(p: Path, where: str, rec: dict[str, Any],
+                  known: Container[str] = ()) -> tuple[str, str, str, str, int, str]:
+    """(workload, metric, unit, better, iteration, kind) of one record, each checked: a one-line
+    UsageError naming the file, the line or sample, and the field.  A workload name in ``known``
+    was checked already."""
+    wl = _field(p, where, rec, "workload")
+    # the label becomes the workload's folder: a name, not a path (checked once per name)
+    problem = name_problem(wl) if not (isinstance(wl, str) and wl in known) else None
+    if problem:
+        raise UsageError(f"{p}: {where}: field 'workload' {str(wl)[:60]!r}: {problem}")
+    metric = _field(p, where, rec, "metric")
+    if not isinstance(metric, str) or any(ord(c) < 32 for c in metric):
+        raise UsageError(f"{p}: {where}: field 'metric' {str(metric)[:60]!r}: expected text "
+                         f"without control characters")
+    unit = rec.get("unit") if rec.get("unit") is not None else ""
+    if not isinstance(unit, str) or any(ord(c) < 32 for c in unit):
+        raise UsageError(f"{p}: {where}: field 'unit' {str(unit)[:60]!r}: expected text")
+    better = str(_field(p, where, rec, "better")).strip().lower()
+    if better not in ("higher", "lower"):
+        raise UsageError(f"{p}: {where}: field 'better' is {better!r}, expected higher or lower")
+    raw_it = _field(p, where, rec, "iteration")
+    try:
+        if isinstance(raw_it, bool) or (isinstance(raw_it, float) and not raw_it.is_integer()):
+            raise ValueError
+        it_no = int(raw_it)
+        if not 0 <= it_no <= MAX_ITERATION:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise UsageError(f"{p}: {where}: field 'iteration' is {raw_it!r}, expected an integer 0..{MAX_ITERATION}") from None
+    kind = str(rec.get("kind") or "time").strip().lower()
+    if kind not in KINDS:
+        raise UsageError(f"{p}: {where}: field 'kind' is {kind!r}, expected one of {', '.join(sorted(KINDS))}")
+    return wl, metric, unit, better, it_no, kind
+
+
+def _value(p: Path, where: str, rec: dict[str, Any]) -> float:
+    raw_v = _field(p, where, rec, "value")
+    try:
+        if isinstance(raw_v, bool):
+            raise ValueError
+        value = float(raw_v)
+    except (TypeError, ValueError):
+        raise UsageError(f"{p}: {where}: field 'value' is {raw_v!r}, expected a number") from None
+    if not math.isfinite(value):
+        raise UsageError(f"{p}: {where}: field 'value' is {raw_v!r}, expected a finite number")
+    return value
+
+
 def _build(p: Path, records: list[tuple[str, dict[str, Any]]]) -> list[WorkloadRun]:
     if not records:
         raise UsageError(f"{p}: no samples")
     workloads: dict[str, WorkloadRun] = {}
     iters: dict[tuple[str, int], IterationResult] = {}
     for where, rec in records:
-        wl = _field(p, where, rec, "workload")
-        # the label becomes the workload's folder: a name, not a path (checked once per name)
-        problem = name_problem(wl) if not (isinstance(wl, str) and wl in workloads) else None
-        if problem:
-            raise UsageError(f"{p}: {where}: field 'workload' {str(wl)[:60]!r}: {problem}")
-        metric = _field(p, where, rec, "metric")
-        if not isinstance(metric, str) or any(ord(c) < 32 for c in metric):
-            raise UsageError(f"{p}: {where}: field 'metric' {str(metric)[:60]!r}: expected text "
-                             f"without control characters")
-        unit = rec.get("unit") if rec.get("unit") is not None else ""
-        if not isinstance(unit, str) or any(ord(c) < 32 for c in unit):
-            raise UsageError(f"{p}: {where}: field 'unit' {str(unit)[:60]!r}: expected text")
-        better = str(_field(p, where, rec, "better")).strip().lower()
-        if better not in ("higher", "lower"):
-            raise UsageError(f"{p}: {where}: field 'better' is {better!r}, expected higher or lower")
-        raw_it = _field(p, where, rec, "iteration")
-        try:
-            if isinstance(raw_it, bool) or (isinstance(raw_it, float) and not raw_it.is_integer()):
-                raise ValueError
-            it_no = int(raw_it)
-            if not 0 <= it_no <= MAX_ITERATION:
-                raise ValueError
-        except (TypeError, ValueError):
-            raise UsageError(f"{p}: {where}: field 'iteration' is {raw_it!r}, expected an integer 0..{MAX_ITERATION}") from None
-        raw_v = _field(p, where, rec, "value")
-        try:
-            if isinstance(raw_v, bool):
-                raise ValueError
-            value = float(raw_v)
-        except (TypeError, ValueError):
-            raise UsageError(f"{p}: {where}: field 'value' is {raw_v!r}, expected a number") from None
-        if not math.isfinite(value):
-            raise UsageError(f"{p}: {where}: field 'value' is {raw_v!r}, expected a finite number")
-        kind = str(rec.get("kind") or "time").strip().lower()
-        if kind not in KINDS:
-            raise UsageError(f"{p}: {where}: field 'kind' is {kind!r}, expected one of {', '.join(sorted(KINDS))}")
+        wl, metric, unit, better, it_no, kind = _check_record(p, where, rec, workloads)
+        many = rec.get("values")
+        if many is not None:
+            if "value" in rec:
+                raise UsageError(f"{p}: {where}: give 'value' or 'values', not both")
+            value = None
+            arr = _values(p, where, many)
+        else:
+            value = _value(p, where, rec)
         w = workloads.get(wl)
         if w is None:
             w = workloads[wl] = WorkloadRun(label=wl, plugin="imported", params={}, metrics=[])
@@ -146,7 +283,32 @@ def _build(p: Path, records: list[tuple[str, dict[str, Any]]]) -> list[WorkloadR
         if itr is None:
             itr = iters[key] = IterationResult(workload=wl, index=it_no, warmup=False, status="ok")
             w.iterations.append(itr)
-        itr.samples.setdefault(metric, []).append(value)
+        if value is not None:
+            itr.samples.setdefault(metric, []).append(value)
+        else:
+            itr.samples.setdefault(metric, []).extend(arr)
     for w in workloads.values():
         w.iterations.sort(key=lambda it: it.index)
+        for itr in w.iterations:     # many samples stay one float64 array (store: packed)
+            for m, vals in itr.samples.items():
+                if len(vals) > PACKED_MIN:
+                    import numpy as np
+                    itr.samples[m] = np.asarray(vals, dtype=np.float64)
     return list(workloads.values())
+
+
+def _values(p: Path, where: str, many: Any) -> list[float]:
+    """A record's ``values``: a non-empty list of finite numbers, checked as one array."""
+    import numpy as np
+    if not isinstance(many, list) or not many:
+        raise UsageError(f"{p}: {where}: field 'values' must be a non-empty list of numbers")
+    try:
+        if any(isinstance(v, (bool, str)) for v in many):
+            raise ValueError
+        arr = np.asarray(many, dtype=np.float64)
+    except (TypeError, ValueError):
+        bad = next((v for v in many if isinstance(v, (bool, str)) or not isinstance(v, (int, float))), many[0])
+        raise UsageError(f"{p}: {where}: field 'values' holds {bad!r}, expected numbers") from None
+    if arr.ndim != 1 or not np.isfinite(arr).all():
+        raise UsageError(f"{p}: {where}: field 'values' must hold finite numbers only")
+    return arr.tolist()

@@ -15,10 +15,10 @@ def import_run(store: Store, name: str, workloads: list[WorkloadRun], *, source:
 
 
 def _import_run(store: Store, name: str, workloads: list[WorkloadRun], *, source: str, force: bool) -> Path:
-    text = Path(source).read_text() if Path(source).is_file() else ""
+    size = Path(source).stat().st_size if Path(source).is_file() else 0   # not read again: memory per sample
     writer = store.create_run(name, force=force, suite_text=f"# imported from {source}\n",
                               suite_hash="", suite_effective={"imported_from": source},
-                              fingerprint={"imported_from": source, "bytes": len(text)}, settings={},
+                              fingerprint={"imported_from": source, "bytes": size}, settings={},
                               status="running", description=f"imported from {Path(source).name}")
     writer.meta["workload_order"] = [w.label for w in workloads]
     for w in workloads:

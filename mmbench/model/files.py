@@ -17,6 +17,7 @@ importing pydantic; any other read validates again.
 from __future__ import annotations
 
 import json
+import base64
 import math
 from collections import OrderedDict
 from hashlib import blake2b
@@ -166,9 +167,35 @@ def read_object(path: Path) -> dict[str, Any]:
     return data
 
 
-def samples_from_json(samples: dict[str, list[float | None]]) -> dict[str, list[float]]:
-    """Stored samples back to floats: ``null`` (a non-finite value when written) is NaN."""
-    return {k: [math.nan if v is None else float(v) for v in vals] for k, vals in samples.items()}
+# Samples of a metric above this many are stored as one base64 string of little-endian float64
+# (issue 25: 1 M samples read back in milliseconds, no float parsed per sample); fewer stay a JSON
+# list a person can read.  Both forms are read.
+PACKED_MIN = 256
+
+
+def pack_samples(values: Any) -> list[float | None] | dict[str, str]:
+    """One metric's samples as stored in result.json: a list (non-finite values as null) or, for
+    more than PACKED_MIN values, ``{"f8": base64 of little-endian float64}`` (NaN kept)."""
+    n = len(values)
+    if n <= PACKED_MIN:
+        vals = values.tolist() if hasattr(values, "tolist") else values
+        return [None if (isinstance(v, float) and not math.isfinite(v)) else v for v in vals]
+    import numpy as np
+    arr = np.asarray(values, dtype="<f8")
+    return {"f8": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def unpack_samples(stored: Any) -> Any:
+    """A metric's stored samples back to floats: a list (``null`` is NaN) or a float64 array."""
+    if isinstance(stored, dict):
+        import numpy as np
+        return np.frombuffer(base64.b64decode(stored["f8"]), dtype="<f8")
+    return [math.nan if v is None else float(v) for v in stored]
+
+
+def samples_from_json(samples: dict[str, Any]) -> dict[str, Any]:
+    """Stored samples back to floats (see :func:`unpack_samples`)."""
+    return {k: unpack_samples(vals) for k, vals in samples.items()}
 
 
 def kernel_release(fingerprint: dict[str, Any]) -> str:

@@ -56,6 +56,8 @@ class IterationResult:
     metric, many for per-fault latencies).  ``duration``: user, system and elapsed seconds of the
     workload's whole process tree.  ``vmstat_delta``: /proc/vmstat after − before, raw counter
     names.  ``monitors``: monitor name → files it wrote (relative to the run folder).
+    ``imported``: what an importer read that has no mmbench counterpart (MMTests' /proc/schedstat
+    deltas around a test, docs/mmtests-import.md); empty for runs mmbench made.
     """
 
     workload: str
@@ -68,6 +70,7 @@ class IterationResult:
     vmstat_delta: dict[str, int] = field(default_factory=dict)
     memcg: dict[str, float] = field(default_factory=dict)
     monitors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    imported: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
     finished: float = 0.0
     path: str = ""

@@ -78,11 +78,13 @@ class ResultFile(_Stored):
     warmup: bool
     status: Literal["ok", "failed", "oom"]
     reason: str | None = None
-    samples: dict[str, list[float | None]] = {}
+    # a list, or {"f8": base64 float64} for many samples (model/files.py pack_samples)
+    samples: dict[str, list[float | None] | dict[str, str]] = {}
     duration: dict[str, float] = {}
     vmstat_delta: dict[str, int] = {}
     memcg: dict[str, Any] = {}
     monitors: dict[str, dict[str, Any]] = {}
+    imported: dict[str, Any] = {}
     started: float = 0.0
     finished: float = 0.0
     path: str = ""

@@ -148,7 +148,7 @@ def distribution_figures(runs: list[RunRecord], names: list[str]) -> list[Figure
                 w = r.workload(label)
                 if w is None:
                     continue
-                its = [it for it in w.measured() if it.samples.get(mname)]
+                its = [it for it in w.measured() if len(it.samples.get(mname, ()))]
                 if not its:
                     continue
                 arrays = [np.asarray(it.samples[mname], dtype=float) for it in its]

@@ -2,7 +2,7 @@
 
 Layout (docs/results-format.md)::
 
-    <results>/index.sqlite                       runs, workloads, metrics, iterations, samples
+    <results>/index.sqlite                       runs, workloads, metrics, iterations, sample_means
     <results>/<run>/run.json                     name, status, times, pid, settings, version
     <results>/<run>/suite.toml, suite-effective.json, fingerprint.json
     <results>/<run>/<workload>/workload.json     plugin, params, metric definitions
@@ -25,7 +25,6 @@ from __future__ import annotations
 import atexit
 import errno
 import json
-import math
 import os
 import shutil
 import sqlite3
@@ -42,7 +41,7 @@ from mmbench import __version__
 from mmbench.model.kernel import proc_start_time
 from mmbench.errors import UsageError
 from mmbench.model.store import RunWriter, Store, durable_writes, validate_run_name
-from mmbench.model.files import (STORE_FORMAT, StoreError, StoreFull, kernel_release, read_checked,
+from mmbench.model.files import (STORE_FORMAT, StoreError, StoreFull, kernel_release, pack_samples, read_checked,
                                  read_json, read_object, remember_checked_files, samples_from_json)
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
@@ -59,11 +58,9 @@ CREATE TABLE IF NOT EXISTS metrics (run TEXT, workload TEXT, name TEXT, unit TEX
 CREATE TABLE IF NOT EXISTS iterations (run TEXT, workload TEXT, idx INTEGER, warmup INTEGER,
     status TEXT, reason TEXT, user_s REAL, system_s REAL, elapsed_s REAL, path TEXT,
     PRIMARY KEY (run, workload, idx));
-CREATE TABLE IF NOT EXISTS samples (run TEXT, workload TEXT, idx INTEGER, metric TEXT, seq INTEGER,
-    value REAL);
-CREATE INDEX IF NOT EXISTS samples_by_run ON samples (run, workload, metric);
-CREATE TABLE IF NOT EXISTS means (run TEXT, workload TEXT, idx INTEGER, metric TEXT, value REAL);
-CREATE INDEX IF NOT EXISTS means_by_run ON means (run);
+CREATE TABLE IF NOT EXISTS sample_means (run TEXT, workload TEXT, idx INTEGER, metric TEXT, n INTEGER,
+    mean REAL);
+CREATE INDEX IF NOT EXISTS sample_means_by_run ON sample_means (run, workload, metric);
 CREATE TABLE IF NOT EXISTS indexed (run TEXT PRIMARY KEY, mtime_ns INTEGER, host TEXT, suite TEXT,
     signature TEXT, digest TEXT);
 CREATE TABLE IF NOT EXISTS checked (run TEXT, path TEXT, digest TEXT, document TEXT, PRIMARY KEY (run, path));
@@ -119,10 +116,6 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def _clean(values: list[float]) -> list[float | None]:
-    return [None if (isinstance(v, float) and not math.isfinite(v)) else v for v in values]
 
 
 def pid_alive(pid: int) -> bool:
@@ -199,7 +192,7 @@ class FileRunWriter(RunWriter):
         itdir = self.iteration_dir(result.workload, result.index)
         staging = self.staging_dir(result.workload, result.index)
         data = result.to_dict()
-        data["samples"] = {k: _clean(v) for k, v in result.samples.items()}
+        data["samples"] = {k: pack_samples(v) for k, v in result.samples.items()}
         try:
             if staging.is_dir():   # result.json last, then one rename: the iteration appears whole
                 write_json(staging / "result.json", data)
@@ -638,7 +631,7 @@ class FileStore(Store):
             try:
                 conn = sqlite3.connect(tmp)
                 conn.executescript(SCHEMA)
-                conn.execute("PRAGMA user_version = 1")   # (means filled as each run is indexed)
+                conn.execute(f"PRAGMA user_version = {INDEX_VERSION}")   # (sample_means filled as each run is indexed)
                 damaged = [n for n in sorted(folders) if not self._index_one(conn, n)]
                 conn.commit()
                 conn.close()
@@ -804,7 +797,7 @@ class FileStore(Store):
         for i in range(0, len(runs), 500):    # SQLite's limit on host parameters
             part = runs[i:i + 500]
             out += db.execute(
-                f"SELECT m.run, m.workload, m.metric, m.idx, m.value FROM means m JOIN iterations i "
+                f"SELECT m.run, m.workload, m.metric, m.idx, m.mean FROM sample_means m JOIN iterations i "
                 f"ON i.run=m.run AND i.workload=m.workload AND i.idx=m.idx WHERE m.run IN "
                 f"({','.join('?' * len(part))}) AND i.warmup=0 AND i.status='ok'", part).fetchall()
         return sorted(out, key=lambda r: r[:4])
@@ -841,24 +834,45 @@ def _warn(text: str) -> None:
     print(f"mmbench: warning: {' '.join(text.split())}", file=sys.stderr)
 
 
+# 3: sample_means (n, mean of each iteration and metric; issue 25: a row per sample made a 1 M-sample
+# import take 25 s) replaced the row-per-sample "samples" and the "means" tables; indexed has
+# signature and digest
+INDEX_VERSION = 3
+
+
 def _migrate(db: sqlite3.Connection) -> None:
     """What an index made by an older mmbench lacks (its tables exist, so SCHEMA left them as they
-    were): the ``indexed`` columns, and the iteration means of the runs it holds."""
+    were): the ``indexed`` columns; an index written before INDEX_VERSION has its old sample tables
+    dropped and forgets what was indexed, so every run is indexed again (from its folder, the
+    truth) on the next read."""
     have = {row[1] for row in db.execute("PRAGMA table_info(indexed)")}
     for column in ("signature", "digest"):
         if column not in have:
             with db:
                 db.execute(f"ALTER TABLE indexed ADD COLUMN {column} TEXT")
-    if db.execute("PRAGMA user_version").fetchone()[0] < 1:
+    if db.execute("PRAGMA user_version").fetchone()[0] < INDEX_VERSION:
         with db:
-            db.execute("DELETE FROM means")
-            db.execute("INSERT INTO means SELECT run, workload, idx, metric, avg(value) FROM samples "
-                       "GROUP BY run, workload, idx, metric")
-            db.execute("PRAGMA user_version = 1")
+            db.execute("DROP TABLE IF EXISTS samples")
+            db.execute("DROP TABLE IF EXISTS means")
+            db.execute("DELETE FROM indexed")
+            db.execute(f"PRAGMA user_version = {INDEX_VERSION}")
+
+
+def _mean_rows(run: str, it: IterationResult) -> list[tuple[str, str, int, str, int, float | None]]:
+    """One index row per metric of an iteration: the number of samples and the mean of the finite
+    ones (None when none is), what ``history`` reads; the samples themselves stay in result.json
+    (issue 25: a row per sample made a 1 M-sample import take 25 s)."""
+    import numpy as np
+    rows = []
+    for metric, vals in it.samples.items():
+        a = np.asarray(vals, dtype=np.float64)
+        finite = a[np.isfinite(a)]
+        rows.append((run, it.workload, it.index, metric, int(a.size), float(finite.mean()) if finite.size else None))
+    return rows
 
 
 def _drop(db: sqlite3.Connection, name: str, *, checked: bool = True) -> None:
-    for table in ("runs", "workloads", "metrics", "iterations", "samples", "means", "indexed",
+    for table in ("runs", "workloads", "metrics", "iterations", "sample_means", "indexed",
                   *(("checked",) if checked else ())):
         db.execute(f"DELETE FROM {table} WHERE {'name' if table == 'runs' else 'run'}=?", (name,))
 
@@ -876,18 +890,7 @@ def _insert_run(db: sqlite3.Connection, name: str, rec: RunRecord, meta: dict[st
             db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
                        (name, w.label, it.index, int(it.warmup), it.status, it.reason,
                         d.get("user"), d.get("system"), d.get("elapsed"), it.path))
-            db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)",
-                           [(name, w.label, it.index, metric, seq, v)
-                            for metric, vals in it.samples.items() for seq, v in enumerate(_clean(vals))])
-            db.executemany("INSERT INTO means VALUES (?,?,?,?,?)",
-                           [(name, w.label, it.index, metric, _mean(vals))
-                            for metric, vals in it.samples.items() if vals])
-
-
-def _mean(values: list[float]) -> float | None:
-    """An iteration's mean of a metric, as history plots it (non-finite samples left out)."""
-    finite = [v for v in values if v is not None and math.isfinite(v)]
-    return sum(finite) / len(finite) if finite else None
+            db.executemany("INSERT INTO sample_means VALUES (?,?,?,?,?,?)", _mean_rows(name, it))
 
 
 class IndexDamaged(StoreError):

@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from mmbench.model.cache import cache_root
 from mmbench.errors import EnvironmentUnsupported, UsageError
-from mmbench.model.files import StoreError
+from mmbench.model.files import StoreError, samples_from_json
 from mmbench.model.store import RunWriter, Store, run_summary, validate_run_name
 from mmbench.store.fs import FileRunWriter, FileStore, pid_alive
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
@@ -225,7 +225,8 @@ def _insert_details(cur: Any, name: str, workloads: list[dict[str, Any]], result
 def _iteration_means(result: IterationResult) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for metric, values in result.samples.items():
-        finite = [v for v in values if v is not None and math.isfinite(v)]
+        finite = [v for v in (values.tolist() if hasattr(values, "tolist") else values)
+                  if v is not None and math.isfinite(v)]
         out[metric] = sum(finite) / len(finite) if finite else None
     return out
 
@@ -536,8 +537,7 @@ class PgStore(Store):
             if rel.endswith("/result.json") and rel.count("/") == 2:
                 d = json.loads(data)
                 results.append(d)
-                it = IterationResult.from_dict({**d, "samples": {
-                    k: [math.nan if v is None else v for v in vs] for k, vs in d.get("samples", {}).items()}})
+                it = IterationResult.from_dict({**d, "samples": samples_from_json(d.get("samples", {}))})
                 values += [(name, it.workload, m, it.index, it.warmup, it.status, v)
                            for m, v in _iteration_means(it).items()]
         status = meta.get("status", "incomplete")

@@ -16,6 +16,11 @@ In an mmbench VM guest the tree is the host's, which the VM runner attaches as a
 disk mounted at its own path (``guest_trees``; through virtiofs, the tree's 84,000 files would
 run QEMU's virtiofsd out of file descriptors).
 
+At MMTests' scale (config-workload-kernbench): ``config = "defconfig"``, ``targets = ["vmlinux"]``
+and ``ladder = true``, which builds once per rung of MMTests' ``threads_powertwo`` ladder of make
+jobs, NCPU/4 (at least 1), twice that, ... NCPU, with the metrics per rung named as MMTests names
+them: ``Elapsed-<J>``, ``User-<J>``, ``System-<J>``.
+
 As a companion (``[workload.with.kernbench]``, MMTests' thpchallenge pattern) it rebuilds in a
 loop (``builds = 0``) until the workload it accompanies finishes; a build still running then is stopped and not
 counted.
@@ -156,6 +161,8 @@ class Kernbench(Workload):
         "config": Param("str", "tinyconfig", "kernel configuration made before building", choices=CONFIGS),
         "targets": Param("str_list", ["mm/"], "make targets (vmlinux for the whole kernel; dir/ for one directory)"),
         "jobs": Param("int", 0, "make -j jobs (0: the number of CPUs)", minimum=0),
+        "ladder": Param("bool", False, "build at each rung of MMTests' -j ladder (NCPU/4 ... NCPU, powers of "
+                        "two) instead of once at `jobs`; metrics Elapsed-<J>, User-<J>, System-<J>"),
         "builds": Param("int", 1, "builds per iteration (0: until the accompanied workload finishes, "
                         "for [workload.with.kernbench])", minimum=0),
         "build_limit": Param("duration", "30m", "limit for one build"),
@@ -166,11 +173,33 @@ class Kernbench(Workload):
         MetricDef("System", "s", "lower", "time", description="system CPU time of make and its children"),
     ]
 
+    @staticmethod
+    def job_ladder(params: dict[str, Any], ncpus: int | None = None) -> list[int] | None:
+        """The -j rungs (MMTests: KERNBENCH_MIN_THREADS = NCPU/LLCs/4, MAX = NCPU, powers of two),
+        or None for one build at ``jobs``."""
+        if not params.get("ladder"):
+            return None
+        from mmbench.workloads.stressng import cpu_count, ladder
+        n = ncpus or cpu_count()
+        return ladder(max(1, n // 4), n)
+
+    def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
+        rungs = self.job_ladder(params) if params else None
+        if rungs is None:
+            return list(self.metrics)
+        return [MetricDef(f"{m.name}-{j}", m.unit, m.better, m.kind, description=f"{m.description}, make -j{j}")
+                for m in self.metrics for j in rungs]
+
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
         # a companion (builds = 0) is background load: its rows exist only when a build finished
-        return ["Elapsed"] if params["builds"] else []
+        if not params["builds"]:
+            return []
+        rungs = self.job_ladder(params)
+        return ["Elapsed"] if rungs is None else [f"Elapsed-{j}" for j in rungs]
 
     def check(self, params: dict[str, Any], budget: int) -> None:
+        if params.get("ladder") and not params.get("builds", 1):
+            raise UsageError("workload.kernbench.params.ladder: a companion (builds = 0) builds at one -j")
         if source_tarball() is None:
             raise UsageError("workload kernbench: no /usr/src/linux-source-*.tar.xz: install Debian's "
                              "linux-source package (apt-get install linux-source)")
@@ -228,7 +257,7 @@ class Kernbench(Workload):
         with open(ctx.rawdir / PROGRESS_LOG, "a") as fh:
             fh.write(f"{time.time():.3f} {line}\n")
 
-    def build_once(self, ctx: WorkloadContext, tree: Path, n: int) -> dict[str, float] | None:
+    def build_once(self, ctx: WorkloadContext, tree: Path, n: int, jobs: int = 0) -> dict[str, float] | None:
         p = ctx.params
         build = ctx.workdir / f"kernbench-build-{n}"
         shutil.rmtree(build, ignore_errors=True)
@@ -237,7 +266,7 @@ class Kernbench(Workload):
             make = ["make", "-s", "-C", str(tree), f"O={build}"]
             if not self._make(ctx, [*make, p["config"]], f"kernbench-config-{n}", p["build_limit"]):
                 return None
-            jobs = p["jobs"] or ctx.ncpus
+            jobs = jobs or p["jobs"] or ctx.ncpus
             timing = ctx.rawdir / f"kernbench-time-{n}.txt"
             # GNU time wraps make so its rusage covers make's whole process tree (wait4)
             timed = ["/usr/bin/time", "-o", str(timing), "-f", "elapsed %e user %U system %S",
@@ -259,6 +288,17 @@ class Kernbench(Workload):
     def run(self, ctx: WorkloadContext) -> Samples:
         self.progress(ctx, "started")
         tree = self.source(ctx)
+        rungs = self.job_ladder(ctx.params, ctx.ncpus)
+        if rungs is not None:       # MMTests' -j ladder: builds builds at each rung
+            out: Samples = {}
+            n = 0
+            for j in rungs:
+                for _ in range(ctx.params["builds"]):
+                    got = self.build_once(ctx, tree, n, j)
+                    n += 1
+                    for k, v in (got or {}).items():
+                        out.setdefault(f"{k}-{j}", []).append(v)
+            return out
         samples: Samples = {m.name: [] for m in self.metrics}
         n = 0
         while True:

@@ -18,8 +18,11 @@
  * takes fewer faults than pages (measured on 6.18: about 3 pages per fault in case 3).  Both are
  * reported.
  *
- * Usage: pfscale CASE(1|2|3) MODE(threads|processes) TASKS MAP_BYTES WARMUP_S DURATION_S DIR THP(0|1)
+ * Usage: pfscale CASE(1|2|3) MODE(threads|processes) TASKS MAP_BYTES WARMUP_S DURATION_S DIR THP(0|1) [SAMPLE_S]
  * Output: result tasks <n> faults <n> pages <n> ns <ns>   (within the measured window)
+ *         sample ns <ns> pages <n>   (with SAMPLE_S > 0: one line per SAMPLE_S of the window, the
+ *         pages all tasks wrote in it, read from their live counters as will-it-scale's main loop
+ *         reads its tasks' counters once a second; the last sample may be shorter)
  *
  * No deadlock when a task fails: there are no barriers; tasks poll shared flags and the parent
  * polls counts, and in process mode reaps children with WNOHANG all the while (a child that ends
@@ -174,6 +177,15 @@ static void watch(double seconds)
 	}
 }
 
+/* The pages all tasks have written so far (each slot's live counter, written by its task only). */
+static uint64_t live_pages(void)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < ntasks; i++)
+		sum += __atomic_load_n(&sh->slot[i].pages, __ATOMIC_RELAXED);
+	return sum;
+}
+
 /* Wait until every task has recorded epoch e (process mode: watching for dead children). */
 static void wait_acked(int e)
 {
@@ -186,8 +198,8 @@ static void wait_acked(int e)
 
 int main(int argc, char **argv)
 {
-	if (argc != 9)
-		mmb_die_usage("usage: pfscale CASE(1|2|3) threads|processes TASKS MAP_BYTES WARMUP_S DURATION_S DIR THP(0|1)");
+	if (argc != 9 && argc != 10)
+		mmb_die_usage("usage: pfscale CASE(1|2|3) threads|processes TASKS MAP_BYTES WARMUP_S DURATION_S DIR THP(0|1) [SAMPLE_S]");
 	pcase = mmb_int(argv[1], "CASE", 1, 3);
 	if (strcmp(argv[2], "processes") && strcmp(argv[2], "threads"))
 		mmb_die_usage("MODE: expected threads or processes, got '%s'", argv[2]);
@@ -203,6 +215,7 @@ int main(int argc, char **argv)
 	if (stat(dir, &dst) < 0 || !S_ISDIR(dst.st_mode))
 		mmb_die_usage("DIR: '%s' is not a directory", dir);
 	thp = mmb_int(argv[8], "THP", 0, 1);
+	double sample = argc == 10 ? mmb_double(argv[9], "SAMPLE_S", 0) : 0;
 
 	size_t shsize = sizeof(struct shared) + (size_t)ntasks * sizeof(struct slot);
 	sh = mmap(NULL, shsize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -245,7 +258,20 @@ int main(int argc, char **argv)
 	watch(warmup);
 	uint64_t t0 = now_ns();
 	__atomic_store_n(&sh->epoch, 1, __ATOMIC_RELEASE);
-	watch(duration);
+	if (sample > 0) {
+		uint64_t prev_t = t0, prev_p = live_pages(), end = t0 + (uint64_t)(duration * 1e9);
+		while (prev_t < end) {
+			double left = (double)(end - prev_t) / 1e9;
+			watch(left < sample ? left : sample);
+			uint64_t t = now_ns(), pg = live_pages();
+			printf("sample ns %llu pages %llu\n", (unsigned long long)(t - prev_t),
+			       (unsigned long long)(pg - prev_p));
+			prev_t = t;
+			prev_p = pg;
+		}
+	} else {
+		watch(duration);
+	}
 	uint64_t t1 = now_ns();
 	__atomic_store_n(&sh->epoch, 2, __ATOMIC_RELEASE);
 	wait_acked(2);

@@ -13,6 +13,9 @@ ladder (``tasks``, default 1..ncpus).
 * ``pages/sec-N``: pages written per second, will-it-scale's own figure.  The same as faults/sec
   except where one fault maps several pages: since 6.x ``finish_fault()`` maps a whole large
   page-cache folio, so case 3 on ext4 (large folios since 6.16) takes fewer faults than pages.
+  With ``sample`` (e.g. "1s", as will-it-scale prints a sum every second) the iteration has one
+  ``pages/sec-N`` sample per interval of the window, read from the tasks' live counters, instead
+  of one for the whole window: the spread within a run shows.
 """
 
 from __future__ import annotations
@@ -33,11 +36,13 @@ def task_ladder(params: dict[str, Any], ncpus: int | None = None) -> list[int]:
     return client_ladder({"clients": params.get("tasks")}, ncpus)
 
 
-def parse_pfscale(text: str) -> dict[str, int]:
+def parse_pfscale(text: str) -> dict[str, Any]:
+    """The ``result`` line's fields and ``samples``: (ns, pages) of each ``sample`` line."""
     rows = [S.parse_kv_line(line.split(None, 1)[1]) for line in text.splitlines() if line.startswith("result ")]
     if len(rows) != 1 or not {"tasks", "faults", "pages", "ns"} <= rows[0].keys():
         raise WorkloadError("pfscale printed no result line")
-    return rows[0]
+    samples = [S.parse_kv_line(line.split(None, 1)[1]) for line in text.splitlines() if line.startswith("sample ")]
+    return {**rows[0], "samples": [(r["ns"], r["pages"]) for r in samples]}
 
 
 class Pfscale(Workload):
@@ -51,6 +56,8 @@ class Pfscale(Workload):
         "warmup_time": Param("duration", "0.5s", "run before the measured window, per rung"),
         "duration": Param("duration", "3s", "measured window per rung", minimum=0.01),
         "thp": Param("bool", False, "allow THP in case 1 (default MADV_NOHUGEPAGE: base-page faults)"),
+        "sample": Param("duration", "0s", "pages/sec samples per this interval of the window (will-it-scale: "
+                        "1s); 0: one sample for the window"),
     }
 
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
@@ -82,12 +89,16 @@ class Pfscale(Workload):
         for n in task_ladder(p, ctx.ncpus):
             out = ctx.run([ctx.binary("pfscale"), str(p["case"]), p["mode"], str(n), str(p["map_size"]),
                            repr(float(p["warmup_time"])), repr(float(p["duration"])), str(ctx.workdir),
-                           "1" if p["thp"] else "0"], raw_name=f"pfscale-{n}.out")
+                           "1" if p["thp"] else "0", repr(float(p.get("sample") or 0))],
+                          raw_name=f"pfscale-{n}.out")
             r = parse_pfscale(out.stdout)
             if r["tasks"] != n or r["ns"] <= 0:
                 raise WorkloadError(f"pfscale rung {n} reported tasks {r['tasks']} over {r['ns']} ns")
             samples[f"faults/sec-{n}"] = [r["faults"] / (r["ns"] / 1e9)]
-            samples[f"pages/sec-{n}"] = [r["pages"] / (r["ns"] / 1e9)]
+            if r["samples"]:   # will-it-scale's per-second figures
+                samples[f"pages/sec-{n}"] = [pg / (ns / 1e9) for ns, pg in r["samples"] if ns > 0]
+            else:
+                samples[f"pages/sec-{n}"] = [r["pages"] / (r["ns"] / 1e9)]
         return samples
 
 

@@ -12,7 +12,18 @@ directory).  The database is sized relative to the budget: ``database`` bytes gi
 with ``clients`` connections for ``duration``.
 
 Metrics: pgbench's ``tps`` (without the initial connection time) and the p50/p95/p99 latency in ms
-of every transaction from pgbench's per-transaction log (``-l``), kept in rawdir.  The server is
+of every transaction from pgbench's per-transaction log (``-l``), kept in rawdir.
+
+At MMTests' scale (config-db-pgbench-timed-*): ``clients`` is a ladder run on one server and
+database (``ladder = true``: 1, 2, 4 ... 2xNCPU, MMTests' MAX_CLIENTS = 2xNCPU), and ``batched``
+logs per-second aggregates (``-l --aggregate-interval=1``, as MMTests' shellpack) from which the
+iteration gets MMTests' batched TPS samples (shellpack_src/src/pgbench/extract-report.pl): the
+first 7 seconds are skipped, then every 4 one-second lines make a batch, TPS = transactions in
+the batch / seconds since the previous batch ended, and the first batch is dropped.  With a ladder
+or ``batched`` the metrics are per client count: ``TPS-<c>`` (pgbench's overall tps), ``TPS
+batched-<c>`` (one sample per batch) and ``Latency mean-<c>`` (the aggregates' summed latency /
+transactions, ms); without, the single run's TPS and latency percentiles as before.
+The server is
 stopped (fast shutdown, then SIGKILL of its process group) before the iteration ends, also when
 something failed; its postmaster PID is kept in ``postgres.pid`` (rawdir).
 """
@@ -35,11 +46,69 @@ from typing import Any
 from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.model.results import MetricDef
-from mmbench.workloads.base import Samples, Workload, WorkloadContext
+from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 SCALE_BYTES = 15 << 20
 _TPS = re.compile(r"^tps = ([\d.]+) \((?:without initial connection time|excluding connections establishing)\)",
                   re.M)
+
+
+BATCH = 4            # seconds per batch (extract-report.pl $batch_size)
+SKIP = 2 * BATCH - 1  # one-second lines skipped before the first batch ($sample < $startSamples)
+
+
+def batched_tps(text: str) -> list[float]:
+    """MMTests' batched TPS samples from pgbench's ``--aggregate-interval=1`` log lines
+    (``interval_start num_transactions sum_latency sum_latency_2 min max ...``)."""
+    out: list[float] = []
+    start = 0
+    total = 0
+    n_in = 0
+    batches = 0
+    for i, line in enumerate(l for l in text.splitlines() if l.strip()):
+        f = line.split()
+        if len(f) < 2 or not f[0].isdigit() or not f[1].isdigit():
+            raise WorkloadError(f"pgbench aggregate log: line {i + 1} is not 'interval_start transactions ...'")
+        t, n = int(f[0]), int(f[1])
+        if start == 0:
+            start = t
+        if i < SKIP:
+            continue
+        n_in += 1
+        total += n
+        if n_in % BATCH == 0:
+            if batches > 0 and t > start:
+                out.append(total / (t - start))
+            batches += 1
+            start, n_in, total = t, 0, 0
+    return out
+
+
+def merge_aggregates(texts: list[str]) -> str:
+    """Aggregate logs of several pgbench threads as one: per interval_start, transactions and
+    summed latency added (the other columns are not used here and are dropped)."""
+    if len(texts) == 1:
+        return texts[0]
+    per: dict[int, list[int]] = {}
+    for text in texts:
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) >= 3 and f[0].isdigit() and f[1].isdigit() and f[2].isdigit():
+                row = per.setdefault(int(f[0]), [0, 0])
+                row[0] += int(f[1])
+                row[1] += int(f[2])
+    return "".join(f"{t} {n} {lat}\n" for t, (n, lat) in sorted(per.items()))
+
+
+def aggregate_latency_ms(text: str) -> float | None:
+    """Mean transaction latency (ms) over the aggregate log: sum of sum_latency (µs) / transactions."""
+    n = lat = 0
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[1].isdigit():
+            n += int(f[1])
+            lat += int(f[2])
+    return lat / n / 1000.0 if n else None
 
 
 def pg_bindir() -> Path | None:
@@ -84,7 +153,11 @@ class Pgbench(Workload):
     params = {
         "database": Param("size", "0.5x", "size of the pgbench database (scale = database / 15 MiB)"),
         "mode": Param("str", "read-only", "read-only (-S) or read-write (TPC-B-like)", choices=("read-only", "read-write")),
-        "clients": Param("int", 0, "client connections (0: the number of CPUs)", minimum=0, maximum=90),
+        "clients": Param("int_list", [0], "client connections (0: the number of CPUs); a list runs each in turn",
+                         minimum=0, maximum=90),
+        "ladder": Param("bool", False, "run 1, 2, 4 ... 2xNCPU clients in turn (MMTests' pgbench configs)"),
+        "batched": Param("bool", False, "per-second aggregate log and MMTests' batched TPS samples "
+                         "(no per-transaction latency percentiles)"),
         "duration": Param("duration", "30s", "length of the measured pgbench run"),
         "shared_buffers": Param("size", "0.25x", "PostgreSQL shared_buffers", minimum=1 << 20),
         "fsync": Param("bool", False, "fsync and synchronous_commit on (off: the disk does not dominate)"),
@@ -97,7 +170,43 @@ class Pgbench(Workload):
         MetricDef("Latency p99", "ms", "lower", "time", description="99th percentile transaction latency"),
     ]
 
-    work = ("TPS",)
+    @staticmethod
+    def client_counts(params: dict[str, Any], ncpus: int | None = None) -> list[int]:
+        """The client counts to run, in order (0 = the number of CPUs)."""
+        ncpus = ncpus or len(os.sched_getaffinity(0))
+        if params.get("ladder"):
+            from mmbench.workloads.stressng import ladder
+            return ladder(1, 2 * ncpus)
+        counts = params.get("clients")
+        counts = counts if isinstance(counts, list) else [counts or 0]
+        return sorted({c or ncpus for c in counts}) or [ncpus]
+
+    def per_count(self, params: dict[str, Any]) -> bool:
+        """Metrics named per client count (a ladder, several counts, or batched TPS)."""
+        counts = params.get("clients")
+        return bool(params.get("ladder") or params.get("batched") or (isinstance(counts, list) and len(counts) > 1))
+
+    def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
+        if not params or not self.per_count(params):
+            return list(self.metrics)
+        out: list[MetricDef] = []
+        for c in self.client_counts(params):
+            out.append(MetricDef(f"TPS-{c}", "transactions/s", "higher", "rate",
+                                 description=f"pgbench tps, {c} clients, without initial connection time"))
+            if params.get("batched"):
+                out += [MetricDef(f"TPS batched-{c}", "transactions/s", "higher", "rate",
+                                  description=f"MMTests' 4 s batches of the per-second log, {c} clients"),
+                        MetricDef(f"Latency mean-{c}", "ms", "lower", "time",
+                                  description=f"mean transaction latency, {c} clients (aggregate log)")]
+            else:
+                out += [MetricDef(f"Latency p{q}-{c}", "ms", "lower", "time",
+                                  description=f"{q}th percentile transaction latency, {c} clients") for q in (50, 95, 99)]
+        return out
+
+    def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
+        if not self.per_count(params):
+            return ["TPS"]
+        return [f"TPS-{c}" for c in self.client_counts(params)]
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         if pg_bindir() is None:
@@ -135,11 +244,11 @@ class Pgbench(Workload):
             ctx.run(as_owner([str(bindir / "initdb"), "-D", str(data), "-U", user, "-A", "trust", "--no-sync",
                               "-E", "UTF8"]), raw_name="initdb.out", timeout=p["run_timeout"])
             sync = "on" if p["fsync"] else "off"
-            clients = p["clients"] or ctx.ncpus
+            counts = self.client_counts(p, ctx.ncpus)
             server = ctx.spawn(as_owner([
                 str(bindir / "postgres"), "-D", str(data), "-k", str(sock), "-c", "listen_addresses=",
                 "-c", f"shared_buffers={p['shared_buffers'] // 8192}", "-c", f"fsync={sync}",
-                "-c", f"synchronous_commit={sync}", "-c", f"max_connections={clients + 10}"]),
+                "-c", f"synchronous_commit={sync}", "-c", f"max_connections={max(counts) + 10}"]),
                 stdout="postgres.log", stderr="postgres.log")
             (ctx.rawdir / "postgres.pid").write_text(f"{server.pid}\n")
             self._wait_ready(ctx, bindir, sock, user, server, p["run_timeout"])
@@ -148,28 +257,51 @@ class Pgbench(Workload):
             ctx.log(f"pgbench: loading scale {scale}")
             ctx.run([str(bindir / "pgbench"), "-i", "-q", "-s", str(scale), *conn, "postgres"],
                     raw_name="pgbench-init.out", timeout=p["run_timeout"])
-            logdir = ctx.workdir / "pglog"
-            logdir.mkdir()
-            argv = [str(bindir / "pgbench"), *conn, "-c", str(clients), "-j", str(min(clients, ctx.ncpus)),
-                    "-T", str(max(1, round(p["duration"]))), "-l", f"--log-prefix={logdir}/tx",
-                    *(["-S"] if p["mode"] == "read-only" else []), "postgres"]
-            out = ctx.run(argv, raw_name="pgbench.out", timeout=p["duration"] + p["run_timeout"])
-            tps = parse_tps(out.stdout)
-            lat: list[float] = []
-            with open(ctx.rawdir / "pgbench-tx.log", "w") as keep:
-                for f in sorted(logdir.iterdir()):
-                    text = f.read_text()
-                    keep.write(text)
-                    lat += parse_latencies(text)
-            if not lat:
-                raise WorkloadError("pgbench logged no transactions (see raw/pgbench-tx.log)")
-            lat.sort()
-            return {"TPS": [tps], "Latency p50": [percentile(lat, 50)], "Latency p95": [percentile(lat, 95)],
-                    "Latency p99": [percentile(lat, 99)]}
+            named = self.per_count(p)
+            samples: Samples = {}
+            for clients in counts:
+                samples.update(self._one(ctx, p, bindir, conn, clients, f"-{clients}" if named else ""))
+            return samples
         finally:
             if server is not None:
                 self._stop_server(ctx, server)
             shutil.rmtree(sock, ignore_errors=True)
+
+    def _one(self, ctx: WorkloadContext, p: dict[str, Any], bindir: Path, conn: list[str], clients: int,
+             tag: str) -> Samples:
+        """One pgbench run with ``clients`` connections; metric names end in ``tag``."""
+        logdir = ctx.workdir / f"pglog{tag}"
+        logdir.mkdir()
+        raw = f"pgbench{tag}"
+        # MMTests runs at most one pgbench thread per 8 CPUs (pgbench-bench: MAX_PGBENCH_THREADS)
+        threads = max(1, min(clients, ctx.ncpus // 8)) if p.get("batched") else min(clients, ctx.ncpus)
+        argv = [str(bindir / "pgbench"), *conn, "-c", str(clients), "-j", str(threads),
+                "-T", str(max(1, round(p["duration"]))), "-l", f"--log-prefix={logdir}/tx",
+                *(["--aggregate-interval=1"] if p.get("batched") else []),
+                *(["-S"] if p["mode"] == "read-only" else []), "postgres"]
+        ctx.log(f"pgbench: {clients} clients for {p['duration']:g}s")
+        out = ctx.run(argv, raw_name=f"{raw}.out", timeout=p["duration"] + p["run_timeout"])
+        tps = parse_tps(out.stdout)
+        texts = [f.read_text() for f in sorted(logdir.iterdir())]
+        # one aggregate log per pgbench thread: the seconds of all threads added up
+        text = merge_aggregates(texts) if p.get("batched") else "".join(texts)
+        (ctx.rawdir / f"{raw}-tx.log").write_text(text)
+        if p.get("batched"):
+            batches = batched_tps(text)
+            if not batches:
+                raise WorkloadError(f"pgbench ran too briefly for a batch of MMTests' batched TPS (4 s after "
+                                    f"the first {SKIP + BATCH} s; see raw/{raw}-tx.log): make duration longer")
+            mean = aggregate_latency_ms(text)
+            out_s: Samples = {f"TPS{tag}": [tps], f"TPS batched{tag}": batches}
+            if mean is not None:
+                out_s[f"Latency mean{tag}"] = [mean]
+            return out_s
+        lat = parse_latencies(text)
+        if not lat:
+            raise WorkloadError(f"pgbench logged no transactions (see raw/{raw}-tx.log)")
+        lat.sort()
+        return {f"TPS{tag}": [tps], f"Latency p50{tag}": [percentile(lat, 50)],
+                f"Latency p95{tag}": [percentile(lat, 95)], f"Latency p99{tag}": [percentile(lat, 99)]}
 
     def _wait_ready(self, ctx: WorkloadContext, bindir: Path, sock: Path, user: str,
                     server: subprocess.Popen, timeout: float) -> None:

@@ -20,6 +20,11 @@ depends on the stress-ng version (Debian 12's 0.15.06 has no ``compact`` and no 
 stressor; page-in is the ``--page-in`` option there).  The metrics are stress-ng's own, from its
 YAML report (kept as ``stressng-<stressor>.yaml``): "<stressor> bogo-ops/s" per second of wall
 time and "<stressor> bogo-ops/s usr+sys" per second of CPU time the workers used.
+
+``ladder = true`` runs each stressor over the ladder of worker counts MMTests' stressng shellpack
+uses (``threads_powertwo_begin 1 2*NCPU``: 1, 2, 4, ... up to twice the CPUs, the last rung
+exactly 2xNCPU); ``threads = [...]`` names the rungs instead.  With a ladder the metrics are per rung, "<stressor>-<N> bogo-ops/s" (and
+"... usr+sys"), and ``memory`` is split among the workers of each rung.
 """
 
 from __future__ import annotations
@@ -113,6 +118,10 @@ class StressNg(Workload):
     params = {
         "stressors": Param("str_list", _DEFAULT, "stress-ng stressors to run, one after the other"),
         "workers": Param("int", 2, "workers (processes) per stressor", minimum=1),
+        "ladder": Param("bool", False, "run every stressor with 1, 2, 4 ... 2xNCPU workers (MMTests' "
+                        "stressng configs' thread ladder) instead of `workers` once"),
+        "threads": Param("int_list", [], "the worker counts to run instead of `workers` (a ladder of your own)",
+                         minimum=1),
         "duration": Param("duration", "10s", "how long each stressor runs"),
         "memory": Param("size", "0.5x", "memory all workers of a stressor map together (split between them)"),
         "page_in": Param("bool", False, "stress-ng --page-in: touch pages not in core before use"),
@@ -123,15 +132,30 @@ class StressNg(Workload):
     }
 
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
-        return [f"{s} bogo-ops/s" for s in params["stressors"]]
+        return [f"{s if n is None else f'{s}-{n}'} bogo-ops/s" for n in self.rungs(params) for s in params["stressors"]]
+
+    @staticmethod
+    def rungs(params: dict[str, Any]) -> list[int | None]:
+        """The worker counts to run: None = the single ``workers`` run (metric names without a
+        count), else the ladder's counts."""
+        if params.get("threads") and params.get("ladder"):
+            raise UsageError("workload.stressng.params: give ladder = true or threads = [...], not both")
+        if params.get("ladder"):
+            return ladder(1, 2 * cpu_count())
+        if params.get("threads"):
+            return sorted(set(params["threads"]))
+        return [None]
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
         out: list[MetricDef] = []
-        for s in params["stressors"]:
-            out += [MetricDef(f"{s} bogo-ops/s", "bogo-ops/s", "higher", "rate",
-                              description=f"stress-ng {s}: bogo operations per second of wall time"),
-                    MetricDef(f"{s} bogo-ops/s usr+sys", "bogo-ops/s", "higher", "rate",
-                              description=f"stress-ng {s}: bogo operations per CPU second (user + system)")]
+        for n in self.rungs(params):
+            for s in params["stressors"]:
+                tag = s if n is None else f"{s}-{n}"
+                who = f"stress-ng {s}" + ("" if n is None else f", {n} workers")
+                out += [MetricDef(f"{tag} bogo-ops/s", "bogo-ops/s", "higher", "rate",
+                                  description=f"{who}: bogo operations per second of wall time"),
+                        MetricDef(f"{tag} bogo-ops/s usr+sys", "bogo-ops/s", "higher", "rate",
+                                  description=f"{who}: bogo operations per CPU second (user + system)")]
         return out
 
     def check(self, params: dict[str, Any], budget: int) -> None:
@@ -155,13 +179,16 @@ class StressNg(Workload):
             raise UsageError(f"{where}.duration: must be at least 1s")
         if params["memory"] >= budget:
             raise UsageError(f"{where}.memory: {params['memory']} bytes does not fit in the {budget} byte budget")
-        if params["memory"] // params["workers"] < (1 << 20):
-            raise UsageError(f"{where}.memory: less than 1M per worker")
+        most = max(n or params["workers"] for n in self.rungs(params))
+        if params["memory"] // most < (1 << 20):
+            raise UsageError(f"{where}.memory: less than 1M per worker (with {most} workers)")
 
-    def argv(self, stressor: str, params: dict[str, Any], yaml_path: Path, temp: Path) -> list[str]:
-        """The stress-ng command line for one stressor."""
-        per_worker = params["memory"] // params["workers"]
-        argv = ["stress-ng", f"--{stressor}", str(params["workers"]),
+    def argv(self, stressor: str, params: dict[str, Any], yaml_path: Path, temp: Path,
+             workers: int | None = None) -> list[str]:
+        """The stress-ng command line for one stressor (``workers``: a rung of the ladder)."""
+        workers = workers or params["workers"]
+        per_worker = params["memory"] // workers
+        argv = ["stress-ng", f"--{stressor}", str(workers),
                 "--timeout", f"{max(1, round(params['duration']))}s",
                 "--metrics-brief", "--yaml", str(yaml_path), "--temp-path", str(temp)]
         if stressor in size_options():
@@ -187,19 +214,37 @@ class StressNg(Workload):
         if "bigheap" in p["stressors"] and shutil.which("prlimit") is None:
             raise EnvironmentUnsupported("prlimit not found: install Debian's util-linux package")
         samples: Samples = {}
-        for s in p["stressors"]:
-            yaml_path = ctx.rawdir / f"stressng-{s}.yaml"
-            temp = ctx.workdir / s
-            temp.mkdir(parents=True, exist_ok=True)
-            ctx.log(f"stress-ng --{s} {p['workers']} for {p['duration']:g}s")
-            ctx.run(self.argv(s, p, yaml_path, temp), raw_name=f"stressng-{s}.out",
-                    timeout=p["duration"] + 120, cwd=temp)
-            if not yaml_path.exists():
-                raise WorkloadError(f"stress-ng --{s} wrote no YAML report (see raw/stressng-{s}.out)")
-            figures = parse_stressng_yaml(yaml_path.read_text())
-            if s not in figures:
-                raise WorkloadError(f"stress-ng --{s} did no bogo operations in {p['duration']:g}s "
-                                    f"(see raw/stressng-{s}.out)")
-            samples[f"{s} bogo-ops/s"] = [figures[s]["real"]]
-            samples[f"{s} bogo-ops/s usr+sys"] = [figures[s]["cpu"]]
+        for n in self.rungs(p):
+            for s in p["stressors"]:
+                tag = s if n is None else f"{s}-{n}"
+                yaml_path = ctx.rawdir / f"stressng-{tag}.yaml"
+                temp = ctx.workdir / tag
+                temp.mkdir(parents=True, exist_ok=True)
+                ctx.log(f"stress-ng --{s} {n or p['workers']} for {p['duration']:g}s")
+                ctx.run(self.argv(s, p, yaml_path, temp, n), raw_name=f"stressng-{tag}.out",
+                        timeout=p["duration"] + 120, cwd=temp)
+                if not yaml_path.exists():
+                    raise WorkloadError(f"stress-ng --{s} wrote no YAML report (see raw/stressng-{tag}.out)")
+                figures = parse_stressng_yaml(yaml_path.read_text())
+                if s not in figures:
+                    raise WorkloadError(f"stress-ng --{s} did no bogo operations in {p['duration']:g}s "
+                                        f"(see raw/stressng-{tag}.out)")
+                samples[f"{tag} bogo-ops/s"] = [figures[s]["real"]]
+                samples[f"{tag} bogo-ops/s usr+sys"] = [figures[s]["cpu"]]
         return samples
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (what MMTests' NUM_LOGICAL_CPUS counts on an unrestricted box)."""
+    import os
+    return len(os.sched_getaffinity(0))
+
+
+def ladder(low: int, high: int) -> list[int]:
+    """MMTests' threads_powertwo ladder: low, 2·low, 4·low ... below high, then high itself."""
+    out, n = [], max(1, low)
+    while n < high:
+        out.append(n)
+        n *= 2
+    out.append(high)
+    return out

@@ -15,7 +15,10 @@
  *
  * Usage: vmscale CASE TASKS BYTES DIR MEMORY_STAT|/proc/vmstat|-
  * Output: result bytes <n> ns <ns> pgscan <n> pgsteal <n> pgpgout <n>
- * ns: from releasing the tasks until the last is done (setup and teardown outside it);
+ *         tasks <ns of task 0> <ns of task 1> ...
+ * ns: from releasing the tasks until the last is done (setup and teardown outside it); a task's
+ * ns: from its seeing the release until its own work is done (vm-scalability sums the rates
+ * each task measures on its own);
  * pgscan/pgsteal (cgroup v2) and pgpgout (v1) are MEMORY_STAT deltas over the same window, taken
  * while every task still holds its memory; -1 where the file lacks the field (or MEMORY_STAT is -).
  * With /proc/vmstat (whole-machine mode) pgscan/pgsteal are the machine's, summed over kswapd,
@@ -45,12 +48,17 @@ enum vcase { ANON_W_SEQ, ANON_W_RAND, ANON_LRU, FILE_MMAP_READ, FILE_READONCE };
 static const char *const case_names[] = { "anon-w-seq", "anon-w-rand", "anon-lru", "lru-file-mmap-read",
 					  "lru-file-readonce" };
 
+#define MAX_TASKS 4096
+
 struct shared {
 	int ready, go, done, leave;
 	uint64_t sink;
+	uint64_t task_ns[MAX_TASKS];
 };
 
 static struct shared *sh;
+static int my_idx;          /* in a task: its index */
+static uint64_t my_start;   /* in a task: when it saw the release */
 static enum vcase vc;
 static uint64_t share;
 static const char *dir;
@@ -96,12 +104,14 @@ static void start_gate(void)
 	__atomic_add_fetch(&sh->ready, 1, __ATOMIC_ACQ_REL);
 	while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE))
 		sleep_ms(1);
+	my_start = now_ns();
 }
 
 /* Work done: hold the memory until the parent has read memory.stat (exit frees would otherwise
  * count as v1 pgpgout inside the window). */
 static void end_gate(uint64_t sink)
 {
+	sh->task_ns[my_idx] = now_ns() - my_start;
 	__atomic_add_fetch(&sh->sink, sink, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&sh->done, 1, __ATOMIC_ACQ_REL);
 	while (!__atomic_load_n(&sh->leave, __ATOMIC_ACQUIRE))
@@ -187,6 +197,7 @@ static void file_readonce(int idx)
 
 static void task(int idx)
 {
+	my_idx = idx;
 	switch (vc) {
 	case ANON_W_SEQ:
 		anon_write(idx, 1);
@@ -275,7 +286,7 @@ int main(int argc, char **argv)
 		mmb_die_usage("CASE: unknown case '%s' (anon-w-seq, anon-w-rand, anon-lru, lru-file-mmap-read, "
 			      "lru-file-readonce)", argv[1]);
 	vc = (enum vcase)found;
-	ntasks = mmb_int(argv[2], "TASKS", 1, 4096);
+	ntasks = mmb_int(argv[2], "TASKS", 1, MAX_TASKS);
 	uint64_t bytes = mmb_u64_range(argv[3], "BYTES", 1ULL << 46);
 	share = bytes / (uint64_t)ntasks / PAGE * PAGE;
 	if (!share)
@@ -332,6 +343,10 @@ int main(int argc, char **argv)
 	printf("result bytes %llu ns %llu pgscan %lld pgsteal %lld pgpgout %lld\n",
 	       (unsigned long long)(share * (uint64_t)ntasks * (vc == ANON_LRU ? 2 : 1)),
 	       (unsigned long long)(t1 - t0), d[0], d[1], d[2]);
+	printf("tasks");
+	for (int i = 0; i < ntasks; i++)
+		printf(" %llu", (unsigned long long)sh->task_ns[i]);
+	printf("\n");
 	free(pids);
 	return 0;
 }

@@ -13,6 +13,7 @@ from mmbench.analysis.compare.model import Comparison, Section
 from mmbench.analysis.compare.power import headline_warnings, suite_headline
 from mmbench.analysis.compare.percent import PCT_BASE_NEG, PCT_BASE_ZERO, pct_diff
 from mmbench.analysis.compare.sections.duration import duration_section
+from mmbench.analysis.compare.sections.mmtests import is_mmtests_run, mmtests_sections
 from mmbench.analysis.compare.sections.monitor import monitor_sections
 from mmbench.analysis.compare.sections.ratio import ratio_section
 from mmbench.analysis.compare.sections.vmstat import vmstat_section
@@ -48,9 +49,15 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
     dur: list[Section] = []
     vms: list[Section] = []
     mons: list[Section] = []
+    # MMTests' own report for runs imported from MMTests (docs/mmtests-import.md §3)
+    as_mmtests = convention == "mmtests" and all(is_mmtests_run(r) for r in runs)
     for label in labels:
         wrs = {n: r.workload(label) for n, r in zip(ctx.names, runs)}
         measured = {n: _measured(ctx, n, label, w) for n, w in wrs.items()}
+        if as_mmtests:
+            # compare-kernels.sh's order: each benchmark's table, duration, vmstat, schedstat, monitors
+            cmp.sections += [s for s in mmtests_sections(ctx, label, wrs, measured, ratio=ratio) if s.rows]
+            continue
         wsec, means = workload_section(ctx, label, wrs, measured)
         cmp.sections.append(wsec)
         d = duration_section(ctx, label, measured)
@@ -62,7 +69,7 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
             others = [(s.kind, r) for s in (d, v) for r in s.rows if r.stat == "Amean"]
             ratios.append(ratio_section(ctx, label, means, others))
         mons.extend(monitor_sections(ctx, label, measured))
-    cmp.sections += [s for s in dur if s.rows] + vms + mons + ratios
+    cmp.sections += [s for s in dur if s.rows] + [s for s in vms if s.rows] + mons + ratios
     families.mark_rows(ctx, cmp)
     families.adjust(ctx)
     cmp.family_sizes = dict(ctx.family_sizes)
@@ -85,6 +92,12 @@ def _measured(ctx: Context, name: str, label: str, w: WorkloadRun | None) -> lis
         ctx.note(f"{label} ({name}): {len(bad)} iteration(s) excluded "
                  f"({', '.join(f'{c} {k}' for k, c in sorted(kinds.items()))}): {why}")
     m = w.measured()
+    # an imported iteration whose benchmark logs could not be read keeps its duration, vmstat
+    # and monitors (docs/mmtests-import.md): said, not hidden
+    short = [it for it in m if it.reason]
+    if short:
+        ctx.note(f"{label} ({name}): " + "; ".join(f"iteration {it.index}: {it.reason}" for it in short[:5])
+                 + (f" (and {len(short) - 5} more)" if len(short) > 5 else ""))
     if not m:
         ctx.note(f"{label} ({name}): no measured iteration")
     return m
@@ -99,6 +112,8 @@ def _pcts(ctx: Context, cmp: Comparison) -> None:
                 r.p.setdefault(n, None)
                 if n not in r.ci:        # not r.ci.setdefault: that would compute a deferred interval
                     r.ci[n] = None
+            if r.pct:      # already MMTests' percentages (sections/mmtests.py), or none by design
+                continue
             b = r.values.get(ctx.base)
             if not ctx.multi:
                 r.pct[ctx.base] = None

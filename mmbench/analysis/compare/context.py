@@ -72,10 +72,12 @@ class Series:
     units of the mean row and of Welch's test), the sorted pooled samples and the per-iteration
     percentiles (before, the baseline's were recomputed for every run and quantile)."""
 
-    def __init__(self, per_iter: list[list[float]], indices: list[int], kind: st.MeanKind):
+    def __init__(self, per_iter: list[list[float]], indices: list[int], kind: st.MeanKind,
+                 arrays: list | None = None):
         self.per_iter = per_iter
         self.indices = indices
         self.kind = kind
+        self.arrays = arrays      # the same samples as float64 arrays, when they were stored as such
 
     @property
     def has_samples(self) -> bool:
@@ -88,6 +90,9 @@ class Series:
 
     @cached_property
     def pooled_sorted(self) -> list[float]:
+        if self.arrays is not None:      # numpy sorts as sorted_values does (NaNs last), 10x faster
+            import numpy as np
+            return np.sort(np.concatenate(self.arrays)).tolist() if self.arrays else []
         return st.sorted_values(st.pooled(self.per_iter))
 
     @cached_property

@@ -15,9 +15,10 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from mmbench.errors import UsageError
+from mmbench.model.files import PACKED_MIN
 from mmbench.model.results import MetricDef
 
 
@@ -28,8 +29,8 @@ class MissingLog(Exception):
 class BadLog(MissingLog, UsageError):
     """A benchmark log that is there but holds nothing to read (empty, binary junk) or is a
     symlink out of the run's tree: named with the reason, never dropped in silence.  Where a
-    reader asked for it, its iteration is stored as failed with a warning (as for a missing log);
-    anywhere else it is a one-line error."""
+    reader asked for it, its iteration is stored as failed with a warning (a missing log only
+    leaves the iteration without samples); anywhere else it is a one-line error."""
 
 
 @dataclass
@@ -42,6 +43,15 @@ class Parsed:
 
     def add(self, md: MetricDef, value: float) -> None:
         self.values(md).append(value)
+
+    def add_array(self, md: MetricDef, values: Any) -> None:
+        """Samples parsed in bulk (a numpy array): kept as the array when there are many."""
+        if md.name in self.samples and len(self.samples[md.name]):
+            import numpy as np
+            values = np.concatenate([np.asarray(self.samples[md.name], dtype=float), values])
+        elif md.name not in self.samples:
+            self.metrics.append(md)
+        self.samples[md.name] = values.tolist() if len(values) <= PACKED_MIN else values
 
     def values(self, md: MetricDef) -> list[float]:
         """The sample list of ``md`` (created, and ``md`` registered, on first use): readers of
@@ -79,6 +89,12 @@ def read_lines(path: Path) -> list[str]:
     file that cannot be read or decompressed is a one-line UsageError naming it; a symlink out
     of the run's tree is never followed, and a benchmark log (in a ``logs`` folder) that is empty
     or binary is a :class:`BadLog` naming it and why."""
+    return read_bytes(path).decode("utf-8", errors="replace").splitlines()
+
+
+def read_bytes(path: Path) -> bytes:
+    """The content of a plain, gzipped or xz file, decompressed (errors and refusals as
+    :func:`read_lines`)."""
     where = _outside_tree(path)
     if where is not None:
         raise BadLog(f"{path}: a symlink to {where}, outside the MMTests run folder; not read")
@@ -98,7 +114,7 @@ def read_lines(path: Path) -> list[str]:
         raise BadLog(f"{path}: empty ({len(data)} bytes): the benchmark wrote nothing")
     if is_log and b"\0" in data[:65536]:
         raise BadLog(f"{path}: binary data (NUL bytes), not a text log")
-    return data.decode("utf-8", errors="replace").splitlines()
+    return data
 
 
 def open_log(path: Path) -> tuple[Path, list[str]]:

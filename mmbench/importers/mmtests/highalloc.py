@@ -21,6 +21,8 @@ from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, fin
                                                read_lines)
 from mmbench.model.results import MetricDef
 
+# the MMTests summary type of its extract module (compare --convention mmtests)
+SUMMARY = "Singleops"
 NAME = "highalloc"
 _BG = re.compile(r"Background workload: ([a-z-]+) pid [0-9]+, highalloc pass ([0-9]+)")
 _ATTEMPT = re.compile(r"([0-9]+) (success|failure) ([0-9]+)")

@@ -19,6 +19,8 @@ from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, num
                                                scaling_files)
 from mmbench.model.results import MetricDef
 
+# the MMTests summary type of its extract module (compare --convention mmtests)
+SUMMARY = "Multiops"
 NAME = "pft"
 _LETTER = re.compile(r"[a-zA-Z]")
 

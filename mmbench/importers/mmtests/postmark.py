@@ -19,6 +19,8 @@ from mmbench.importers.mmtests._common import Parsed, number, numbered, open_log
 from mmbench.errors import UsageError
 from mmbench.model.results import MetricDef
 
+# the MMTests summary type of its extract module (compare --convention mmtests)
+SUMMARY = "Singleops"
 NAME = "postmark"
 _NUM = r"\(([0-9.]+)"
 _RULES = [(re.compile(r"seconds of transactions " + _NUM), "Transactions", "transactions/s"),

@@ -21,6 +21,8 @@ from pathlib import Path
 from mmbench.importers.mmtests._common import MissingLog, Parsed, bad_line, number, numbered, open_log
 from mmbench.model.results import MetricDef
 
+# the MMTests summary type of its extract module (compare --convention mmtests)
+SUMMARY = "Multiops"
 NAME = "simoop"
 _LINE = re.compile(r"([A-Za-z]+) latency (?:usec: )?\(p50: ([0-9,]+)\) \(p95: ([0-9,]+)\) \(p99: ([0-9,]+)\)"
                    r"(?: \(max: ([0-9,]+)\))?")

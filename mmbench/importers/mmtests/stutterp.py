@@ -17,6 +17,8 @@ from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, num
                                                scaling_files)
 from mmbench.model.results import MetricDef
 
+# the MMTests summary type of its extract module (compare --convention mmtests)
+SUMMARY = "Variabletime"
 NAME = "stutterp"
 # a line claims this many measurements at most: PRINT_THRESHOLD-sized batches are small, and a
 # corrupt count must not make the importer build a list of billions of floats

@@ -14,6 +14,8 @@ from pathlib import Path
 from mmbench.importers.mmtests._common import MissingLog, Parsed, number, numbered, read_lines, scaling_files
 from mmbench.model.results import MetricDef
 
+# the MMTests summary type of its extract module (compare --convention mmtests)
+SUMMARY = "Variabletime"
 NAME = "time_unmap"
 TIME = MetricDef("Time", "us", "lower", "latency", description="munmap time of the faulted mapping")
 

@@ -16,6 +16,8 @@ from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, fin
                                                read_lines)
 from mmbench.model.results import MetricDef
 
+# the MMTests summary type of its extract module (compare --convention mmtests)
+SUMMARY = "Multiops"
 NAME = "usemem"
 _FILE = re.compile(r"^usemem-(\d+)-(\d+)(\.gz|\.xz)?$")
 

@@ -41,15 +41,22 @@ def workload_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
     defs = metric_defs(ctx, label, wrs)
     heads = headline_metrics(defs, ctx.headline)
     for md in defs:
-        series = {n: Series([st.floats(it.samples.get(md.name, ())) for it in its],
-                            [it.index for it in its], md.mean_kind)
-                  for n, its in measured.items()}
+        series = {n: _series(its, md) for n, its in measured.items()}
         mean_row = metric_rows(ctx, label, sec, md, series)
         if mean_row is not None:
             means[md.name] = (md, mean_row.stat, mean_row.values)
             if md.name in heads:
                 ctx.headline_rows.append((label, md, mean_row, series))
     return sec, means
+
+
+def _series(its: list[IterationResult], md: MetricDef) -> Series:
+    raw = [it.samples.get(md.name, ()) for it in its]
+    arrays = None
+    if any(hasattr(x, "ravel") for x in raw):      # large stored samples come back as float64 arrays
+        import numpy as np
+        arrays = [np.asarray(x, dtype=np.float64) for x in raw if len(x)]
+    return Series([st.floats(x) for x in raw], [it.index for it in its], md.mean_kind, arrays)
 
 
 def metric_rows(ctx: Context, label: str, sec: Section, md: MetricDef,

@@ -1,0 +1,320 @@
+"""``compare --convention mmtests`` of runs imported from MMTests: the sections of MMTests'
+compare-kernels.sh report, computed as the MMTests release that wrote the trees computes them
+(``analysis/mmtests.py``): the benchmark table (MMTests' rows, grouped by statistic, its
+percentages and its significance marks), "duration" and "vmstat" (Singleops: the best iteration,
+no percentage), and with ``--ratio`` compare-mmtests.pl's ``--print-ratio`` summary.  The
+differences from mmbench's default convention and their reasons are in docs/mmtests-import.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mmbench.analysis import mmtests as mt
+from mmbench.analysis.compare.context import Context
+from mmbench.analysis.compare.model import Row, Section, clean
+from typing import Any
+
+from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
+
+
+def is_mmtests_run(run: RunRecord) -> bool:
+    return (run.fingerprint or {}).get("imported_from") == "mmtests"
+
+
+def rules_of(ctx: Context) -> mt.Rules:
+    """The MMTests release whose rules apply: the baseline's (a note when the runs differ)."""
+    found = [((r.fingerprint or {}).get("mmtests") or {}).get("rules") or "head" for r in ctx.runs]
+    if len(set(found)) > 1:
+        ctx.note("the runs were written by different MMTests releases (" + ", ".join(
+            f"{n}: {f}" for n, f in zip(ctx.names, found)) + f"); {found[0]}'s rules are used")
+    rules = found[0]
+    return rules if rules in mt.RULES else "head"  # type: ignore[return-value]
+
+
+def _pooled(its: list[IterationResult], metric: str) -> Any:
+    """Every sample of ``metric`` in the iterations, in iteration order (a float64 array)."""
+    import numpy as np
+    parts = [np.asarray(it.samples[metric], dtype=np.float64) for it in its if len(it.samples.get(metric, ()))]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def _fixed(row: Row, names: list[str], pct: dict[str, float | None] | None = None) -> Row:
+    """A row whose percentages are MMTests' (or none): the builder leaves them as they are."""
+    row.pct = {n: (pct or {}).get(n) for n in names}
+    return row
+
+
+def benchmark_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
+                      measured: dict[str, list[IterationResult]], rules: mt.Rules
+                      ) -> tuple[Section, dict[str, dict[str, mt.Summary]]]:
+    base_w = next((w for w in wrs.values() if w is not None), None)
+    sec = Section(label, "workload")
+    if base_w is None:
+        return sec, {}
+    summary_type = base_w.params.get("mmtests_summary") or "Multiops"
+    ops = [m for m in base_w.metrics]
+    summaries: dict[str, dict[str, mt.Summary]] = {}
+    for md in ops:
+        pref: mt.Preferred = "Higher" if md.better == "higher" else "Lower"
+        pooled = {n: _pooled(its, md.name) for n, its in measured.items()}
+        summaries[md.name] = {n: mt.summarise(x, summary_type, pref, rules) for n, x in pooled.items() if x.size}
+    if not summaries:
+        return sec, {}
+    first = next(iter(summaries.values()))
+    nstats = len(next(iter(first.values())).rows) if first else 0
+    for i in range(nstats):        # Compare.pm: for each statistic, for each op
+        for md in ops:
+            per = summaries[md.name]
+            if ctx.base not in per:
+                continue
+            title, _, compare = per[ctx.base].rows[i]
+            vals = {n: clean(per[n].rows[i][1]) if n in per else None for n in ctx.names}
+            row = Row(md.name, title, md.unit, "higher" if compare == "pdiff" else "lower", vals)
+            bv = per[ctx.base].rows[i][1]
+            pct = {n: (mt.percent(compare, per[n].rows[i][1], bv) if n in per else None) for n in ctx.names}
+            _fixed(row, ctx.names, pct if ctx.multi else None)
+            if per[ctx.base].ratio_index == i and ctx.multi and rules != "v0.25":
+                for n in ctx.names[1:]:
+                    if n in per:
+                        row.significant[n] = mt.significant(per[ctx.base], per[n])
+            if rules == "v0.25" and ctx.multi and title[1:5] == "mean":   # Compare.pm: /^.mean/
+                for n in ctx.names[1:]:
+                    if n in per:
+                        row.significant[n] = mt.significant_ttest(per[ctx.base], per[n])
+            sec.rows.append(row)
+    return sec, summaries
+
+
+def _singleops(ctx: Context, sec: Section, stat: str, values: dict[str, dict[str, list[float | None]]],
+               order: list[str], preferred: mt.Preferred) -> None:
+    """Singleops rows: the best iteration's value of each op (the first of the sorted values)."""
+    for op in order:
+        vals: dict[str, float | None] = {}
+        for n in ctx.names:
+            xs = [x for x in values.get(n, {}).get(op, []) if x is not None]
+            vals[n] = clean(mt.summarise(xs, "Singleops", preferred, "head").rows[0][1]) if xs else None
+        if any(op in values.get(n, {}) for n in ctx.names):   # MMTests prints an op no iteration defined
+            sec.rows.append(_fixed(Row(op, stat, "", "lower" if preferred == "Lower" else "higher", vals), ctx.names))
+
+
+def duration_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
+    """MonitorDuration.pm: Duration User, System, Elapsed, the smallest over iterations."""
+    sec = Section(f"duration: {label}", "duration")
+    values = {n: {name: [float(it.duration[key]) for it in its if key in it.duration]
+                  for key, name in (("user", "User"), ("system", "System"), ("elapsed", "Elapsed"))}
+              for n, its in measured.items()}
+    _singleops(ctx, sec, "Duration", values, ["User", "System", "Elapsed"], "Lower")
+    return sec
+
+
+def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]],
+                   rules: mt.Rules) -> Section:
+    """MonitorMmtestsvmstat.pm's "Ops" rows: per row, the best iteration (v1.00 and HEAD: the
+    smallest, the module prefers Lower; v0.25: the largest, DATA_ACTIONS preferred Higher)."""
+    sec = Section(f"vmstat: {label}", "vmstat")
+    values: dict[str, dict[str, list[float | None]]] = {}
+    for n, its in measured.items():
+        for it in its:
+            if not it.vmstat_delta:
+                continue
+            for name, v in mt.vmstat_values(it.vmstat_delta, it.duration.get("elapsed")).items():
+                values.setdefault(n, {}).setdefault(name, []).append(v)
+    order = [name for _, name in mt.VMSTAT_ROWS]
+    _singleops(ctx, sec, "Ops", values, order, "Higher" if rules == "v0.25" else "Lower")
+    for n, per in values.items():
+        holes = [op for op, xs in per.items() if _hole(xs)] if rules != "v0.25" else []
+        if holes:       # (v0.25's addData kept undefined values: no gap, no failure)
+            ctx.note(f"vmstat: {label} ({n}): {', '.join(holes)} undefined in an iteration before one where it "
+                     f"is defined; MMTests' report leaves this run out of its vmstat table (Summarise.pm "
+                     f"dies on the gap: 'Failed to load module')")
+    return sec
+
+
+def _hole(xs: list[float | None]) -> bool:
+    """A value undefined in some iteration and defined in a later one: MMTests' per-iteration data
+    of that op then has a gap, and its summary of the whole run fails."""
+    seen_none = False
+    for x in xs:
+        if x is None:
+            seen_none = True
+        elif seen_none:
+            return True
+    return False
+
+
+def schedstat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]],
+                      rules: mt.Rules) -> Section:
+    """MonitorMmtestsschedstat.pm's "Ops" rows from the /proc/schedstat deltas around the test."""
+    sec = Section(f"schedstat: {label}", "vmstat")
+    values: dict[str, dict[str, list[float | None]]] = {}
+    for n, its in measured.items():
+        for it in its:
+            delta = it.imported.get("mmtests_schedstat")
+            if delta is None:
+                continue
+            for name, v in mt.schedstat_values(delta).items():
+                values.setdefault(n, {}).setdefault(name, []).append(None if v != v else v)
+    _singleops(ctx, sec, "Ops", values, [name for _, name in mt.SCHEDSTAT_ROWS],
+               "Higher" if rules == "v0.25" else "Lower")
+    return sec
+
+
+def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
+                  summaries: dict[str, dict[str, mt.Summary]]) -> Section:
+    """compare-mmtests.pl --print-ratio: per op the ratio of the ratio statistic to the baseline's
+    (Compare.pm _generateRatioComparisonTable), then Dmean/Dmin/Dmax of cidiff and the Gmean."""
+    sec = Section(f"ratio: {label}", "ratio")
+    base_w = next((w for w in wrs.values() if w is not None), None)
+    if base_w is None or not summaries:
+        return sec
+    prefs = {md.name: ("Higher" if md.better == "higher" else "Lower") for md in base_w.metrics}
+    preferred = "Lower"       # the module's preference (getPreferredValue() of the first module)
+    if prefs and all(p == "Higher" for p in prefs.values()):
+        preferred = "Higher"
+    v025 = rules_of(ctx) == "v0.25"
+    norm: dict[str, list[float]] = {n: [] for n in ctx.names}
+    ratios: dict[str, list[float]] = {n: [] for n in ctx.names}
+    for op, per in summaries.items():
+        b = per.get(ctx.base)
+        if b is None:
+            continue
+        vals: dict[str, float | None] = {}
+        pct: dict[str, float | None] = {}
+        cid: dict[str, float | None] = {}
+        for n in ctx.names:
+            s = per.get(n)
+            if s is None or b.ratio_value != b.ratio_value or s.ratio_value != s.ratio_value:
+                r, cmp_, nc = 1.0, 0.0, 0.0
+            else:
+                aval, bval, aci, bci = s.ratio_value, b.ratio_value, s.ratio_ci, b.ratio_ci
+                if prefs[op] != preferred:
+                    aval, bval, aci, bci = bval, aval, bci, aci
+                r = mt.rdiff(aval, bval)
+                cmp_ = mt.pndiff(r, 1) if preferred == "Lower" else mt.pdiff(r, 1)
+                if v025:          # the stddevs, compared by sdiff; no stddev: MMTests prints NaN
+                    asd, bsd = s.ratio_sd, b.ratio_sd
+                    if prefs[op] != preferred:
+                        asd, bsd = bsd, asd
+                    nc = mt.sdiff(aval, asd, bval, bsd) if asd is not None and bsd is not None else None
+                else:
+                    nc = mt.cidiff(aval, aci, bval, bci) if aci is not None and bci is not None else 0.0
+                if nc is not None and nc != nc:
+                    nc = 0.0
+            vals[n], pct[n], cid[n] = r, cmp_, nc
+            ratios[n].append(r)
+            norm[n].append(nc if nc is not None else 0.0)
+        sec.rows.append(_fixed(Row(op, "Ratio", "ratio", "higher" if preferred == "Higher" else "lower", vals),
+                               ctx.names, pct))
+        if any(s.ratio_ci is not None or s.ratio_sd is not None for s in per.values()):
+            # the "(+0.06s)" column: how far apart the intervals are (cidiff; > 1 in size: no overlap)
+            sec.rows.append(_fixed(Row(op, "CIdiff", "", "higher", cid), ctx.names))
+    if any(s.ratio_ci is not None or s.ratio_sd is not None for per in summaries.values() for s in per.values()):
+        for stat, fn in (("Dmean", lambda xs: sum(xs) / len(xs)), ("Dmin", min), ("Dmax", max)):
+            sec.rows.append(_fixed(Row(preferred, stat, "", "higher",
+                                       {n: clean(fn(v)) if v else None for n, v in norm.items()}), ctx.names))
+    sec.rows.append(_fixed(Row(preferred, "Gmean", "ratio", "higher",
+                               {n: clean(mt.gmean_ratio(v)) for n, v in ratios.items()}), ctx.names))
+    return sec
+
+
+def _monitor_file(run: RunRecord, it: IterationResult, mon: str, name: str) -> Path | None:
+    meta = it.monitors.get(mon) or {}
+    if "dir" not in meta:
+        return None
+    path = Path(run.path or ".") / str(meta["dir"]) / name
+    return path if path.is_file() else None
+
+
+def _tsv_frames(path: Path) -> list[dict[str, float]]:
+    lines = path.read_text().splitlines()
+    cols = lines[0].split("\t")[1:]
+    out = []
+    for line in lines[1:]:
+        f = line.split("\t")[1:]
+        out.append({c: float(v) for c, v in zip(cols, f) if v != "nan"})
+    return out
+
+
+def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> list[Section]:
+    """The vmstat and proc-vmstat series MMTests graphs (compare-mmtests.pl --print-monitor vmstat|
+    proc-vmstat --sub-heading X), each as its Amean and Max over every iteration's values pooled."""
+    runs = dict(zip(ctx.names, ctx.runs))
+    out = []
+    for mon, fname, headings in (("vmstat", "vmstat.log", mt.VMSTAT_VIEWS),
+                                 ("proc-vmstat", "proc-vmstat.tsv", mt.PROC_VMSTAT_VIEWS)):
+        series: dict[str, dict[str, list[float]]] = {}
+        for n, its in measured.items():
+            its_with = [(it, f) for it in sorted(its, key=lambda i: i.index)
+                        if (f := _monitor_file(runs[n], it, mon, fname))]
+            files = [f for _, f in its_with]
+            if not files:
+                continue
+            if mon == "vmstat":
+                texts = [f.read_text().splitlines() for f in files]
+                view = mt.vmstat_view_v025 if rules_of(ctx) == "v0.25" else mt.vmstat_view
+                series[n] = {h: [v for t in texts for v in view(t, h)] for h in headings}
+            else:
+                frames = [_tsv_frames(f) for f in files]
+                reads = [it.monitors[mon].get("mmtests_frames_read") for it, _ in its_with]
+                series[n] = {}
+                for h in headings:
+                    view = mt.ProcVmstatView(h)    # one per run: its last value carries across iterations
+                    series[n][h] = [v for fr, r in zip(frames, reads) for v in view.series(fr, r)]
+        if not series:
+            continue
+        sec = Section(f"monitor {mon} (MMTests): {label}", "monitor")
+        rules = rules_of(ctx)
+        for h in headings:
+            pref = mt.monitor_preferred(mon, h, rules)
+            summarise = mt.monitor_summary_v025 if rules == "v0.25" else mt.monitor_summary
+            summ = {n: summarise(series[n][h] if n in series else [], pref) for n in ctx.names}
+            title = summ[ctx.names[0]][0]
+            for i, stat in ((1, title), (2, "Max")):
+                sec.rows.append(_fixed(Row(h, stat, "", "higher" if pref == "Higher" else "lower",
+                                           {n: clean(summ[n][i]) for n in ctx.names}), ctx.names))
+        out.append(sec)
+    return out
+
+
+def iostat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
+    """MonitorIostat.pm's Amean and Max of every device column (compare-kernels.sh prints it when
+    the second row's baseline value is above 5; shown here whenever there is data)."""
+    runs = dict(zip(ctx.names, ctx.runs))
+    view = mt.IostatView(rules_of(ctx))   # one per comparison: its device set spans runs and iter-N
+    series: dict[str, dict[str, list[float]]] = {}
+    order: list[str] = []
+    for n, its in measured.items():
+        for it in sorted(its, key=lambda i: i.index):
+            rel = (it.imported.get("mmtests_files") or {}).get("iostat")
+            if not rel or not it.path:
+                continue
+            path = Path(runs[n].path or ".") / it.path / rel
+            if not path.is_file():
+                continue
+            for op, vals in view.series(path.read_text().splitlines()).items():
+                series.setdefault(n, {}).setdefault(op, []).extend(vals)
+                if op not in order:
+                    order.append(op)
+    sec = Section(f"iostat: {label}", "monitor")
+    rules = rules_of(ctx)
+    for i in (1, 2):                  # the mean rows of every op, then the Max rows
+        for op in order:
+            pref = mt.monitor_preferred("iostat", op, rules)
+            summ = {n: mt.monitor_summary(series[n][op], pref) for n in ctx.names if op in series.get(n, {})}
+            stat = (mt.monitor_summary([], pref)[0]) if i == 1 else "Max"
+            vals = {n: clean(summ[n][i]) if n in summ else None for n in ctx.names}
+            sec.rows.append(_fixed(Row(op, stat, "", "higher" if pref == "Higher" else "lower", vals), ctx.names))
+    return sec
+
+
+def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
+                     measured: dict[str, list[IterationResult]], *, ratio: bool) -> list[Section]:
+    """Every MMTests section of one benchmark, in compare-kernels.sh's order."""
+    rules = rules_of(ctx)
+    table, summaries = benchmark_section(ctx, label, wrs, measured, rules)
+    out = [table, duration_section(ctx, label, measured), vmstat_section(ctx, label, measured, rules),
+           schedstat_section(ctx, label, measured, rules), iostat_section(ctx, label, measured)]
+    out += monitor_view_sections(ctx, label, measured)
+    if ratio and ctx.multi:
+        out.append(ratio_section(ctx, label, wrs, summaries))
+    return out

@@ -1,0 +1,170 @@
+"""import-mmtests on result trees MMTests itself wrote (tests/data/mmtests/<generation>/log: MMTests
+HEAD 638401e0, v1.00 and v0.25 run in mmbench's VM, see each NOTE.md), and every cell of MMTests'
+own reports of those trees: compare-kernels.sh (benchmark tables, duration, vmstat, schedstat,
+iostat), compare-mmtests.pl --print-ratio, and the vmstat / proc-vmstat series compare-kernels
+graphs (compare-mmtests.pl --print-monitor ... --sub-heading ...), kept as the expected text.
+
+HEAD writes the generic GNU time files (time_unmap/logs/time-2-<I>, usemem/logs/time-<N>-<I>);
+v1.00 and v0.25 the per-benchmark logs (unmap-<I>.log, usemem-<N>-<I>, thpscale's threads-<N>.log).
+``v0.25-unbuilt`` is a v0.25 tree as MMTests left it when thpscale could not be built (numaif.h
+missing): thp-never stopped after its first iter-N, thp-always ran thpscale's logs with
+"cannot run ./thpscale" in them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import mmtests_report as report
+from mmbench.cli import main
+from mmbench.store.fs import FileStore
+
+DATA = Path(__file__).parent / "data" / "mmtests"
+RUNS = ["thp-never", "thp-always"]
+GENERATIONS = {
+    # generation: (benchmarks in the order MMTests ran them, layout, the cells MMTests prints at least)
+    "head": (["time_unmap", "usemem"], "GNU time files", 500),
+    "v1.00": (["time_unmap", "usemem"], "per-benchmark logs", 400),
+    "v0.25": (["time_unmap", "usemem", "thpscale"], "per-benchmark logs", 500),
+    "v0.25-unbuilt": (["time_unmap", "usemem", "thpscale"], "per-benchmark logs", 500),
+}
+COMPLETE = ("head", "v1.00", "v0.25")
+
+
+def _cli(capsys, *args: str) -> tuple[int, str, str]:
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(params=list(GENERATIONS))
+def imported(request, tmp_path, capsys):
+    gen = request.param
+    tree = DATA / gen / "log"
+    if not tree.is_dir():
+        pytest.skip(f"no {gen} tree in {DATA}")
+    results = tmp_path / "results"
+    rc, out, err = _cli(capsys, "import-mmtests", "--results", str(results), str(tree))
+    assert rc == 0, err
+    return gen, results, err
+
+
+def _compare(capsys, results: Path, *extra: str) -> dict:
+    rc, out, err = _cli(capsys, "compare", "--results", str(results), "--convention", "mmtests", "--format",
+                        "json", *extra, *RUNS)
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def test_every_iteration_imports_with_its_samples(imported):
+    gen, results, err = imported
+    benches, layout, _ = GENERATIONS[gen]
+    if gen not in COMPLETE:
+        pytest.skip("a tree of a failed MMTests run: test_a_run_mmtests_aborted")
+    store = FileStore(results)
+    for run in RUNS:
+        rec = store.load_run(run)
+        assert [w.label for w in rec.workloads] == benches
+        assert rec.fingerprint["mmtests"]["rules"] == gen.split("-")[0]
+        for w in rec.workloads:
+            assert w.params["mmtests_layout"] == layout
+            assert [it.index for it in w.iterations] == [0, 1, 2]
+            for it in w.iterations:
+                # no failed iteration, no iteration without samples: the defect of issue 25
+                assert it.status == "ok" and not it.reason, (run, w.label, it.index, it.reason)
+                assert it.samples and all(len(v) for v in it.samples.values())
+                assert it.duration["elapsed"] > 0 and it.vmstat_delta["pgfault"] > 0
+                assert {"proc-vmstat", "vmstat", "mpstat"} <= set(it.monitors)
+    assert "no benchmark samples" not in err and "failed" not in err
+
+
+def test_compare_kernels_every_cell(imported, capsys):
+    gen, results, _ = imported
+    benches, _, least = GENERATIONS[gen]
+    blocks = report.parse((DATA / gen / "compare-kernels.txt").read_text(), RUNS)
+    checked = report.check(blocks, _compare(capsys, results), benches)
+    assert checked >= least
+
+
+def test_ratio_summary_every_cell(imported, capsys):
+    gen, results, _ = imported
+    benches, _, _ = GENERATIONS[gen]
+    blocks = report.parse((DATA / gen / "compare-ratio.txt").read_text(), RUNS)
+    assert report.check(blocks, _compare(capsys, results, "--ratio"), benches, sections=("ratio",)) >= 10
+
+
+def test_monitor_views_every_cell(imported, capsys):
+    gen, results, _ = imported
+    text = (DATA / gen / "monitor-views.txt").read_text()
+    assert report.check_monitor_views(text, _compare(capsys, results), RUNS) >= 100
+
+
+def test_a_run_mmtests_aborted(tmp_path, capsys):
+    """MMTests v0.25 could not build thpscale: thp-never stopped after iter-0 (the benchmark wrote
+    only its mmtests.log), thp-always ran it three times to "cannot run ./thpscale".  Everything
+    imports without --partial; thpscale keeps every iteration's duration, vmstat and monitors."""
+    results = tmp_path / "results"
+    rc, _, err = _cli(capsys, "import-mmtests", "--results", str(results), str(DATA / "v0.25-unbuilt" / "log"))
+    assert rc == 0, err
+    assert "thpscale wrote no results in any iter-N (only mmtests.log" in err
+    store = FileStore(results)
+    never, always = store.load_run("thp-never"), store.load_run("thp-always")
+    assert [it.index for it in never.workload("usemem").iterations] == [0]
+    assert all(it.samples for w in ("time_unmap", "usemem") for it in always.workload(w).iterations)
+    for it in always.workload("thpscale").iterations + never.workload("thpscale").iterations:
+        assert it.status == "ok" and not it.samples and "no benchmark samples" in it.reason
+    # thp-always's thpscale test ran (to its failure): its duration and vmstat are there
+    assert all(it.duration and it.vmstat_delta for it in always.workload("thpscale").iterations)
+    cmp = _compare(capsys, results)
+    titles = {s["title"] for s in cmp["sections"]}
+    assert {"duration: thpscale", "vmstat: thpscale"} <= titles
+
+
+def test_a_missing_log_keeps_the_iteration(tmp_path, capsys):
+    """Issue 25: a benchmark reader that cannot read one iteration never hides that iteration's
+    duration, vmstat and monitor rows; a tree whose benchmark is in no known layout exits 2."""
+    tree = tmp_path / "log"
+    shutil.copytree(DATA / "head" / "log", tree)
+    for f in (tree / "thp-always" / "iter-1" / "usemem" / "logs").glob("time-*"):
+        f.unlink()
+    results = tmp_path / "results"
+    rc, _, err = _cli(capsys, "import-mmtests", "--results", str(results), str(tree))
+    assert rc == 0 and "iter-1 of usemem has no benchmark samples" in err
+    it = FileStore(results).load_run("thp-always").workload("usemem").iterations[1]
+    assert it.status == "ok" and not it.samples and it.duration and it.vmstat_delta and it.monitors
+    cmp = _compare(capsys, results)
+    assert any("iteration 1: no benchmark samples" in n for n in cmp["notes"])
+    dur = next(s for s in cmp["sections"] if s["title"] == "duration: usemem")
+    assert all(r["values"]["thp-always"] is not None for r in dur["rows"])
+    # files of a layout no reader knows in every iteration: one error naming them
+    for f in tree.glob("thp-always/iter-*/usemem/logs/time-*"):
+        f.rename(f.with_name("usage-" + f.name))
+    rc, _, err = _cli(capsys, "import-mmtests", "--results", str(tmp_path / "r2"), str(tree))
+    assert rc == 2 and "usemem: unknown MMTests result layout" in err and "usage-time-1-1" in err
+    assert "HEAD" in err and "v0.25" in err and len(err.strip().splitlines()) == 1
+    rc, _, err = _cli(capsys, "import-mmtests", "--partial", "--results", str(tmp_path / "r3"), str(tree))
+    assert rc == 0 and "--partial" in err
+
+
+def test_gnu_time_files_as_extract_time_reads_them(tmp_path, capsys):
+    """A command that failed still has its times (GNU time's first line says so; extract-time reads
+    the line holding "elapsed"); a times line that is not GNU time's is one error naming the file."""
+    tree = tmp_path / "log"
+    shutil.copytree(DATA / "head" / "log", tree)
+    f = tree / "thp-never" / "iter-0" / "time_unmap" / "logs" / "time-2-1"
+    first = f.read_text()
+    f.write_text("Command exited with non-zero status 1\n" + first)
+    results = tmp_path / "results"
+    assert _cli(capsys, "import-mmtests", "--results", str(results), str(tree))[0] == 0
+    it = FileStore(results).load_run("thp-never").workload("time_unmap").iterations[0]
+    user, system, clock = first.split()[:3]
+    assert it.samples["User-2"][0] == float(user[:-4]) and it.samples["System-2"][0] == float(system[:-6])
+    m, s = clock[:-len("elapsed")].split(":")
+    assert it.samples["Elapsed-2"][0] == pytest.approx(int(m) * 60 + float(s))
+    f.write_text(first.replace("elapsed", "x:elapsed", 1))
+    rc, _, err = _cli(capsys, "import-mmtests", "--force", "--results", str(results), str(tree))
+    assert rc == 2 and "time-2-1: line 1:" in err and len(err.strip().splitlines()) == 1
