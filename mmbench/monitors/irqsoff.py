@@ -19,7 +19,7 @@ from typing import Any
 
 from mmbench.monitors.trace.irqsoff_trace import UNATTRIBUTED, analyze, attribute, parse
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
-from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, is_mounted
+from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, is_mounted, unmount
 from mmbench.model.kernel import write_knob
 from mmbench.model.results import MetricDef
 
@@ -50,8 +50,9 @@ class Irqsoff(Monitor):
     def start(self, ctx: MonitorContext) -> None:
         self._ctx = ctx
         ctx.outdir.mkdir(parents=True, exist_ok=True)
+        self._mounted: bool | None = None
         if self.root == TRACEFS:
-            ensure_mounted(ctx.journal)
+            self._mounted = ensure_mounted(ctx.journal)
         self._orig_tracer = (self.root / "current_tracer").read_text().strip()
         ctx.journal.set_value(self.root / "tracing_max_latency", "0")
         ctx.journal.set_value(self.root / "current_tracer", "irqsoff")
@@ -91,6 +92,8 @@ class Irqsoff(Monitor):
             write_knob(self.root / "current_tracer", self._orig_tracer)
         except OSError as e:
             self._errors.append(str(e))
+        if self._mounted is not None:
+            unmount(self._mounted)
         report = analyze([self._ctx.outdir / "irqsoff.txt"])
         (self._ctx.outdir / "irqsoff-report.txt").write_text(report)
         return {"files": ["irqsoff.txt", "irqsoff-report.txt"], "samples": self._samples, "errors": self._errors}

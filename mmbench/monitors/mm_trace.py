@@ -48,7 +48,7 @@ from mmbench.monitors.base import SUMMARY_CACHE, Monitor, MonitorContext, Monito
 from mmbench.monitors.trace.capture import RawCapture
 from mmbench.monitors.trace.decode import decode_capture
 from mmbench.monitors.trace.formats import expand_events
-from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted
+from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, unmount
 from mmbench.model.results import MetricDef
 
 DEFAULT_EVENTS = ["vmscan", "compaction", "kmem:mm_page_alloc_extfrag", "huge_memory", "oom"]
@@ -136,6 +136,7 @@ class MmTrace(Monitor):
             self._cap.stop() if self._cap.inst else None
             raise
         self._cap.mounted = self._mounted
+        unmount(False)   # the capture holds tracefs from here (its own ensure_mounted); drop this one
         self._poll_pids(force=True)
 
     def _poll_pids(self, force: bool = False) -> None:
