@@ -43,6 +43,9 @@ def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, for
                     d = json.loads(data)
                     d["index"] = int(renumber[key][5:])
                     d["path"] = f"{bits[0]}/{renumber[key]}"
+                    # paths into the iteration's folder (a monitor's "dir") move with it: left as
+                    # they were, every joined iteration read round 1's monitor files
+                    d = _moved(d, f"{bits[0]}/{bits[1]}/", f"{bits[0]}/{renumber[key]}/")
                     data = json.dumps(d, indent=1).encode()
                 files[new_rel] = data
             elif n == 0 or rel not in files:
@@ -58,6 +61,20 @@ def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, for
     fp["rounds"] = rounds
     files["fingerprint.json"] = json.dumps(fp, indent=1).encode()
     dst.put_run_files(name, sorted(files.items()), force=force)
+
+
+def _moved(value: Any, old: str, new: str) -> Any:
+    """``value`` with every string that starts with ``old`` (or equals it without the slash)
+    starting with ``new`` instead, through dicts and lists."""
+    if isinstance(value, str):
+        if value.startswith(old):
+            return new + value[len(old):]
+        return new[:-1] if value == old[:-1] else value
+    if isinstance(value, dict):
+        return {k: _moved(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_moved(v, old, new) for v in value]
+    return value
 
 
 def _iteration_order(rel: str) -> tuple:
