@@ -485,6 +485,48 @@ async def _once(url: str) -> list[str]:
         return await recover_stalled(app, url)
 
 
+def test_attempt_end_is_recorded_only_while_the_job_is_the_attempts(pg_url):
+    """An agent whose job was re-queued meanwhile (its heartbeat stalled) must not record "complete":
+    the queue would hear "done" from two attempts (bench/fleet-faults found 3 jobs in 100 so)."""
+    import psycopg
+    from mmbench.fleet.queue import _attempt_row
+    job_id = _stalled_job(pg_url)
+    with psycopg.connect(pg_url) as conn:
+        worker = conn.execute("SELECT worker_id FROM procrastinate_jobs WHERE id=%s", (job_id,)).fetchone()[0]
+    # still its own: recorded
+    assert _attempt_row(pg_url, job_id, 1, "gone", outcome="complete", worker_id=worker, attempts=0) is True
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT outcome FROM mmbench_job_attempts WHERE job_id=%s", (job_id,)).fetchall() == [("complete",)]
+        conn.execute("UPDATE mmbench_job_attempts SET outcome=NULL, finished=NULL WHERE job_id=%s", (job_id,))
+        # re-queued by recovery (attempts counted, back to todo), then taken by another worker
+        conn.execute("UPDATE procrastinate_jobs SET status='todo', attempts=1, worker_id=NULL WHERE id=%s", (job_id,))
+    assert _attempt_row(pg_url, job_id, 1, "gone", outcome="complete", worker_id=worker, attempts=0) is False
+    with psycopg.connect(pg_url) as conn:
+        other = conn.execute("INSERT INTO procrastinate_workers DEFAULT VALUES RETURNING id").fetchone()[0]
+        conn.execute("UPDATE procrastinate_jobs SET status='doing', worker_id=%s WHERE id=%s", (other, job_id))
+    assert _attempt_row(pg_url, job_id, 1, "gone", outcome="complete", worker_id=worker, attempts=0) is False
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT outcome FROM mmbench_job_attempts WHERE job_id=%s", (job_id,)).fetchall() == [(None,)]
+
+
+def test_stalled_job_whose_attempt_ended_is_finished_not_rerun(pg_url):
+    """A stalled job whose attempt recorded its end (the agent died before telling the queue) is
+    finished as the attempt ended, never re-queued to run a second time."""
+    import asyncio
+    import psycopg
+    job_id = _stalled_job(pg_url)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("UPDATE mmbench_job_attempts SET finished=%s, outcome='complete' WHERE job_id=%s",
+                     (__import__("time").time(), job_id))
+    said = asyncio.run(_once(pg_url))
+    assert said == [f"job {job_id}: its attempt ended (complete) but its agent stopped before telling the queue; "
+                    f"finished as complete"], said
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT status::text, attempts FROM procrastinate_jobs WHERE id=%s",
+                            (job_id,)).fetchone()[0] == "succeeded"
+        assert conn.execute("SELECT outcome FROM mmbench_job_attempts WHERE job_id=%s", (job_id,)).fetchall() == [("complete",)]
+    assert asyncio.run(_once(pg_url)) == []
+
 def test_recovery_loop_survives_errors(pg_url):
     """The loop says what went wrong and runs again (it used to die at the first exception)."""
     import asyncio
