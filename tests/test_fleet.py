@@ -218,7 +218,7 @@ def _series_runs(store, values: list[float], host: str = "lab1", suite: str = "p
 
 
 def test_change_points_on_known_steps_and_on_noise():
-    """E-Divisive on numpy alone (analysis/changepoint.py): steps found where they are, none in noise,
+    """E-Divisive (analysis/changepoint.py): steps found where they are, none in noise,
     the same answer every time, and a split statistic that matches its definition."""
     import numpy as np
     from mmbench.analysis.changepoint import MIN_SIZE, shortest_detectable, split_statistics
@@ -238,6 +238,34 @@ def test_change_points_on_known_steps_and_on_noise():
     assert change_points(step) == change_points(step) == [15, 30]
     assert change_points([1.0] * 20) == [] and change_points([1.0, 2.0, 3.0]) == []
 
+
+def test_change_points_in_c_are_numpys():
+    """The C statistics (analysis/edivisive.c, O(n log n) an arrangement, issue 23: history took a
+    minute at 1,000 runs) give numpy's largest split statistic and its place for every arrangement,
+    over several segments, ties and a constant segment included; and the whole search gives the same
+    change points on either engine (the permutations are drawn the same way)."""
+    import numpy as np
+    from mmbench.analysis import changepoint as cp
+    assert cp._engine() is cp.best_splits_c       # gcc is installed by scripts/setup.sh
+    rng = np.random.default_rng(3)
+    z = np.concatenate([rng.normal(0, 1, 40), 5 + rng.normal(0, 1, 35), np.round(rng.normal(0, 1, 30)),
+                        np.full(6, 2.0), 1e6 + rng.normal(0, 1, 3)])
+    for bounds in ([(0, len(z))], [(0, 40), (40, 75), (75, 105), (105, 111), (111, 114)]):
+        rows = np.tile(np.arange(len(z)), (30, 1))
+        for r in rows[1:]:
+            for a, b in bounds:
+                r[a:b] = a + rng.permutation(b - a)
+        q_c, at_c = cp.best_splits_c(z, bounds, rows)
+        q_np, at_np = cp.best_splits_numpy(z, bounds, rows)
+        assert np.allclose(q_c, q_np, rtol=1e-9, atol=1e-9) and (at_c == at_np).all()
+    for i in range(12):
+        s = 100 + rng.normal(0, 2, int(rng.integers(8, 90)))
+        s[len(s) // (2 + i % 3):] += (0, 3, 8)[i % 3]
+        assert cp.change_points(s) == cp.change_points(s, engine=cp.best_splits_numpy)
+    long = np.concatenate([100 + rng.normal(0, 2, 300), 110 + rng.normal(0, 2, 400), 104 + rng.normal(0, 2, 300)])
+    found = cp.change_points(long)
+    assert len(found) == 2 and abs(found[0] - 300) <= 2 and abs(found[1] - 700) <= 2, found
+    assert cp.change_points(100 + rng.normal(0, 2, 1000)) == []
 
 @pytest.mark.parametrize("kind", ["folder", "postgresql"])
 def test_history_marks_the_step(tmp_path, kind, request):
