@@ -29,7 +29,8 @@ requires numpy < 2 and pinned every install to an old numpy).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterator, Sequence
 
 from mmbench.model.lazy import numpy as np
 
@@ -37,7 +38,7 @@ PVALUE = 0.001
 PERMUTATIONS = 999
 SEED = 20111
 MIN_SIZE = 2     # values on each side of a split (a within-segment mean needs two)
-FIRST_BLOCK = 8  # permutations in the first block (then 16 times more at a time)
+FIRST_BLOCK = 8  # permutations in the first block (then 120, then 256 at a time)
 
 
 def split_statistics(z: Any) -> Any:
@@ -83,6 +84,7 @@ def best_splits_numpy(z: Any, bounds: list[tuple[int, int]], arrangements: Any) 
 
 def best_splits_c(z: Any, bounds: list[tuple[int, int]], arrangements: Any) -> tuple[Any, Any]:
     """``best_splits_numpy`` in C (edivisive.c, built on first use): O(n log n) a row."""
+    import os
     import subprocess
     from pathlib import Path
     from mmbench.run.build import binary_for   # built on first use, cached by the source's hash
@@ -95,8 +97,19 @@ def best_splits_c(z: Any, bounds: list[tuple[int, int]], arrangements: Any) -> t
         ordered[a:b] = z[a:b][order]
     rows = np.ascontiguousarray(rank[arrangements], dtype=np.int32)
     head = np.array([n, len(bounds), len(rows), *[a for a, _ in bounds], bounds[-1][1]], dtype=np.int32)
-    proc = subprocess.run([binary_for(Path(__file__).with_name("edivisive.c")), str(MIN_SIZE)],
-                          input=head.tobytes() + ordered.tobytes() + rows.tobytes(), capture_output=True)
+    # the input through a memory file, not a pipe: subprocess writes a pipe 512 bytes at a time
+    # (4 MB for 999 permutations of 1,000 values took longer than the C program itself)
+    fd = os.memfd_create("edivisive-input")
+    try:
+        with open(fd, "wb", closefd=False) as f:
+            f.write(head.tobytes())
+            f.write(ordered.tobytes())
+            f.write(rows.data)
+        os.lseek(fd, 0, os.SEEK_SET)
+        proc = subprocess.run([binary_for(Path(__file__).with_name("edivisive.c")), str(MIN_SIZE)],
+                              stdin=fd, capture_output=True)
+    finally:
+        os.close(fd)
     if proc.returncode != 0 or len(proc.stdout) != 12 * len(rows):
         raise RuntimeError(f"edivisive failed ({proc.returncode}): {proc.stderr.decode(errors='replace').strip()}")
     best = np.frombuffer(proc.stdout, dtype=float, count=len(rows))
@@ -114,6 +127,34 @@ def _engine() -> Any:
         return best_splits_c
     except EnvironmentUnsupported:
         return best_splits_numpy
+
+
+def _arrangements(rng: Any, bounds: list[tuple[int, int]], n: int, permutations: int) -> Iterator[Any]:
+    """``permutations`` arrangements of positions 0..n-1, each permuted inside every segment, in
+    blocks: a few first (a series without a change stops at once), then larger ones.  They are drawn
+    in the order a loop drawing one permutation at a time would draw them (one Fisher-Yates shuffle
+    per segment and permutation), so the answers do not depend on the block sizes."""
+    done = 0
+    for size in _block_sizes():
+        size = min(size, permutations - done)
+        if size <= 0:
+            return
+        if len(bounds) == 1:     # one Fisher-Yates a row, in row order: the same draws
+            rows = rng.permuted(np.tile(np.arange(n, dtype=np.int32), (size, 1)), axis=1)
+        else:
+            rows = np.empty((size, n), dtype=np.int32)
+            for r in range(size):
+                for a, b in bounds:
+                    rows[r, a:b] = a + rng.permutation(b - a)
+        done += size
+        yield rows
+
+
+def _block_sizes() -> Iterator[int]:
+    yield FIRST_BLOCK
+    yield 128 - FIRST_BLOCK
+    while True:
+        yield 256
 
 
 def change_points(values: Sequence[float], pvalue: float = PVALUE,
@@ -139,24 +180,20 @@ def change_points(values: Sequence[float], pvalue: float = PVALUE,
         # a permutation that only reorders each side of a split has the same Q: rounding must not
         # make it smaller (sums in another order), so "reaches" allows for the last few bits
         reach = observed - 1e-9 * abs(observed)
-        exceed, done, block = 0, 0, FIRST_BLOCK
-        while done < permutations and exceed <= allowed:
-            # permutations in blocks (a few first: a series without a change stops at once), drawn
-            # in the order the one-at-a-time loop drew them, so the answers stay the same
-            size = min(block, permutations - done)
-            if len(bounds) == 1:     # one Fisher-Yates a row, in row order: the same draws
-                rows = rng.permuted(np.tile(np.arange(len(z), dtype=np.int32), (size, 1)), axis=1)
-            else:
-                rows = np.empty((size, len(z)), dtype=np.int32)
-                for r in range(size):
-                    for a, b in bounds:
-                        rows[r, a:b] = a + rng.permutation(b - a)
-            for q in engine(z, bounds, rows)[0]:
-                exceed += q >= reach
-                if exceed > allowed:
-                    break
-            done += size
-            block *= 16
+        exceed = 0
+        chunks = _arrangements(rng, bounds, len(z), permutations)
+        with ThreadPoolExecutor(1) as pool:
+            # the engine works on one block of permutations while the next one is drawn
+            first = next(chunks, None)
+            pending = pool.submit(engine, z, bounds, first) if first is not None else None
+            while pending is not None and exceed <= allowed:
+                following = next(chunks, None)
+                for q in pending.result()[0]:
+                    exceed += q >= reach
+                    if exceed > allowed:
+                        break
+                pending = pool.submit(engine, z, bounds, following) \
+                    if following is not None and exceed <= allowed else None
         if exceed > allowed:
             break
         found.append(where)
