@@ -240,10 +240,10 @@ def test_change_points_on_known_steps_and_on_noise():
 
 
 def test_change_points_in_c_are_numpys():
-    """The C statistics (analysis/edivisive.c, O(n log n) an arrangement, issue 23: history took a
-    minute at 1,000 runs) give numpy's largest split statistic and its place for every arrangement,
-    over several segments, ties and a constant segment included; and the whole search gives the same
-    change points on either engine (the permutations are drawn the same way)."""
+    """The C statistics (analysis/edivisive.c, O(n log n) a permutation; issue 23: history took a
+    minute at 1,000 runs) draw numpy's own permutations and give numpy's largest split statistic
+    and its place for each, over several segments, ties and a constant segment included, leaving
+    the generator where numpy leaves it; so the search finds the same change points either way."""
     import numpy as np
     from mmbench.analysis import changepoint as cp
     assert cp._engine() is cp.best_splits_c       # gcc is installed by scripts/setup.sh
@@ -251,13 +251,15 @@ def test_change_points_in_c_are_numpys():
     z = np.concatenate([rng.normal(0, 1, 40), 5 + rng.normal(0, 1, 35), np.round(rng.normal(0, 1, 30)),
                         np.full(6, 2.0), 1e6 + rng.normal(0, 1, 3)])
     for bounds in ([(0, len(z))], [(0, 40), (40, 75), (75, 105), (105, 111), (111, 114)]):
-        rows = np.tile(np.arange(len(z)), (30, 1))
-        for r in rows[1:]:
-            for a, b in bounds:
-                r[a:b] = a + rng.permutation(b - a)
-        q_c, at_c = cp.best_splits_c(z, bounds, rows)
-        q_np, at_np = cp.best_splits_numpy(z, bounds, rows)
-        assert np.allclose(q_c, q_np, rtol=1e-9, atol=1e-9) and (at_c == at_np).all()
+        for count, observed in ((0, True), (7, True), (40, False)):
+            mine, numpys = np.random.default_rng(9), np.random.default_rng(9)
+            for g in (mine, numpys):        # a 32-bit half left over in the generator's buffer
+                g.integers(0, 5, size=1, dtype=np.uint32)
+            q_c, at_c = cp.best_splits_c(z, bounds, mine, count, observed)
+            q_np, at_np = cp.best_splits_numpy(z, bounds, numpys, count, observed)
+            assert len(q_c) == count + observed
+            assert np.allclose(q_c, q_np, rtol=1e-9, atol=1e-9) and (at_c == at_np).all()
+            assert mine.bit_generator.state == numpys.bit_generator.state
     for i in range(12):
         s = 100 + rng.normal(0, 2, int(rng.integers(8, 90)))
         s[len(s) // (2 + i % 3):] += (0, 3, 8)[i % 3]
@@ -266,6 +268,7 @@ def test_change_points_in_c_are_numpys():
     found = cp.change_points(long)
     assert len(found) == 2 and abs(found[0] - 300) <= 2 and abs(found[1] - 700) <= 2, found
     assert cp.change_points(100 + rng.normal(0, 2, 1000)) == []
+
 
 @pytest.mark.parametrize("kind", ["folder", "postgresql"])
 def test_history_marks_the_step(tmp_path, kind, request):

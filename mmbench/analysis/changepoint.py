@@ -14,14 +14,15 @@ split's three sums).  The permutation test shuffles the values inside each curre
 the largest Q over all segments and split points, and counts how often that reaches the observed
 one: p = (count + 1) / (permutations + 1).  With p <= 0.001 and 999 permutations one exceedance
 already means "not significant", so the test stops at the first one (permutations go in blocks,
-8 first: a series without a change costs a few, not 999).  A real change costs all 999, so the
-permuted series' statistics come from ``edivisive.c`` (built on first use): the same sums from a
-Fenwick tree over the values' ranks, O(n log n) a permutation (a 1,000-point series with a step:
-about 50 ms, 6 s before); numpy's O(n^2) code is the fallback without a C compiler and gives the
-same answers.  A segment keeps at least ``MIN_SIZE`` values on each side of a split.  The generator
-is numpy's ``default_rng`` with a fixed seed, drawn one Fisher-Yates shuffle per segment and
-permutation in order: the same series always gives the same answer, and no global random state is
-touched.
+8 first: a series without a change costs a few, not 999).  A real change costs all 999, so
+``edivisive.c`` (built on first use) draws them and computes their statistics: the same sums from
+a Fenwick tree over the values' ranks, O(n log n) a permutation (a 1,000-point series with a step:
+tens of ms, 4-6 s before).  It shuffles as numpy's ``Generator.permutation`` does, from the
+generator's raw words, so the permutations, the generator's state after them and the answers are
+numpy's; numpy's O(n^2) code is the fallback without a C compiler.  A segment keeps at least
+``MIN_SIZE`` values on each side of a split.  The generator is numpy's ``default_rng`` with a fixed
+seed, one shuffle per segment and permutation in order: the same series always gives the same
+answer, and no global random state is touched.
 
 Written for mmbench (formerly the ``signal-processing-algorithms`` package did this, but it
 requires numpy < 2 and pinned every install to an old numpy).
@@ -29,7 +30,6 @@ requires numpy < 2 and pinned every install to an old numpy).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator, Sequence
 
 from mmbench.model.lazy import numpy as np
@@ -38,7 +38,7 @@ PVALUE = 0.001
 PERMUTATIONS = 999
 SEED = 20111
 MIN_SIZE = 2     # values on each side of a split (a within-segment mean needs two)
-FIRST_BLOCK = 8  # permutations in the first block (then 120, then 256 at a time)
+FIRST_BLOCK = 8  # permutations in the first block (then 120, then 512 at a time)
 
 
 def split_statistics(z: Any) -> Any:
@@ -75,15 +75,26 @@ def _best_split(z: Any, bounds: list[tuple[int, int]]) -> tuple[float, int]:
     return best, where
 
 
-def best_splits_numpy(z: Any, bounds: list[tuple[int, int]], arrangements: Any) -> tuple[Any, Any]:
-    """For each row of ``arrangements`` (positions of ``z``, permuted inside each segment): the
-    largest Q over the segments and splits of ``z[row]`` and where it splits; O(n^2) a row."""
-    out = [_best_split(z[row], bounds) for row in arrangements]
+def best_splits_numpy(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int,
+                      observed: bool) -> tuple[Any, Any]:
+    """The largest Q over the segments and splits and where it splits: of ``z`` itself when
+    ``observed``, then of ``count`` permutations of it drawn from ``rng`` (each segment shuffled in
+    turn by ``rng.permutation``); O(n^2) each."""
+    rows = [np.arange(len(z))] if observed else []
+    for _ in range(count):
+        row = np.empty(len(z), dtype=np.int64)
+        for a, b in bounds:
+            row[a:b] = a + rng.permutation(b - a)
+        rows.append(row)
+    out = [_best_split(z[row], bounds) for row in rows]
     return np.array([q for q, _ in out], dtype=float), np.array([w for _, w in out], dtype=np.int64)
 
 
-def best_splits_c(z: Any, bounds: list[tuple[int, int]], arrangements: Any) -> tuple[Any, Any]:
-    """``best_splits_numpy`` in C (edivisive.c, built on first use): O(n log n) a row."""
+def best_splits_c(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int,
+                  observed: bool) -> tuple[Any, Any]:
+    """``best_splits_numpy`` in C (edivisive.c, built on first use), O(n log n) a permutation: the
+    same permutations (the C program shuffles as numpy does, from the generator's raw words) and
+    the generator left where numpy's shuffles leave it."""
     import os
     import subprocess
     from pathlib import Path
@@ -95,25 +106,44 @@ def best_splits_c(z: Any, bounds: list[tuple[int, int]], arrangements: Any) -> t
         order = np.argsort(z[a:b], kind="stable")
         rank[a + order] = np.arange(b - a, dtype=np.int32)
         ordered[a:b] = z[a:b][order]
-    rows = np.ascontiguousarray(rank[arrangements], dtype=np.int32)
-    head = np.array([n, len(bounds), len(rows), *[a for a, _ in bounds], bounds[-1][1]], dtype=np.int32)
-    # the input through a memory file, not a pipe: subprocess writes a pipe 512 bytes at a time
-    # (4 MB for 999 permutations of 1,000 values took longer than the C program itself)
-    fd = os.memfd_create("edivisive-input")
-    try:
-        with open(fd, "wb", closefd=False) as f:
-            f.write(head.tobytes())
-            f.write(ordered.tobytes())
-            f.write(rows.data)
-        os.lseek(fd, 0, os.SEEK_SET)
-        proc = subprocess.run([binary_for(Path(__file__).with_name("edivisive.c")), str(MIN_SIZE)],
-                              stdin=fd, capture_output=True)
-    finally:
-        os.close(fd)
-    if proc.returncode != 0 or len(proc.stdout) != 12 * len(rows):
-        raise RuntimeError(f"edivisive failed ({proc.returncode}): {proc.stderr.decode(errors='replace').strip()}")
-    best = np.frombuffer(proc.stdout, dtype=float, count=len(rows))
-    where = np.frombuffer(proc.stdout, dtype=np.int32, offset=8 * len(rows)).astype(np.int64)
+    gen = rng.bit_generator
+    if gen.state["bit_generator"] != "PCG64":
+        raise ValueError("best_splits_c follows numpy's PCG64 generator only")
+    before = gen.state
+    # a draw takes at most 1.4 32-bit halves on average (0.7 words); a shortage is drawn again
+    nwords = count * n * 3 // 4 + 64 if count else 0
+    total = count + observed
+    while True:
+        words = gen.random_raw(nwords) if nwords else np.empty(0, dtype=np.uint64)
+        head = np.array([n, len(bounds), count, int(observed), nwords, before["has_uint32"],
+                         np.uint32(before["uinteger"]).view(np.int32), *[a for a, _ in bounds], bounds[-1][1]],
+                        dtype=np.int32)
+        # the input through a memory file, not a pipe: subprocess writes a pipe 512 bytes at a time
+        fd = os.memfd_create("edivisive-input")
+        try:
+            with open(fd, "wb", closefd=False) as f:
+                for part in (head, ordered, rank, np.ascontiguousarray(words, dtype=np.uint64)):
+                    f.write(part.data)
+            os.lseek(fd, 0, os.SEEK_SET)
+            proc = subprocess.run([binary_for(Path(__file__).with_name("edivisive.c")), str(MIN_SIZE)],
+                                  stdin=fd, capture_output=True)
+        finally:
+            os.close(fd)
+        if proc.returncode != 0 or len(proc.stdout) != 12 * total + 16:
+            raise RuntimeError(f"edivisive failed ({proc.returncode}): "
+                               f"{proc.stderr.decode(errors='replace').strip()}")
+        used, pending, pending_value, enough = np.frombuffer(proc.stdout, dtype=np.int32, offset=12 * total)
+        gen.state = before
+        if enough:
+            break
+        nwords *= 2     # unlucky rejections: draw again with more words
+    # the generator as numpy's own shuffles would have left it
+    gen.advance(int(used))
+    after = gen.state
+    after["has_uint32"], after["uinteger"] = int(pending), int(np.int32(pending_value).view(np.uint32))
+    gen.state = after
+    best = np.frombuffer(proc.stdout, dtype=float, count=total)
+    where = np.frombuffer(proc.stdout, dtype=np.int32, count=total, offset=8 * total).astype(np.int64)
     return best, where
 
 
@@ -129,32 +159,12 @@ def _engine() -> Any:
         return best_splits_numpy
 
 
-def _arrangements(rng: Any, bounds: list[tuple[int, int]], n: int, permutations: int) -> Iterator[Any]:
-    """``permutations`` arrangements of positions 0..n-1, each permuted inside every segment, in
-    blocks: a few first (a series without a change stops at once), then larger ones.  They are drawn
-    in the order a loop drawing one permutation at a time would draw them (one Fisher-Yates shuffle
-    per segment and permutation), so the answers do not depend on the block sizes."""
-    done = 0
-    for size in _block_sizes():
-        size = min(size, permutations - done)
-        if size <= 0:
-            return
-        if len(bounds) == 1:     # one Fisher-Yates a row, in row order: the same draws
-            rows = rng.permuted(np.tile(np.arange(n, dtype=np.int32), (size, 1)), axis=1)
-        else:
-            rows = np.empty((size, n), dtype=np.int32)
-            for r in range(size):
-                for a, b in bounds:
-                    rows[r, a:b] = a + rng.permutation(b - a)
-        done += size
-        yield rows
-
-
 def _block_sizes() -> Iterator[int]:
+    """Permutations in blocks: a few first (a series without a change stops at once), then more."""
     yield FIRST_BLOCK
     yield 128 - FIRST_BLOCK
     while True:
-        yield 256
+        yield 512
 
 
 def change_points(values: Sequence[float], pvalue: float = PVALUE,
@@ -168,32 +178,29 @@ def change_points(values: Sequence[float], pvalue: float = PVALUE,
     rng = np.random.default_rng(seed)
     # most exceedances allowed for p <= pvalue: (count + 1) / (permutations + 1) <= pvalue
     allowed = int(pvalue * (permutations + 1) + 1e-9) - 1
-    identity = np.arange(len(z))[None, :]
     found: list[int] = []
     while True:
         cuts = [0, *sorted(found), len(z)]
         bounds = list(zip(cuts, cuts[1:]))
-        best, where = engine(z, bounds, identity)
+        best, where = engine(z, bounds, rng, 0, True)
         observed, where = float(best[0]), int(where[0])
         if where < 0 or allowed < 0:
             break
         # a permutation that only reorders each side of a split has the same Q: rounding must not
         # make it smaller (sums in another order), so "reaches" allows for the last few bits
         reach = observed - 1e-9 * abs(observed)
-        exceed = 0
-        chunks = _arrangements(rng, bounds, len(z), permutations)
-        with ThreadPoolExecutor(1) as pool:
-            # the engine works on one block of permutations while the next one is drawn
-            first = next(chunks, None)
-            pending = pool.submit(engine, z, bounds, first) if first is not None else None
-            while pending is not None and exceed <= allowed:
-                following = next(chunks, None)
-                for q in pending.result()[0]:
-                    exceed += q >= reach
-                    if exceed > allowed:
-                        break
-                pending = pool.submit(engine, z, bounds, following) \
-                    if following is not None and exceed <= allowed else None
+        exceed, done = 0, 0
+        for size in _block_sizes():
+            size = min(size, permutations - done)
+            if size <= 0 or exceed > allowed:
+                break
+            # drawn in order, one shuffle per segment and permutation: the answers do not depend on
+            # the block sizes, nor on the engine
+            for q in engine(z, bounds, rng, size, False)[0]:
+                exceed += q >= reach
+                if exceed > allowed:
+                    break
+            done += size
         if exceed > allowed:
             break
         found.append(where)

@@ -8,12 +8,20 @@
  * earlier values below each new one), O(n log n) per arrangement.
  *
  * stdin, native byte order:
- *   i32 n, i32 nseg, i32 rows
+ *   i32 n, i32 nseg, i32 rows, i32 observed, i32 nwords, i32 pending, u32 pending_value
  *   i32 bounds[nseg + 1]          segment s is positions bounds[s] .. bounds[s+1]-1
  *   f64 sorted[n]                 each segment's values in ascending order, segment after segment
- *   i32 ranks[rows][n]            per arrangement, per position: the rank of its value in its segment
- * stdout: f64 best[rows] (the largest Q over segments and splits, -inf when no split is allowed),
- *         i32 where[rows] (the absolute index of the first value after that split, -1 if none).
+ *   i32 base[n]                   per position of the series: the rank of its value in its segment
+ *   u64 words[nwords]             the next outputs of numpy's PCG64 generator (random_raw)
+ * Each permutation shuffles each segment in turn exactly as numpy's Generator.permutation does
+ * (numpy 1.17 to 2.x, random_interval): for i from its length - 1 down to 1, j is the next
+ * 32-bit draw masked to the smallest 2^b - 1 >= i, drawn again while j > i, and positions i and j
+ * swap; the 32-bit draws are each word's low half, then its high half (PCG64's next_uint32; a half
+ * left over from before is ``pending``).  So the permutations are those numpy would draw.
+ * stdout: for the series itself when observed is 1, then for each permutation:
+ *         f64 best[] (the largest Q over segments and splits, -inf when no split is allowed),
+ *         i32 where[] (the absolute index of the first value after that split, -1 if none);
+ *         then i32 words used, i32 pending, u32 pending_value, i32 1 (0: the words ran out).
  * A segment keeps at least MIN_SIZE values on each side of a split (argv[1]).
  * Exit 0; 2 with a line on stderr for malformed input.
  */
@@ -43,11 +51,13 @@ static void *alloc(size_t n)
 
 int main(int argc, char **argv)
 {
-	int32_t hdr[3];
+	int32_t hdr[7];
 	int min_size = argc > 1 ? atoi(argv[1]) : 2;
-	need(stdin, hdr, sizeof(int32_t), 3);
-	int32_t n = hdr[0], nseg = hdr[1], rows = hdr[2];
-	if (n < 0 || nseg < 1 || rows < 0 || min_size < 1) {
+	need(stdin, hdr, sizeof(int32_t), 7);
+	int32_t n = hdr[0], nseg = hdr[1], observed = hdr[3] != 0, rows = hdr[2] + observed, nwords = hdr[4];
+	int pending = hdr[5] != 0;
+	uint32_t pending_value = (uint32_t)hdr[6];
+	if (n < 0 || nseg < 1 || hdr[2] < 0 || nwords < 0 || min_size < 1) {
 		fprintf(stderr, "edivisive: bad header\n");
 		return 2;
 	}
@@ -60,6 +70,17 @@ int main(int argc, char **argv)
 		}
 	double *sorted = alloc(sizeof(double) * n);
 	need(stdin, sorted, sizeof(double), n);
+	int32_t *base = alloc(sizeof(int32_t) * n);
+	need(stdin, base, sizeof(int32_t), n);
+	for (int s = 0; s < nseg; s++)
+		for (int i = bounds[s]; i < bounds[s + 1]; i++)
+			if (base[i] < 0 || base[i] >= bounds[s + 1] - bounds[s]) {
+				fprintf(stderr, "edivisive: rank out of range\n");
+				return 2;
+			}
+	uint64_t *words = alloc(sizeof(uint64_t) * nwords);
+	need(stdin, words, sizeof(uint64_t), nwords);
+	int32_t used = 0, enough = 1;
 
 	/* Per segment, centred on its middle value (Q does not change under a shift; the sums keep
 	 * their precision): each rank's value and its row sum, the sum of |x - y| over the segment. */
@@ -99,7 +120,37 @@ int main(int argc, char **argv)
 	double *best = alloc(sizeof(double) * rows);
 	int32_t *where = alloc(sizeof(int32_t) * rows);
 	for (int row = 0; row < rows; row++) {
-		need(stdin, rank, sizeof(int32_t), n);
+		memcpy(rank, base, sizeof(int32_t) * n);
+		if (row >= observed) {
+			for (int s = 0; s < nseg && enough; s++)
+				for (int a = bounds[s], i = bounds[s + 1] - a - 1; i > 0; i--) {
+					uint32_t mask = i, j;
+					mask |= mask >> 1; mask |= mask >> 2; mask |= mask >> 4;
+					mask |= mask >> 8; mask |= mask >> 16;
+					do {
+						if (pending) {
+							pending = 0;
+							j = pending_value;
+						} else if (used < nwords) {
+							uint64_t w = words[used++];
+							j = (uint32_t)w;
+							pending = 1;
+							pending_value = (uint32_t)(w >> 32);
+						} else {
+							enough = 0;
+							break;
+						}
+						j &= mask;
+					} while (j > (uint32_t)i);
+					if (!enough)
+						break;
+					int32_t swap = rank[a + i];
+					rank[a + i] = rank[a + j];
+					rank[a + j] = swap;
+				}
+			if (!enough)
+				break;
+		}
 		best[row] = -INFINITY;
 		where[row] = -1;
 		for (int s = 0; s < nseg; s++) {
@@ -110,10 +161,6 @@ int main(int argc, char **argv)
 			double within = 0, lead = 0, before = 0, A = total[s];
 			for (int j = 0; j < len; j++) {
 				int r = rank[a + j];
-				if (r < 0 || r >= len) {
-					fprintf(stderr, "edivisive: rank out of range\n");
-					return 2;
-				}
 				double v = val[a + r];
 				int64_t c = 0;
 				double lower = 0;
@@ -143,8 +190,10 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	int32_t trailer[4] = { used, pending, (int32_t)pending_value, enough };
 	if (fwrite(best, sizeof(double), rows, stdout) != (size_t)rows ||
-	    fwrite(where, sizeof(int32_t), rows, stdout) != (size_t)rows || fflush(stdout)) {
+	    fwrite(where, sizeof(int32_t), rows, stdout) != (size_t)rows ||
+	    fwrite(trailer, sizeof(int32_t), 4, stdout) != 4 || fflush(stdout)) {
 		fprintf(stderr, "edivisive: cannot write the result\n");
 		return 2;
 	}
