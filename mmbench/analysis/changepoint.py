@@ -38,6 +38,7 @@ PVALUE = 0.001
 PERMUTATIONS = 999
 SEED = 20111
 MIN_SIZE = 2     # values on each side of a split (a within-segment mean needs two)
+SMALL_WORK = 200_000  # permutations x n^2 that numpy does faster than starting edivisive.c
 FIRST_BLOCK = 8  # permutations in the first block (then 120, then 512 at a time)
 
 
@@ -147,16 +148,23 @@ def best_splits_c(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int,
     return best, where
 
 
-def _engine() -> Any:
-    """The C statistics when a compiler is there, else numpy's (the same answers, slower)."""
+def best_splits(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int, observed: bool) -> tuple[Any, Any]:
+    """``best_splits_numpy`` in this process for little work (starting the C program costs a few
+    ms), else ``best_splits_c`` when a compiler is there; the same permutations either way."""
+    if (count + observed) * len(z) ** 2 <= SMALL_WORK or not _have_c():
+        return best_splits_numpy(z, bounds, rng, count, observed)
+    return best_splits_c(z, bounds, rng, count, observed)
+
+
+def _have_c() -> bool:
+    from pathlib import Path
     from mmbench.errors import EnvironmentUnsupported
     from mmbench.run.build import binary_for
-    from pathlib import Path
     try:
         binary_for(Path(__file__).with_name("edivisive.c"))
-        return best_splits_c
+        return True
     except EnvironmentUnsupported:
-        return best_splits_numpy
+        return False
 
 
 def _block_sizes() -> Iterator[int]:
@@ -170,11 +178,11 @@ def _block_sizes() -> Iterator[int]:
 def change_points(values: Sequence[float], pvalue: float = PVALUE,
                   permutations: int = PERMUTATIONS, seed: int = SEED, engine: Any = None) -> list[int]:
     """Indices where a new segment starts (sorted); [] for a series too short or constant.
-    ``engine``: ``best_splits_c`` or ``best_splits_numpy`` (default: C when it can be built)."""
+    ``engine``: ``best_splits_c`` or ``best_splits_numpy`` (default: ``best_splits``)."""
     z = np.asarray(values, dtype=float)
     if len(z) < 2 * MIN_SIZE or not np.all(np.isfinite(z)) or np.ptp(z) == 0:
         return []
-    engine = engine or _engine()
+    engine = engine or best_splits
     rng = np.random.default_rng(seed)
     # most exceedances allowed for p <= pvalue: (count + 1) / (permutations + 1) <= pvalue
     allowed = int(pvalue * (permutations + 1) + 1e-9) - 1
