@@ -30,6 +30,7 @@ requires numpy < 2 and pinned every install to an old numpy).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Iterator, Sequence
 
 from mmbench.model.lazy import numpy as np
@@ -98,8 +99,6 @@ def best_splits_c(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int,
     the generator left where numpy's shuffles leave it."""
     import os
     import subprocess
-    from pathlib import Path
-    from mmbench.run.build import binary_for   # built on first use, cached by the source's hash
     n = len(z)
     rank = np.empty(n, dtype=np.int32)
     ordered = np.empty(n, dtype=float)
@@ -126,8 +125,7 @@ def best_splits_c(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int,
                 for part in (head, ordered, rank, np.ascontiguousarray(words, dtype=np.uint64)):
                     f.write(part.data)
             os.lseek(fd, 0, os.SEEK_SET)
-            proc = subprocess.run([binary_for(Path(__file__).with_name("edivisive.c")), str(MIN_SIZE)],
-                                  stdin=fd, capture_output=True)
+            proc = subprocess.run([_program(), str(MIN_SIZE)], stdin=fd, capture_output=True)
         finally:
             os.close(fd)
         if proc.returncode != 0 or len(proc.stdout) != 12 * total + 16:
@@ -156,12 +154,19 @@ def best_splits(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int, obs
     return best_splits_c(z, bounds, rng, count, observed)
 
 
-def _have_c() -> bool:
+@functools.cache
+def _program() -> str:
+    """edivisive.c's program, built on first use (cached by the source's hash)."""
     from pathlib import Path
-    from mmbench.errors import EnvironmentUnsupported
     from mmbench.run.build import binary_for
+    return binary_for(Path(__file__).with_name("edivisive.c"))
+
+
+@functools.cache
+def _have_c() -> bool:
+    from mmbench.errors import EnvironmentUnsupported
     try:
-        binary_for(Path(__file__).with_name("edivisive.c"))
+        _program()
         return True
     except EnvironmentUnsupported:
         return False

@@ -26,6 +26,7 @@
  * Exit 0; 2 with a line on stderr for malformed input.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,66 @@ static void *alloc(size_t n)
 		exit(2);
 	}
 	return p;
+}
+
+static int g_n, g_nseg, g_rows, g_min;
+static const int32_t *g_bounds, *g_perm;
+static const double *g_val, *g_rowsum, *g_total, *g_cf;
+static double *best;
+static int32_t *where;
+
+struct job { int first, step; };
+struct node { double sum; int64_t cnt; };
+
+/* The largest Q over the segments and splits of the arrangements first, first + step, ...: the
+ * pairs before each split from a Fenwick tree over ranks (count and sum of the earlier, lower ones). */
+static void *score_rows(void *arg)
+{
+	const struct job *job = arg;
+	struct node *tree = alloc(sizeof(struct node) * (g_n + 1));
+	for (int row = job->first; row < g_rows; row += job->step) {
+		const int32_t *rank = g_perm + (size_t)g_n * row;
+		best[row] = -INFINITY;
+		where[row] = -1;
+		for (int s = 0; s < g_nseg; s++) {
+			int a = g_bounds[s], len = g_bounds[s + 1] - a;
+			if (len < 2 * g_min)
+				continue;
+			memset(tree, 0, sizeof(struct node) * (len + 1));
+			double within = 0, lead = 0, before = 0, A = g_total[s];
+			for (int j = 0; j < len; j++) {
+				int r = rank[a + j];
+				double v = g_val[a + r];
+				int64_t c = 0;
+				double lower = 0;
+				for (int i = r; i > 0; i -= i & -i) {   /* earlier values of lower rank */
+					c += tree[i].cnt;
+					lower += tree[i].sum;
+				}
+				within += v * c - lower + (before - lower) - v * (j - c);
+				for (int i = r + 1; i <= len; i += i & -i) {
+					tree[i].cnt++;
+					tree[i].sum += v;
+				}
+				lead += g_rowsum[a + r];
+				before += v;
+				int t = j + 1;                          /* split before position a + t */
+				if (t < g_min || t > len - g_min)
+					continue;
+				const double *cq = g_cf + 4 * (a + t);
+				double left = 2 * within;               /* ordered pairs within the first t */
+				double cross = lead - left;             /* pairs with one value each side */
+				double right = A - 2 * lead + left;     /* ordered pairs within the rest */
+				double q = cq[0] * (cq[1] * cross - cq[2] * left - cq[3] * right);
+				if (q > best[row]) {
+					best[row] = q;
+					where[row] = a + t;
+				}
+			}
+		}
+	}
+	free(tree);
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -115,81 +176,53 @@ int main(int argc, char **argv)
 		}
 	}
 
-	int32_t *rank = alloc(sizeof(int32_t) * n);
-	struct node { double sum; int64_t cnt; } *tree = alloc(sizeof(struct node) * (n + 1));
-	double *best = alloc(sizeof(double) * rows);
-	int32_t *where = alloc(sizeof(int32_t) * rows);
-	for (int row = 0; row < rows; row++) {
+	/* The shuffles, in order (they share the generator's stream) ... */
+	int32_t *perm = alloc(sizeof(int32_t) * (size_t)n * rows);
+	best = alloc(sizeof(double) * rows);
+	where = alloc(sizeof(int32_t) * rows);
+	for (int row = 0; row < rows && enough; row++) {
+		int32_t *rank = perm + (size_t)n * row;
 		memcpy(rank, base, sizeof(int32_t) * n);
-		if (row >= observed) {
-			for (int s = 0; s < nseg && enough; s++)
-				for (int a = bounds[s], i = bounds[s + 1] - a - 1; i > 0; i--) {
-					uint32_t mask = i, j;
-					mask |= mask >> 1; mask |= mask >> 2; mask |= mask >> 4;
-					mask |= mask >> 8; mask |= mask >> 16;
-					do {
-						if (pending) {
-							pending = 0;
-							j = pending_value;
-						} else if (used < nwords) {
-							uint64_t w = words[used++];
-							j = (uint32_t)w;
-							pending = 1;
-							pending_value = (uint32_t)(w >> 32);
-						} else {
-							enough = 0;
-							break;
-						}
-						j &= mask;
-					} while (j > (uint32_t)i);
-					if (!enough)
+		if (row < observed)
+			continue;
+		for (int s = 0; s < nseg && enough; s++)
+			for (int a = bounds[s], i = bounds[s + 1] - a - 1; i > 0; i--) {
+				uint32_t mask = i, j;
+				mask |= mask >> 1; mask |= mask >> 2; mask |= mask >> 4;
+				mask |= mask >> 8; mask |= mask >> 16;
+				do {
+					if (pending) {
+						pending = 0;
+						j = pending_value;
+					} else if (used < nwords) {
+						uint64_t w = words[used++];
+						j = (uint32_t)w;
+						pending = 1;
+						pending_value = (uint32_t)(w >> 32);
+					} else {
+						enough = 0;
 						break;
-					int32_t swap = rank[a + i];
-					rank[a + i] = rank[a + j];
-					rank[a + j] = swap;
-				}
-			if (!enough)
-				break;
-		}
-		best[row] = -INFINITY;
-		where[row] = -1;
-		for (int s = 0; s < nseg; s++) {
-			int a = bounds[s], len = bounds[s + 1] - a;
-			if (len < 2 * min_size)
-				continue;
-			memset(tree, 0, sizeof(struct node) * (len + 1));
-			double within = 0, lead = 0, before = 0, A = total[s];
-			for (int j = 0; j < len; j++) {
-				int r = rank[a + j];
-				double v = val[a + r];
-				int64_t c = 0;
-				double lower = 0;
-				for (int i = r; i > 0; i -= i & -i) {   /* earlier values of lower rank */
-					c += tree[i].cnt;
-					lower += tree[i].sum;
-				}
-				within += v * c - lower + (before - lower) - v * (j - c);
-				for (int i = r + 1; i <= len; i += i & -i) {
-					tree[i].cnt++;
-					tree[i].sum += v;
-				}
-				lead += rowsum[a + r];
-				before += v;
-				int t = j + 1;                          /* split before position a + t */
-				if (t < min_size || t > len - min_size)
-					continue;
-				const double *cq = cf + 4 * (a + t);
-				double left = 2 * within;               /* ordered pairs within the first t */
-				double cross = lead - left;             /* pairs with one value each side */
-				double right = A - 2 * lead + left;     /* ordered pairs within the rest */
-				double q = cq[0] * (cq[1] * cross - cq[2] * left - cq[3] * right);
-				if (q > best[row]) {
-					best[row] = q;
-					where[row] = a + t;
-				}
+					}
+					j &= mask;
+				} while (j > (uint32_t)i);
+				if (!enough)
+					break;
+				int32_t swap = rank[a + i];
+				rank[a + i] = rank[a + j];
+				rank[a + j] = swap;
 			}
-		}
 	}
+	/* ... then the statistics, on two threads when there are many (the rows are independent) */
+	g_n = n; g_nseg = nseg; g_rows = enough ? rows : 0; g_min = min_size; g_bounds = bounds;
+	g_val = val; g_rowsum = rowsum; g_total = total; g_cf = cf; g_perm = perm;
+	struct job jobs[2] = { { 0, rows >= 64 ? 2 : 1 }, { 1, 2 } };
+	pthread_t helper;
+	int threaded = rows >= 64 && pthread_create(&helper, NULL, score_rows, &jobs[1]) == 0;
+	if (!threaded)
+		jobs[0].step = 1;
+	score_rows(&jobs[0]);
+	if (threaded)
+		pthread_join(helper, NULL);
 	int32_t trailer[4] = { used, pending, (int32_t)pending_value, enough };
 	if (fwrite(best, sizeof(double), rows, stdout) != (size_t)rows ||
 	    fwrite(where, sizeof(int32_t), rows, stdout) != (size_t)rows ||
