@@ -218,7 +218,7 @@ def _series_runs(store, values: list[float], host: str = "lab1", suite: str = "p
 
 
 def test_change_points_on_known_steps_and_on_noise():
-    """E-Divisive on numpy alone (analysis/changepoint.py): steps found where they are, none in noise,
+    """E-Divisive (analysis/changepoint.py): steps found where they are, none in noise,
     the same answer every time, and a split statistic that matches its definition."""
     import numpy as np
     from mmbench.analysis.changepoint import MIN_SIZE, shortest_detectable, split_statistics
@@ -237,6 +237,38 @@ def test_change_points_on_known_steps_and_on_noise():
     assert noise_hits == 0
     assert change_points(step) == change_points(step) == [15, 30]
     assert change_points([1.0] * 20) == [] and change_points([1.0, 2.0, 3.0]) == []
+
+
+def test_change_points_in_c_are_numpys():
+    """The C statistics (analysis/edivisive.c, O(n log n) a permutation; issue 23: history took a
+    minute at 1,000 runs) draw numpy's own permutations and give numpy's largest split statistic
+    and its place for each, over several segments, ties and a constant segment included, leaving
+    the generator where numpy leaves it; so the search finds the same change points either way."""
+    import numpy as np
+    from mmbench.analysis import changepoint as cp
+    assert cp._have_c()       # gcc is installed by scripts/setup.sh
+    rng = np.random.default_rng(3)
+    z = np.concatenate([rng.normal(0, 1, 40), 5 + rng.normal(0, 1, 35), np.round(rng.normal(0, 1, 30)),
+                        np.full(6, 2.0), 1e6 + rng.normal(0, 1, 3)])
+    for bounds in ([(0, len(z))], [(0, 40), (40, 75), (75, 105), (105, 111), (111, 114)]):
+        for count, observed in ((0, True), (7, True), (40, False)):
+            mine, numpys = np.random.default_rng(9), np.random.default_rng(9)
+            for g in (mine, numpys):        # a 32-bit half left over in the generator's buffer
+                g.integers(0, 5, size=1, dtype=np.uint32)
+            q_c, at_c = cp.best_splits_c(z, bounds, mine, count, observed)
+            q_np, at_np = cp.best_splits_numpy(z, bounds, numpys, count, observed)
+            assert len(q_c) == count + observed
+            assert np.allclose(q_c, q_np, rtol=1e-9, atol=1e-9) and (at_c == at_np).all()
+            assert mine.bit_generator.state == numpys.bit_generator.state
+    for i in range(12):
+        s = 100 + rng.normal(0, 2, int(rng.integers(8, 90)))
+        s[len(s) // (2 + i % 3):] += (0, 3, 8)[i % 3]
+        assert cp.change_points(s) == cp.change_points(s, engine=cp.best_splits_numpy) == \
+            cp.change_points(s, engine=cp.best_splits_c)
+    long = np.concatenate([100 + rng.normal(0, 2, 300), 110 + rng.normal(0, 2, 400), 104 + rng.normal(0, 2, 300)])
+    found = cp.change_points(long)
+    assert len(found) == 2 and abs(found[0] - 300) <= 2 and abs(found[1] - 700) <= 2, found
+    assert cp.change_points(100 + rng.normal(0, 2, 1000)) == []
 
 
 @pytest.mark.parametrize("kind", ["folder", "postgresql"])
@@ -484,6 +516,48 @@ async def _once(url: str) -> list[str]:
     async with app.open_async():
         return await recover_stalled(app, url)
 
+
+def test_attempt_end_is_recorded_only_while_the_job_is_the_attempts(pg_url):
+    """An agent whose job was re-queued meanwhile (its heartbeat stalled) must not record "complete":
+    the queue would hear "done" from two attempts (bench/fleet-faults found 3 jobs in 100 so)."""
+    import psycopg
+    from mmbench.fleet.queue import _attempt_row
+    job_id = _stalled_job(pg_url)
+    with psycopg.connect(pg_url) as conn:
+        worker = conn.execute("SELECT worker_id FROM procrastinate_jobs WHERE id=%s", (job_id,)).fetchone()[0]
+    # still its own: recorded
+    assert _attempt_row(pg_url, job_id, 1, "gone", outcome="complete", worker_id=worker, attempts=0) is True
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT outcome FROM mmbench_job_attempts WHERE job_id=%s", (job_id,)).fetchall() == [("complete",)]
+        conn.execute("UPDATE mmbench_job_attempts SET outcome=NULL, finished=NULL WHERE job_id=%s", (job_id,))
+        # re-queued by recovery (attempts counted, back to todo), then taken by another worker
+        conn.execute("UPDATE procrastinate_jobs SET status='todo', attempts=1, worker_id=NULL WHERE id=%s", (job_id,))
+    assert _attempt_row(pg_url, job_id, 1, "gone", outcome="complete", worker_id=worker, attempts=0) is False
+    with psycopg.connect(pg_url) as conn:
+        other = conn.execute("INSERT INTO procrastinate_workers DEFAULT VALUES RETURNING id").fetchone()[0]
+        conn.execute("UPDATE procrastinate_jobs SET status='doing', worker_id=%s WHERE id=%s", (other, job_id))
+    assert _attempt_row(pg_url, job_id, 1, "gone", outcome="complete", worker_id=worker, attempts=0) is False
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT outcome FROM mmbench_job_attempts WHERE job_id=%s", (job_id,)).fetchall() == [(None,)]
+
+
+def test_stalled_job_whose_attempt_ended_is_finished_not_rerun(pg_url):
+    """A stalled job whose attempt recorded its end (the agent died before telling the queue) is
+    finished as the attempt ended, never re-queued to run a second time."""
+    import asyncio
+    import psycopg
+    job_id = _stalled_job(pg_url)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("UPDATE mmbench_job_attempts SET finished=%s, outcome='complete' WHERE job_id=%s",
+                     (__import__("time").time(), job_id))
+    said = asyncio.run(_once(pg_url))
+    assert said == [f"job {job_id}: its attempt ended (complete) but its agent stopped before telling the queue; "
+                    f"finished as complete"], said
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT status::text, attempts FROM procrastinate_jobs WHERE id=%s",
+                            (job_id,)).fetchone()[0] == "succeeded"
+        assert conn.execute("SELECT outcome FROM mmbench_job_attempts WHERE job_id=%s", (job_id,)).fetchall() == [("complete",)]
+    assert asyncio.run(_once(pg_url)) == []
 
 def test_recovery_loop_survives_errors(pg_url):
     """The loop says what went wrong and runs again (it used to die at the first exception)."""

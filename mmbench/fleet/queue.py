@@ -348,7 +348,12 @@ def run_job(context: Any, job: dict[str, Any]) -> None:
         reason = f"{type(e).__name__}: {e}"
         raise
     finally:
-        _attempt_row(url, job_id, attempt, machine, outcome=outcome, reason=reason, lock_wait=stats["lock_wait"])
+        # recorded only while the job is still this agent's, under the recovery lock: otherwise the
+        # job was re-queued meanwhile and this agent stops without a word (the queue must not hear
+        # "done" from two attempts)
+        if not _attempt_row(url, job_id, attempt, machine, outcome=outcome, reason=reason,
+                            lock_wait=stats["lock_wait"], worker_id=worker_id, attempts=context.job.attempts):
+            _fence(None, f"job {job_id} was re-queued while its run ended")
 
 
 def _mkdir(path: Path) -> Path:
@@ -423,10 +428,14 @@ def _job_worker(url: str, job_id: int) -> int | None:
 
 
 def _attempt_row(url: str, job_id: int, attempt: int, machine: str, *, start: bool = False,
-                 outcome: str | None = None, reason: str | None = None, lock_wait: float | None = None) -> None:
+                 outcome: str | None = None, reason: str | None = None, lock_wait: float | None = None,
+                 worker_id: int | None = None, attempts: int | None = None) -> bool:
+    """Record an attempt's start, or its end; the end only if the job is still the attempt's own
+    (running, by ``worker_id``, ``attempts`` counted), checked under the recovery lock.  False when
+    it is not."""
     from mmbench.store.pg import connect
 
-    def write() -> None:
+    def write() -> bool:
         with connect(url) as conn, conn.cursor() as cur:
             if start:
                 cur.execute("INSERT INTO mmbench_job_attempts (job_id, attempt, machine, agent_pid, started) "
@@ -434,11 +443,18 @@ def _attempt_row(url: str, job_id: int, attempt: int, machine: str, *, start: bo
                             "machine=EXCLUDED.machine, started=EXCLUDED.started, agent_pid=EXCLUDED.agent_pid",
                             (job_id, attempt, machine, os.getpid(), time.time()))
             else:
+                cur.execute("SELECT pg_advisory_xact_lock(hashtext('mmbench_recover'))")
+                cur.execute("SELECT 1 FROM procrastinate_jobs WHERE id=%s AND status='doing' AND attempts=%s "
+                            "AND worker_id IS NOT DISTINCT FROM %s", (job_id, attempts, worker_id))
+                if cur.fetchone() is None:
+                    conn.rollback()
+                    return False
                 cur.execute("UPDATE mmbench_job_attempts SET finished=%s, outcome=%s, reason=%s, lock_wait=%s "
                             "WHERE job_id=%s AND attempt=%s",
                             (time.time(), outcome, reason, lock_wait, job_id, attempt))
             conn.commit()
-    _retrying("recording the attempt", write)
+            return True
+    return _retrying("recording the attempt", write)
 
 
 async def recover_stalled(app: Any, url: str) -> list[str]:
@@ -452,14 +468,25 @@ async def recover_stalled(app: Any, url: str) -> list[str]:
         async with await psycopg.AsyncConnection.connect(url, connect_timeout=10) as conn:
             cur = conn.cursor()
             await cur.execute("SELECT pg_advisory_xact_lock(hashtext('mmbench_recover'))")
-            await cur.execute("""SELECT j.attempts FROM procrastinate_jobs j
+            await cur.execute("""SELECT a.outcome FROM procrastinate_jobs j
                                   LEFT JOIN procrastinate_workers w ON w.id = j.worker_id
+                                  LEFT JOIN mmbench_job_attempts a ON a.job_id = j.id AND a.attempt = j.attempts + 1
                                  WHERE j.id = %s AND j.status = 'doing' AND j.attempts = %s
                                    AND (w.id IS NULL OR w.last_heartbeat < now() - make_interval(secs => %s))""",
                               (job.id, job.attempts, STALLED_SECONDS))
-            if await cur.fetchone() is None:
+            row = await cur.fetchone()
+            if row is None:
                 await conn.rollback()
                 said.append(f"job {job.id}: already recovered by another agent (or its agent came back); skipped")
+                continue
+            if row[0] in ("complete", "failed"):
+                # the attempt ended and said so; only the queue never heard (its agent lost the
+                # database or died in between): finish the job as the attempt ended, never re-run it
+                await app.job_manager.finish_job_by_id_async(
+                    job.id, status=Status.SUCCEEDED if row[0] == "complete" else Status.FAILED, delete_job=False)
+                await conn.commit()
+                said.append(f"job {job.id}: its attempt ended ({row[0]}) but its agent stopped before telling "
+                            f"the queue; finished as {row[0]}")
                 continue
             await cur.execute("SELECT string_agg(machine, ', ' ORDER BY attempt) FROM mmbench_job_attempts "
                               "WHERE job_id=%s", (job.id,))
