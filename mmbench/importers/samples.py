@@ -44,7 +44,11 @@ def read_samples_file(path: str | Path) -> list[WorkloadRun]:
         # a CSV is split in C without Python ever holding its text (issue 25: memory per sample)
         first = head.split(b"\n", 1)[0]
         try:
-            fast = _csv_columns(p, first.decode("utf-8")) if len(first) < len(head) or len(head) < 65536 else None
+            # small files stay in Python: numpy's import and a C process cost ~50 ms, more than
+            # reading a few thousand samples (an import of one run was 0.11 s of its own work)
+            big = p.stat().st_size >= FAST_CSV_MIN_BYTES
+            fast = (_csv_columns(p, first.decode("utf-8"))
+                    if big and (len(first) < len(head) or len(head) < 65536) else None)
         except UnicodeDecodeError:
             raise UsageError(f"{p}: not UTF-8 text") from None
         if fast is not None:
@@ -57,6 +61,9 @@ def read_samples_file(path: str | Path) -> list[WorkloadRun]:
         raise UsageError(f"{p}: not UTF-8 text") from None
     records = _json_records(p, text) if is_json else _csv_records(p, text)
     return _build(p, records)
+
+
+FAST_CSV_MIN_BYTES = 1 << 20   # below this, Python's csv module reads the file
 
 
 def _csv_columns(p: Path, first: str) -> list[WorkloadRun] | None:
