@@ -203,3 +203,45 @@ def test_fixed_rounds_with_arm_runners(tmp_path, monkeypatch):
     assert status == "complete" and why.startswith("ran 2 rounds")
     for name in ("old", "new"):
         assert [it.warmup for it in store.load_run(name).workloads[0].iterations] == [False, False]
+
+
+def test_a_guest_panic_reruns_its_round_once_and_is_said(tmp_path, monkeypatch):
+    # A/B kernels under TCG: a guest that dies of a panic (docs/kernels.md: an int3 oops while a
+    # static key is patched) gets its round once more, with the console kept and a warning; a
+    # second panic of the same arm fails the run
+    import types
+    from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
+    from mmbench.store import open_store
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
+    metric = MetricDef("tput", "MB/s", "higher", "rate")
+    suite = types.SimpleNamespace(headline=["tput"], workloads=[
+        types.SimpleNamespace(label="w", plugin="sim", iterations=1, warmup=0, metrics=[metric])])
+    panics = {"new.round1", "new.round2", "new.round2.retry"}
+    calls = []
+
+    def runner(s, name, st, force, progress):
+        calls.append(name)
+        w = st.create_run(name, force=True, suite_text="", suite_hash="x", suite_effective={},
+                          fingerprint={}, settings={})
+        w.add_workload(WorkloadRun("w", "sim", {}, [metric], []))
+        if name in panics:
+            w.finish("failed", note="the guest kernel panicked; console: Kernel panic - not syncing")
+            return "failed"
+        w.add_iteration(IterationResult("w", 0, False, "ok", samples={"tput": [100.0]}))
+        w.finish("complete")
+        return "complete"
+
+    class Log(_Log):
+        def warn(self, text):
+            self.lines.append("WARN " + text)
+    log = Log()
+    store = open_store(tmp_path / "res")
+    status, why = campaign.run_adaptive(lambda sets: suite, [], "new", store, until=None, baseline="old",
+                                        baseline_sets=[], max_iterations=3, max_time=None, force=True,
+                                        progress=log, run_suite=None, arm_runners={"old": runner, "new": runner})
+    assert calls[:4] == ["old.round0", "new.round0", "old.round1", "new.round1"]
+    assert calls[4] == "new.round1.retry"                    # the panic's round, once more
+    warned = [l for l in log.lines if l.startswith("WARN")]
+    assert len(warned) == 1 and "panicked" in warned[0] and "running the round once more" in warned[0]
+    assert status == "failed" and "round 3 of new" in why and "panicked" in why   # only one retry per arm
+    assert len(store.load_run("new").workloads[0].iterations) == 2   # round 0 and round 1's retry kept
