@@ -188,3 +188,10 @@ def test_fail_on_regression_ignores_the_stats_filter(tmp_path):
     proc = mmbench("compare", "--results", str(tmp_path / "res"), "--stats", "stddev", "--fail-on-regression",
                    "off", "on")
     assert proc.returncode == 1, proc.stderr
+
+
+def test_an_mde_past_1000_percent_says_too_few_iterations():
+    # 2 vs 3 iterations: a t quantile with 1-2 degrees of freedom printed "mde 6251157323452497526784.0%"
+    from mmbench.analysis.compare.power import mde_text
+    assert mde_text(42.04) == "42.0%"
+    assert mde_text(6.25e21) == ">1000% (too few iterations)"

@@ -8,11 +8,12 @@ An exporter has a ``name`` (the ``--format`` value) and ``render(comparison, opt
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from dataclasses import dataclass
-
 from mmbench.analysis.compare import Comparison
+from mmbench.analysis.compare.power import MDE_SHOWN_MAX, mde_text
+
 
 class Exporter:
     name: ClassVar[str] = ""
@@ -99,7 +100,9 @@ def primary_texts(cmp: Comparison) -> list[PrimaryText]:
         else:
             mde = r.mde.get(n)
             verdict = "no significant change" + (
-                f" (a true change of {mde:.3g}% would be starred 80% of the time)" if mde is not None else "")
+                (f" (a true change of {mde_text(mde, '.3g')} would be starred 80% of the time)"
+                 if mde is not None and mde <= MDE_SHOWN_MAX else
+                 " (these iterations could not detect any plausible change)" if mde is not None else ""))
         where = pl.section or ""
         what = f"{r.metric}" + (f" {r.stat}" if r.stat.startswith("P") else "") + (f" ({where})" if where else "")
         out.append(PrimaryText(

@@ -13,6 +13,15 @@ from mmbench.analysis.compare.context import Context, Series
 from mmbench.analysis.compare.model import Row
 from mmbench.model.results import MetricDef, RunRecord
 
+# Above this a minimum detectable effect says only "these iterations cannot detect anything"
+# (with 2 iterations a side the t quantile has 1-2 degrees of freedom and the MDE ran to 6e21 %).
+MDE_SHOWN_MAX = 1000.0
+
+
+def mde_text(mde: float, digits: str = ".1f") -> str:
+    """An MDE as printed: the percentage, or '>1000% (too few iterations)' past MDE_SHOWN_MAX."""
+    return f">{MDE_SHOWN_MAX:g}% (too few iterations)" if mde > MDE_SHOWN_MAX else f"{mde:{digits}}%"
+
 EFFECT_PCT = 5.0
 ITERATION_LIMIT = 100_000
 
@@ -74,7 +83,7 @@ def headline_warnings(ctx: Context, rows: list[tuple[str, MetricDef, Row, dict[s
             mde = row.mde.get(n)
             if mde is None or mde <= EFFECT_PCT:
                 continue
-            weak.append(f"{mde:.1f}% for {n}")
+            weak.append(f"{mde_text(mde)} for {n}")
             k = sig.iterations_to_detect(b_it, n_it, md.mean_kind, EFFECT_PCT, limit=ITERATION_LIMIT,
                                          alpha=family_alpha(ctx, row)[0])
             if k is None:

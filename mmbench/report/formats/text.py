@@ -8,6 +8,8 @@ NO_COLOR is not; the plain path needs nothing but the standard library.
 
 from __future__ import annotations
 
+from mmbench.analysis.compare.power import mde_text
+
 import os
 from typing import Any
 
@@ -26,7 +28,7 @@ def _cell(r: Row, run: str, multi: bool, pvalues: bool) -> tuple[str, str, str]:
     ptext = fmt_q(r.p.get(run)) if pvalues else ""
     mde = r.mde.get(run) if pvalues else None
     if mde is not None:
-        ptext += f" mde {mde:.1f}%"   # minimum detectable effect at 80 % power
+        ptext += f" mde {mde_text(mde)}"   # minimum detectable effect at 80 % power
     return v, ptxt, ptext
 
 
