@@ -204,17 +204,25 @@ def check_suite_setting_keys(spec: str, overrides: list[str] | None = None) -> N
     """The setting-key check of a suite and its ``--set`` values alone, where the suite is not
     loaded on this machine (``mmbench submit``: refused before a job is queued)."""
     path = find_suite(spec)
+    _suite_doc(path, _read_suite_text(path), overrides)
+
+
+def _suite_doc(path: Path, text: str, overrides: list[str] | None) -> dict[str, Any]:
+    """The suite file's TOML with its settings flattened, the ``--set`` values applied and every
+    settings key checked (one-line errors naming the file)."""
     try:
-        doc = tomllib.loads(_read_suite_text(path))
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: not valid TOML: {e}") from None
     except RecursionError:
         raise UsageError(f"{path}: not valid TOML: nested too deeply") from None
+    # TOML dotted keys under [settings] nest (thp.enabled → {"thp": {"enabled": ...}}): flatten.
     if isinstance(doc.get("settings"), dict):
         doc["settings"] = flatten(doc["settings"])
     for item in overrides or []:
         apply_override(doc, item)
     check_setting_keys(doc, path)
+    return doc
 
 
 def _loc(loc: tuple[Any, ...], doc: dict[str, Any]) -> str:
@@ -330,18 +338,7 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
 
     path = find_suite(spec)
     text = _read_suite_text(path)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: not valid TOML: {e}") from None
-    except RecursionError:
-        raise UsageError(f"{path}: not valid TOML: nested too deeply") from None
-    # TOML dotted keys under [settings] nest (thp.enabled → {"thp": {"enabled": ...}}): flatten.
-    if isinstance(doc.get("settings"), dict):
-        doc["settings"] = flatten(doc["settings"])
-    for item in overrides or []:
-        apply_override(doc, item)
-    check_setting_keys(doc, path)
+    doc = _suite_doc(path, text, overrides)
     if iterations is not None:
         doc.setdefault("suite", {})["iterations"] = iterations
     try:
