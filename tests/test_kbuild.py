@@ -694,3 +694,25 @@ def test_kernel_build_and_list_commands(fake_build, tmp_path, capsys):
     assert main(["kernel", "list"]) == 0
     listing = capsys.readouterr().out.splitlines()
     assert len(listing) == 3 and "/ fix / guest" in listing[1] + listing[2] and "/ vanilla / guest" in listing[1] + listing[2]
+
+
+def test_patched_tree_tool_records_point_at_it(tmp_path):
+    """objtool's build records absolute paths: copied as they are, the patched tree rebuilt objtool and
+    so every object.  After the sync they name the patched tree, with the vanilla file times."""
+    from mmbench.kbuild.build import _sync_objects
+    vanilla, patched = tmp_path / "guest", tmp_path / "guest.patched"
+    (vanilla / "tools" / "objtool" / "arch" / "x86").mkdir(parents=True)
+    (vanilla / "mm").mkdir()
+    rec = vanilla / "tools" / "objtool" / "arch" / "x86" / ".decode.o.cmd"
+    rec.write_text(f"cmd_{vanilla}/tools/objtool/arch/x86/decode.o := gcc -o {vanilla}/tools/objtool/arch/x86/decode.o\n")
+    kobj = vanilla / "mm" / ".vmscan.o.cmd"
+    kobj.write_text("cmd_mm/vmscan.o := gcc -c -o mm/vmscan.o ../src/mm/vmscan.c\n")
+    os.utime(rec, (1_000_000_000, 1_000_000_000))
+    _sync_objects(vanilla, patched, log=lambda m: None)
+    moved = patched / "tools" / "objtool" / "arch" / "x86" / ".decode.o.cmd"
+    assert str(vanilla) + "/" not in moved.read_text() and f"{patched}/tools/objtool/arch/x86/decode.o" in moved.read_text()
+    assert moved.stat().st_mtime == 1_000_000_000
+    assert (patched / "mm" / ".vmscan.o.cmd").read_text() == kobj.read_text()
+    assert rec.read_text().count(str(vanilla) + "/") == 2          # the vanilla tree untouched
+    _sync_objects(vanilla, patched, log=lambda m: None)             # again: copied and pointed again
+    assert str(vanilla) + "/" not in moved.read_text()

@@ -325,8 +325,33 @@ def _sync_objects(vanilla: Path, patched: Path, log: Callable[[str], None]) -> N
     if proc.returncode != 0:
         raise EnvironmentUnsupported(f"cannot copy the object tree {vanilla} to {patched}: "
                                      f"{proc.stderr.strip()[-200:]}")
+    moved = _relocate_tool_records(vanilla, patched)
     log(f"kernel build: patched object tree {patched.name} synced from the vanilla one in "
-        f"{time.monotonic() - t0:.1f} s")
+        f"{time.monotonic() - t0:.1f} s ({moved} host-tool build records pointed at it)")
+
+
+def _relocate_tool_records(vanilla: Path, patched: Path) -> int:
+    """Point the copied host tools' build records (objtool, libsubcmd: ``tools/**/.*.cmd`` and
+    ``.*.d``) at the patched tree, file times kept.  The tools' own build (tools/build/Makefile.build,
+    6.1) records absolute output paths, unlike kbuild's objects: with the vanilla tree's path in them
+    objtool is rebuilt, and every object (which depends on the objtool binary under CONFIG_OBJTOOL)
+    with it: the first patched build of a fragment set recompiled all ~1,480 objects."""
+    old, new = str(vanilla).encode(), str(patched).encode()
+    moved = 0
+    tools = patched / "tools"
+    if not tools.is_dir():
+        return 0
+    for f in tools.rglob(".*"):
+        if not f.is_file() or not (f.name.endswith(".cmd") or f.name.endswith(".d")):
+            continue
+        data = f.read_bytes()
+        if old not in data:
+            continue
+        st = f.stat()
+        f.write_bytes(data.replace(old + b"/", new + b"/"))
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+        moved += 1
+    return moved
 
 
 def _read_int(path: Path) -> int | None:
