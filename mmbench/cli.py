@@ -194,7 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     kl.set_defaults(func=cmd_kernel_list)
 
     an = sub.add_parser("analyze", help="analyse saved trace output")
-    an.add_argument("kind", choices=["irqsoff"])
+    an.add_argument("kind", choices=["irqsoff", "irqsoff-sections"],
+                    help="irqsoff: the tracer's irqsoff.txt files; irqsoff-sections: the monitor's folders "
+                         "(hist.txt + symbols.tsv), merged")
     an.add_argument("files", nargs="+")
     an.set_defaults(func=cmd_analyze)
 

@@ -178,4 +178,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         for f in args.files:   # an empty, binary or unrelated file is refused, not "0 us"
             check_trace_file(f)
         sys.stdout.write(analyze([Path(f) for f in args.files]))
+    elif args.kind == "irqsoff-sections":
+        from mmbench.monitors.trace import irqsoff_sections as sections
+        sys.stdout.write(sections.analyze_dirs([Path(f) for f in args.files]))
     return 0

@@ -140,3 +140,30 @@ KTHREADS = ("kswapd", "kcompactd", "khugepaged", "kdamond")
 # vmscan's pageout() was converted to folios (Matthew Wilcox's 2022 series).  Both are left out of mm-trace by default: one event per
 # page written, the same count as /proc/vmstat nr_vmscan_write.
 PER_PAGE_TRACEPOINTS = ("vmscan:mm_vmscan_write_folio", "vmscan:mm_vmscan_writepage")
+
+# Classes of mm code for the irqsoff-sections monitor's rows: function names (fnmatch patterns) of
+# Debian's 6.1.192 source, by the file that defines them (mm/compaction.c; mm/page_alloc.c;
+# mm/vmscan.c and mm/swap.c's LRU batching; mm/filemap.c and mm/page-writeback.c; mm/memcontrol.c).
+# A function inlined into another is named after the one the compiler kept (6.1 inlines
+# isolate_freepages() into compaction_alloc(), as 2.6.38 did: the seed's "compaction_alloc").
+IRQSOFF_MM_CLASSES: dict[str, tuple[str, ...]] = {
+    "compaction": ("compaction_alloc", "compaction_free", "isolate_freepages*", "fast_isolate_*",
+                   "isolate_migratepages*", "compact_*", "__compact_*", "kcompactd*", "split_map_pages",
+                   "release_freepages", "suitable_migration_*"),
+    "page-alloc": ("rmqueue*", "__rmqueue*", "free_pcppages_bulk", "free_one_page", "free_unref_page*",
+                   "__free_pages_ok", "__free_one_page", "get_page_from_freelist", "__alloc_pages*",
+                   "drain_pages*", "drain_local_pages*", "steal_suitable_fallback", "move_freepages*",
+                   "reserve_highatomic_pageblock", "unreserve_highatomic_pageblock", "__isolate_free_page",
+                   "__putback_isolated_page", "zone_pcp_*", "free_pcp_prepare"),
+    "reclaim-lru": ("shrink_*", "__remove_mapping", "isolate_lru_*", "move_folios_to_lru", "folio_isolate_lru",
+                    "folio_batch_move_lru", "lru_add_*", "lru_note_cost*", "folio_putback_lru",
+                    "__folio_putback_lru", "putback_lru_page", "check_move_unevictable_*", "lru_deactivate*",
+                    "lru_lazyfree*", "folio_activate*", "release_pages", "__page_cache_release"),
+    "pagecache-wb": ("__filemap_add_folio", "filemap_*", "__filemap_*", "folio_end_writeback",
+                     "__folio_end_writeback", "__folio_start_writeback", "__folio_mark_dirty",
+                     "folio_mark_dirty", "__set_page_dirty*", "delete_from_page_cache*",
+                     "replace_page_cache*", "folio_wait_writeback", "test_clear_page_writeback",
+                     "__delete_from_page_cache", "page_cache_delete*", "remove_mapping"),
+    "memcg": ("mem_cgroup_*", "__mem_cgroup_*", "charge_memcg", "uncharge_*", "__mod_memcg_*",
+              "memcg_*", "__count_memcg_events", "obj_cgroup_*"),
+}

@@ -185,7 +185,8 @@ class Journal:
         write_knob(path, str(value))
 
     def record(self, kind: str, **data: Any) -> None:
-        """Record something created: cgroup, mount, loop, swap, zram, remove (path), process."""
+        """Record something created: cgroup, mount, loop, swap, zram, remove (path), process,
+        tracefs-line (path, undo, present)."""
         if kind == "process":
             data.setdefault("start", proc_start_time(int(data["pid"])))
         if kind == "loop":  # so the undo never detaches a device someone else bound since
@@ -285,6 +286,8 @@ def describe(entry: dict[str, Any]) -> str:
             "swap": "swapoff", "zram": "reset", "process": "kill pid"}.get(kind, kind)
     if kind == "value":
         return f"{entry.get('path')} back to {entry.get('original')!r}"
+    if kind == "tracefs-line":
+        return f"write {entry.get('undo')!r} to {entry.get('path')}"
     what = entry.get("path") or entry.get("target") or entry.get("device") or entry.get("pid") or ""
     return f"{verb} {what}".strip()
 
@@ -405,6 +408,22 @@ def _undo(entry: dict[str, Any]) -> bool:
             p.unlink()
             return True
         return False
+    if kind == "tracefs-line":
+        # a line written to a tracefs command file (a hist trigger, a synthetic event): undone by
+        # writing its '!' form, only while the file still lists it (``present``)
+        p = Path(entry["path"])
+        try:
+            listed = entry["present"] in p.read_text()
+        except OSError:
+            return False                 # the instance or event is gone, and the line with it
+        if not listed:
+            return False
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND)   # no seek (tracefs refuses SEEK_END), no truncation
+        try:
+            os.write(fd, (entry["undo"] + "\n").encode())
+        finally:
+            os.close(fd)
+        return True
     if kind == "rmdir":   # a folder mmbench created for another (scratch's parents): only if empty
         try:
             Path(entry["path"]).rmdir()

@@ -1,0 +1,114 @@
+"""irqsoff-sections: the kernel's hist text of every IRQs-off section, attributed to mm code, and the
+monitor's tracefs commands (set in order, taken off in reverse, journaled for a killed run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mmbench.monitors.base import MonitorContext
+from mmbench.monitors.irqsoff_sections import IrqsoffSections
+from mmbench.monitors.trace import irqsoff_sections as sections
+from mmbench.run.journal import Journal
+
+DATA = Path(__file__).resolve().parent / "data" / "irqsoff-sections"
+
+
+def test_attribution_skips_lock_helpers_and_names_interrupts():
+    assert sections.who("_raw_spin_lock_irqsave", "compaction_alloc") == "compaction_alloc"
+    assert sections.who("shrink_inactive_list", "shrink_lruvec") == "shrink_inactive_list"
+    assert sections.who("irqentry_enter", "common_interrupt") == sections.UNATTRIBUTED
+    assert sections.who("_raw_spin_lock_irq", "0xfe000000") == sections.UNATTRIBUTED
+    assert sections.mm_class("compaction_alloc") == "compaction"
+    assert sections.mm_class("free_pcppages_bulk") == "page-alloc"
+    assert sections.mm_class("__remove_mapping") == "reclaim-lru"
+    assert sections.mm_class("do_idle") == "other"
+
+
+def test_s32_keys_printed_through_u64():
+    text = ("# trigger info: hist:keys=caller,parent,lat.log2:vals=hitcount,lat:sort=caller,parent:size=16384 [active]\n"
+            "{ caller:    4294967196, parent:        300, lat: ~ 2^3  } hitcount:          2  lat:         13\n")
+    h = sections.parse_hist(text)
+    (site, st), = h.sites.items()
+    assert site == (-100, 300) and st.count == 2 and st.total_us == 13 and st.buckets == {3: 2}
+    assert not h.exact_max
+
+
+def _fake_tracefs(tmp_path: Path) -> Path:
+    root = tmp_path / "tracing"
+    for d in ("events/preemptirq/irq_disable", "events/preemptirq/irq_enable", "instances"):
+        (root / d).mkdir(parents=True)
+    (root / "synthetic_events").write_text("")
+    return root
+
+
+def test_monitor_commands_in_order_and_undone(tmp_path, monkeypatch):
+    """On files laid out like tracefs: the synthetic event and four triggers are written in order
+    and their '!' forms in reverse at stop; a killed run's journal writes the same '!' forms."""
+    root = _fake_tracefs(tmp_path)
+    monkeypatch.setenv("MMBENCH_STATE_DIR", str(tmp_path / "state"))
+    j = Journal()
+    j.acquire()
+    mon = IrqsoffSections()
+    mon.root = root
+    assert mon.unavailable_reason() is None
+    ctx = MonitorContext(outdir=tmp_path / "out", interval=1.0, params={}, sandbox_paths={},
+                         sandbox_pids=list, journal=j, log=lambda m: None)
+
+    def make_instance(inst: Path) -> None:       # what the kernel does on mkdir of an instance
+        for d in ("events/preemptirq/irq_disable", "events/preemptirq/irq_enable",
+                  f"events/synthetic/{mon._event}"):
+            (inst / d).mkdir(parents=True)
+            (inst / d / "trigger").write_text("")
+    mon._make_instance = make_instance
+    mon.start(ctx)
+    inst = mon._inst
+    synth = (root / "synthetic_events").read_text()
+    assert synth.startswith(f"{mon._event} u64 lat; s32 caller; s32 parent")
+    dis = (inst / "events/preemptirq/irq_disable/trigger").read_text()
+    en = (inst / "events/preemptirq/irq_enable/trigger").read_text()
+    assert "ts0=common_timestamp.usecs" in dis and f"trace({mon._event},$lat,$dc,$dp)" in en
+    # the kernel would have filled the synthetic event's hist: give it the real one
+    (inst / "events/synthetic" / mon._event / "hist").write_text((DATA / "hist.txt").read_text())
+    meta = mon.stop()
+    assert (ctx.outdir / "hist.txt").exists() and (ctx.outdir / "symbols.tsv").exists()
+    en_after = (inst / "events/preemptirq/irq_enable/trigger").read_text().splitlines()
+    assert en_after[-1].startswith("!hist:keys=common_cpu:lat=")
+    assert (root / "synthetic_events").read_text().splitlines()[-1] == f"!{mon._event}"
+    kinds = [e["kind"] for e in j.entries]
+    assert kinds.count("tracefs-line") == 5 and kinds.index("remove") < kinds.index("tracefs-line")
+    j.release()
+    del meta
+
+
+def test_journal_undoes_a_listed_trigger_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("MMBENCH_STATE_DIR", str(tmp_path / "state"))
+    trig = tmp_path / "trigger"
+    trig.write_text("hist:keys=common_cpu:vals=hitcount:ts0=common_timestamp.usecs [active]\n")
+    j = Journal()
+    j.acquire()
+    j.record("tracefs-line", path=str(trig), undo="!hist:keys=common_cpu:ts0=common_timestamp.usecs", present="ts0=")
+    assert j.restore() == []
+    assert trig.read_text().splitlines()[-1] == "!hist:keys=common_cpu:ts0=common_timestamp.usecs"
+    j.release()
+    gone = tmp_path / "gone" / "trigger"
+    j2 = Journal()
+    j2.acquire()
+    j2.record("tracefs-line", path=str(gone), undo="!x", present="x")
+    assert j2.restore() == []          # the instance went with the run: nothing to undo
+    j2.release()
+
+
+@pytest.mark.skipif(not (DATA / "hist.txt").exists(), reason="no guest capture yet")
+def test_real_guest_hist_is_read_and_attributed():
+    """hist.txt and symbols.tsv as the monitor saved them in a 6.1.192 guest (NOTE in DATA)."""
+    hist, symbols = sections.load(DATA)
+    assert hist.sites and hist.exact_max and hist.dropped == 0
+    offs = sections.offenders(hist, symbols)
+    assert all(not o.who.startswith("_raw_spin") for o in offs)
+    classes = {o.mm_class for o in offs}
+    assert "compaction" in classes and "interrupts" in classes
+    s = IrqsoffSections.summarise(DATA, {})
+    names = {d.name for d, _ in s.metrics}
+    assert {"IRQs-off sections", "IRQs-off time (ms)", "IRQs-off longest compaction section (us)"} <= names
