@@ -115,3 +115,16 @@ def test_writes_compaction_numa():
 
 def test_mean_deltas():
     assert vm.mean_deltas([{"a": 1, "b": 4}, {"a": 3}]) == {"a": 2.0, "b": 4.0}
+
+
+def test_memcg_limit_rows_of_mean_deltas_are_exactly_zero():
+    """Seed004's A/A pair printed "Memcg limit pages scanned 2.32e-11": all − kswapd − direct of
+    mean deltas (895707.4 − 894953.2 − 754.2) is 0 per iteration and must be 0, not float dust."""
+    from mmbench.analysis.vmstat import derive, mean_deltas
+    its = [{"pgscan_anon": 0, "pgscan_file": f, "pgscan_kswapd": k, "pgscan_direct": f - k,
+            "pgsteal_anon": 0, "pgsteal_file": f, "pgsteal_kswapd": k, "pgsteal_direct": f - k}
+           for f, k in ((895707, 894953), (904828, 904449), (900001, 899000), (774366, 773000), (1, 0))]
+    rows = derive(mean_deltas(its))
+    assert rows["Memcg limit pages scanned"] == 0.0 and rows["Memcg limit pages reclaimed"] == 0.0
+    its[0]["pgscan_file"] += 5          # a real remainder (5 pages in one of 5 iterations) stays
+    assert derive(mean_deltas(its))["Memcg limit pages scanned"] == pytest.approx(1.0)
