@@ -36,7 +36,7 @@ import time
 import uuid
 import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from mmbench.model.cache import cache_root
@@ -421,6 +421,25 @@ class PgStore(Store):
                 return cur.fetchone() is not None
         return self.transaction(work)
 
+    def _claim_name(self, cur: Any, name: str, uid: str, force: bool,
+                    on_refuse: Callable[[], None] | None = None) -> bool:
+        """Under the run's advisory lock, make room for run ``name`` with ``uid``: False when that uid is
+        there already (a retry after a commit whose answer was lost), else True, the old run deleted
+        with ``force`` or refused without it."""
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"mmbench_run:{name}",))
+        cur.execute("SELECT uid FROM mmbench_runs WHERE name=%s", (name,))
+        row = cur.fetchone()
+        if row is not None and row[0] == uid:
+            return False
+        if row is not None:
+            if not force:
+                if on_refuse:
+                    on_refuse()
+                raise UsageError(f"run {name!r} already exists in {self}; use --force to replace it "
+                                 f"or pick another name")
+            cur.execute("DELETE FROM mmbench_runs WHERE name=%s", (name,))
+        return True
+
     def create_run(self, name: str, *, force: bool, suite_text: str, suite_hash: str,
                    suite_effective: dict[str, Any], fingerprint: dict[str, Any],
                    settings: dict[str, Any], status: str = "running",
@@ -445,17 +464,9 @@ class PgStore(Store):
         # the row and the first files in one transaction: a run is never there without its run.json
         def work(conn: Any) -> None:
             with conn.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"mmbench_run:{name}",))
-                cur.execute("SELECT uid FROM mmbench_runs WHERE name=%s", (name,))
-                row = cur.fetchone()
-                if row is not None and row[0] == uid:
-                    return          # a retry after a commit whose answer was lost: it is there
-                if row is not None:
-                    if not force:
-                        shutil.rmtree(staging_root, ignore_errors=True)
-                        raise UsageError(f"run {name!r} already exists in {self}; use --force to replace it "
-                                         f"or pick another name")
-                    cur.execute("DELETE FROM mmbench_runs WHERE name=%s", (name,))
+                if not self._claim_name(cur, name, uid, force,
+                                        on_refuse=lambda: shutil.rmtree(staging_root, ignore_errors=True)):
+                    return
                 now = time.time()
                 cur.execute("INSERT INTO mmbench_runs (name, status, created, updated, host, owner, kernel, "
                             "description, meta, fingerprint, effective, uid) "
@@ -544,15 +555,8 @@ class PgStore(Store):
 
         def work(conn: Any) -> None:
             with conn.cursor() as cur:
-                cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"mmbench_run:{name}",))
-                cur.execute("SELECT uid FROM mmbench_runs WHERE name=%s", (name,))
-                row = cur.fetchone()
-                if row is not None and row[0] == uid:
-                    return          # a retry after a commit whose answer was lost: it is there
-                if row is not None:
-                    if not force:
-                        raise UsageError(f"run {name!r} already exists in {self}; use --force to replace it")
-                    cur.execute("DELETE FROM mmbench_runs WHERE name=%s", (name,))
+                if not self._claim_name(cur, name, uid, force):
+                    return
                 cur.execute("INSERT INTO mmbench_runs (name, status, created, finished, updated, host, owner, "
                             "kernel, suite, description, meta, fingerprint, effective, uid) "
                             "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
