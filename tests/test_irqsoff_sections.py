@@ -112,3 +112,15 @@ def test_real_guest_hist_is_read_and_attributed():
     s = IrqsoffSections.summarise(DATA, {})
     names = {d.name for d, _ in s.metrics}
     assert {"IRQs-off sections", "IRQs-off time (ms)", "IRQs-off longest compaction section (us)"} <= names
+
+
+def test_report_lists_each_mm_class_leaders():
+    """Under TCG the whole-machine top 25 are interrupt and scheduler sections; each mm class's own
+    leaders are listed after them (the real capture: compaction_alloc holds zone->lock)."""
+    hist, symbols = sections.load(DATA)
+    rep = sections.report(sections.offenders(hist, symbols), hist)
+    tail = rep.split("Top functions of each class of mm code:\n")[1].splitlines()
+    comp = [l for l in tail if " compaction " in l]
+    assert 1 <= len(comp) <= 3 and any("compaction_alloc (_raw_spin_lock_irqsave<-compaction_alloc)" in l for l in comp)
+    longest = [int(l.split()[0]) for l in comp]
+    assert longest == sorted(longest, reverse=True)

@@ -218,7 +218,7 @@ def _set_p99(o: Offender) -> None:
             return
 
 
-def report(offs: list[Offender], hist: SectionsHist, top: int = 25) -> str:
+def report(offs: list[Offender], hist: SectionsHist, top: int = 25, per_class: int = 3) -> str:
     """The offender table: one line per function, longest section first, mm classes summed."""
     total = sum(o.total_us for o in offs)
     n = sum(o.count for o in offs)
@@ -240,6 +240,14 @@ def report(offs: list[Offender], hist: SectionsHist, top: int = 25) -> str:
         lead = max(group, key=lambda o: o.longest_us)
         lines.append(f"  {c:<13} longest {lead.longest_us} us ({lead.who}), total "
                      f"{sum(o.total_us for o in group)} us, {sum(o.count for o in group)} sections")
+    # the mm classes' own leaders: under TCG the whole-machine list above is interrupt paths and
+    # scheduler sections, and a compaction scanner never reaches its top 25
+    lines.append("Top functions of each class of mm code:")
+    for c in IRQSOFF_MM_CLASSES:
+        for o in sorted(classes.get(c, []), key=lambda o: (-o.longest_us, -o.total_us, o.who))[:per_class]:
+            sites = ", ".join(sorted(o.sites)[:2]) + (" ..." if len(o.sites) > 2 else "")
+            lines.append(f"{o.longest_us:>10} {o.total_us:>10} {o.count:>8} {2 ** o.p99_bucket:>7}  "
+                         f"{c:<13} {o.who} ({sites})")
     return "\n".join(lines) + "\n"
 
 
