@@ -210,21 +210,63 @@ def test_pgbench_batched_tps_as_mmtests_extract_report():
 
 def test_pgbench_ladder_metric_names():
     p = {"clients": [0], "ladder": True, "batched": True}
-    assert Pgbench.client_counts(p, ncpus=2) == [1, 2, 4]
+    assert Pgbench.client_counts(p, topology=(2, 1, 2, 2)) == [1, 2, 3, 4]
+    assert Pgbench.client_counts(p, topology=(8, 2, 8, 8)) == [1, 2, 3, 5, 6, 8, 10, 13, 15, 16]
     names = [m.name for m in Pgbench().metric_defs(p)]
-    assert names[:3] == ["TPS-1", "TPS batched-1", "Latency mean-1"] and len(names) == 9
+    assert names[:3] == ["TPS-1", "TPS batched-1", "Latency mean-1"]
+    assert len(names) == 3 * len(Pgbench.client_counts(p))
     assert [m.name for m in Pgbench().metric_defs({"clients": [0]})] == ["TPS", "Latency p50", "Latency p95",
                                                                           "Latency p99"]
     assert Pgbench.client_counts({"clients": [0, 3]}, ncpus=2) == [2, 3]
 
 
+@pytest.mark.parametrize("topology, low, expected", [
+    # (CPUs, SMT, LLC, node weights), first rung: bin/generate-stride-range of MMTests 638401e0 run
+    # with these weights, --min low --max 2xCPUs (pgbench's client walk from 1, will-it-scale's from 2)
+    ((2, 1, 2, 2), 1, [1, 2, 3, 4]),
+    ((2, 1, 2, 2), 2, [2, 3, 4]),
+    ((4, 2, 4, 4), 1, [1, 2, 3, 4, 5, 6, 7, 8]),
+    ((6, 1, 6, 6), 1, [1, 2, 3, 4, 5, 6, 8, 10, 12]),
+    ((8, 2, 8, 8), 1, [1, 2, 3, 5, 6, 8, 10, 13, 15, 16]),
+    ((12, 1, 12, 12), 2, [2, 3, 6, 9, 11, 12, 16, 20, 24]),
+    ((16, 2, 16, 16), 1, [1, 2, 5, 9, 12, 16, 21, 26, 31, 32]),
+    ((16, 2, 8, 16), 1, [1, 2, 3, 5, 6, 8, 10, 13, 15, 16, 21, 26, 31, 32]),
+    ((64, 2, 32, 32), 1, [1, 2, 9, 17, 24, 32, 48, 64, 85, 106, 127, 128]),
+    ((64, 2, 8, 32), 2, [2, 3, 5, 6, 8, 12, 16, 20, 24, 28, 32, 48, 64, 85, 106, 127, 128]),
+    ((128, 2, 16, 64), 1, [1, 2, 5, 9, 12, 16, 24, 32, 40, 48, 56, 64, 96, 128, 170, 213, 255, 256]),
+])
+def test_topology_walk_as_mmtests(topology, low, expected):
+    """MMTests' threads_topology_walk (bin/generate-stride-range), the rungs its pgbench and
+    will-it-scale configs walk; the expected lists are what MMTests' script printed."""
+    from mmbench.workloads.stressng import topology_walk
+    assert topology_walk(low, 2 * topology[0], topology) == expected
+
+
 def test_kernbench_job_ladder_as_mmtests():
-    """MMTests' kernbench ladder: threads_powertwo from NCPU/4 (at least 1) to NCPU, metrics named
-    as its time-<J>-<I> files give them (Elapsed-<J> ...)."""
-    assert Kernbench.job_ladder({"ladder": True}, 2) == [1, 2]
-    assert Kernbench.job_ladder({"ladder": True}, 12) == [3, 6, 12]
+    """MMTests' kernbench ladder (config-workload-kernbench): threads_powertwo from NCPU/LLCs/4 to
+    NCPU, a first rung below 4 replaced by NCPU (so -jNCPU alone below 16 CPUs per LLC; our 2-CPU
+    machines build at -j2 only), metrics named as its time-<J>-<I> files give them (Elapsed-<J> ...)."""
+    assert Kernbench.job_ladder({"ladder": True}, 2, llcs=1) == [2]
+    assert Kernbench.job_ladder({"ladder": True}, 12, llcs=1) == [12]
+    assert Kernbench.job_ladder({"ladder": True}, 16, llcs=1) == [4, 8, 16]
+    assert Kernbench.job_ladder({"ladder": True}, 64, llcs=1) == [16, 32, 64]
+    assert Kernbench.job_ladder({"ladder": True}, 64, llcs=2) == [8, 16, 32, 64]
+    assert Kernbench.job_ladder({"ladder": True}, 64, llcs=8) == [64]
     assert Kernbench.job_ladder({"ladder": False}, 12) is None
     names = [m.name for m in Kernbench().metric_defs({"ladder": True, "builds": 1})]
     assert len(names) == 3 * len(Kernbench.job_ladder({"ladder": True})) and all("-" in n for n in names)
     with pytest.raises(UsageError, match="companion"):
         Kernbench().check({"ladder": True, "builds": 0, "targets": ["vmlinux"]}, 1 << 30)
+
+
+def test_kernbench_llc_count(tmp_path):
+    """NUM_LLCS as MMTests counts it: distinct shared_cpu_list values of the highest cache index;
+    1 without cache information."""
+    from mmbench.workloads.kernbench import llc_count
+    assert llc_count(tmp_path) == 1
+    for cpu in range(4):
+        for idx, shared in ((0, str(cpu)), (2, "0-1" if cpu < 2 else "2-3")):
+            d = tmp_path / f"cpu{cpu}" / "cache" / f"index{idx}"
+            d.mkdir(parents=True)
+            (d / "shared_cpu_list").write_text(shared + "\n")
+    assert llc_count(tmp_path) == 2

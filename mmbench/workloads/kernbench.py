@@ -18,8 +18,10 @@ run QEMU's virtiofsd out of file descriptors).
 
 At MMTests' scale (config-workload-kernbench): ``config = "defconfig"``, ``targets = ["vmlinux"]``
 and ``ladder = true``, which builds once per rung of MMTests' ``threads_powertwo`` ladder of make
-jobs, NCPU/4 (at least 1), twice that, ... NCPU, with the metrics per rung named as MMTests names
-them: ``Elapsed-<J>``, ``User-<J>``, ``System-<J>``.
+jobs as config-workload-kernbench sets it: NCPU/LLCs/4, twice that, ... NCPU, where a first rung
+below 4 is dropped in favour of NCPU alone (so fewer than 16 CPUs per last-level cache build at
+-jNCPU only), with the metrics per rung named as MMTests names them: ``Elapsed-<J>``, ``User-<J>``,
+``System-<J>``.
 
 As a companion (``[workload.with.kernbench]``, MMTests' thpchallenge pattern) it rebuilds in a
 loop (``builds = 0``) until the workload it accompanies finishes; a build still running then is stopped and not
@@ -51,6 +53,18 @@ CONFIGS = ("tinyconfig", "allnoconfig", "defconfig")
 PROGRESS_LOG = "kernbench.log"
 STAMP = ".mmbench-unpacked"      # written last into an unpacked tree
 _TARBALL = re.compile(r"linux-source-([\d.]+)\.tar\.xz$")
+
+
+def llc_count(sysfs: Path = Path("/sys/devices/system/cpu")) -> int:
+    """Last-level caches (MMTests' NUM_LLCS): distinct CPU sets sharing the highest-index cache
+    sysfs lists; 1 where sysfs has no cache information."""
+    sets: dict[int, set[str]] = {}
+    for f in sysfs.glob("cpu[0-9]*/cache/index[0-9]*/shared_cpu_list"):
+        try:
+            sets.setdefault(int(f.parent.name[5:]), set()).add(f.read_text().strip())
+        except OSError:
+            continue
+    return len(sets[max(sets)]) if sets else 1
 
 
 def source_tarball() -> Path | None:
@@ -161,8 +175,9 @@ class Kernbench(Workload):
         "config": Param("str", "tinyconfig", "kernel configuration made before building", choices=CONFIGS),
         "targets": Param("str_list", ["mm/"], "make targets (vmlinux for the whole kernel; dir/ for one directory)"),
         "jobs": Param("int", 0, "make -j jobs (0: the number of CPUs)", minimum=0),
-        "ladder": Param("bool", False, "build at each rung of MMTests' -j ladder (NCPU/4 ... NCPU, powers of "
-                        "two) instead of once at `jobs`; metrics Elapsed-<J>, User-<J>, System-<J>"),
+        "ladder": Param("bool", False, "build at each rung of MMTests' -j ladder (NCPU/LLCs/4 ... NCPU, powers "
+                        "of two; -jNCPU alone below 16 CPUs per LLC) instead of once at `jobs`; metrics "
+                        "Elapsed-<J>, User-<J>, System-<J>"),
         "builds": Param("int", 1, "builds per iteration (0: until the accompanied workload finishes, "
                         "for [workload.with.kernbench])", minimum=0),
         "build_limit": Param("duration", "30m", "limit for one build"),
@@ -174,14 +189,16 @@ class Kernbench(Workload):
     ]
 
     @staticmethod
-    def job_ladder(params: dict[str, Any], ncpus: int | None = None) -> list[int] | None:
-        """The -j rungs (MMTests: KERNBENCH_MIN_THREADS = NCPU/LLCs/4, MAX = NCPU, powers of two),
-        or None for one build at ``jobs``."""
+    def job_ladder(params: dict[str, Any], ncpus: int | None = None, llcs: int | None = None) -> list[int] | None:
+        """The -j rungs as config-workload-kernbench sets them (KERNBENCH_MIN_THREADS = NCPU/LLCs/4,
+        MAX = NCPU, powers of two; a MIN below 4 becomes MAX, so a machine with fewer than 16 CPUs
+        per last-level cache builds at -jNCPU only), or None for one build at ``jobs``."""
         if not params.get("ladder"):
             return None
         from mmbench.workloads.stressng import cpu_count, ladder
         n = ncpus or cpu_count()
-        return ladder(max(1, n // 4), n)
+        low = n // max(1, llcs or llc_count()) // 4
+        return [n] if low < 4 else ladder(low, n)
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
         rungs = self.job_ladder(params) if params else None

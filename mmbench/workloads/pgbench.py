@@ -15,7 +15,9 @@ Metrics: pgbench's ``tps`` (without the initial connection time) and the p50/p95
 of every transaction from pgbench's per-transaction log (``-l``), kept in rawdir.
 
 At MMTests' scale (config-db-pgbench-timed-*): ``clients`` is a ladder run on one server and
-database (``ladder = true``: 1, 2, 4 ... 2xNCPU, MMTests' MAX_CLIENTS = 2xNCPU), and ``batched``
+database (``ladder = true``: MMTests' topology walk from 1 to MAX_CLIENTS = 2xNCPU, steps through
+the SMT, cache, node and machine levels as bin/generate-stride-range makes them: 1, 2, 3, 4 on 2
+CPUs; 1, 2, 3, 5, 6, 8, 10, 13, 15, 16 on 8), and ``batched``
 logs per-second aggregates (``-l --aggregate-interval=1``, as MMTests' shellpack) from which the
 iteration gets MMTests' batched TPS samples (shellpack_src/src/pgbench/extract-report.pl): the
 first 7 seconds are skipped, then every 4 one-second lines make a batch, TPS = transactions in
@@ -155,7 +157,8 @@ class Pgbench(Workload):
         "mode": Param("str", "read-only", "read-only (-S) or read-write (TPC-B-like)", choices=("read-only", "read-write")),
         "clients": Param("int_list", [0], "client connections (0: the number of CPUs); a list runs each in turn",
                          minimum=0, maximum=90),
-        "ladder": Param("bool", False, "run 1, 2, 4 ... 2xNCPU clients in turn (MMTests' pgbench configs)"),
+        "ladder": Param("bool", False, "run MMTests' client walk 1 ... 2xNCPU in turn (its pgbench configs: "
+                        "1, 2, 3, 4 on 2 CPUs)"),
         "batched": Param("bool", False, "per-second aggregate log and MMTests' batched TPS samples "
                          "(no per-transaction latency percentiles)"),
         "duration": Param("duration", "30s", "length of the measured pgbench run"),
@@ -171,12 +174,18 @@ class Pgbench(Workload):
     ]
 
     @staticmethod
-    def client_counts(params: dict[str, Any], ncpus: int | None = None) -> list[int]:
-        """The client counts to run, in order (0 = the number of CPUs)."""
+    def client_counts(params: dict[str, Any], ncpus: int | None = None,
+                      topology: tuple[int, int, int, int] | None = None) -> list[int]:
+        """The client counts to run, in order (0 = the number of CPUs).  The ladder is MMTests'
+        topology walk from 1 to 2xNCPU (``topology``: CPUs, SMT, LLC and node weights; default
+        this machine's, or a flat one of ``ncpus`` CPUs when that differs from this machine's)."""
         ncpus = ncpus or len(os.sched_getaffinity(0))
         if params.get("ladder"):
-            from mmbench.workloads.stressng import ladder
-            return ladder(1, 2 * ncpus)
+            from mmbench.workloads.stressng import cpu_topology, topology_walk
+            if topology is None:
+                here = cpu_topology()
+                topology = here if here[0] == ncpus else (ncpus, 1, ncpus, ncpus)
+            return topology_walk(1, 2 * topology[0], topology)
         counts = params.get("clients")
         counts = counts if isinstance(counts, list) else [counts or 0]
         return sorted({c or ncpus for c in counts}) or [ncpus]
