@@ -124,3 +124,15 @@ def test_report_lists_each_mm_class_leaders():
     assert 1 <= len(comp) <= 3 and any("compaction_alloc (_raw_spin_lock_irqsave<-compaction_alloc)" in l for l in comp)
     longest = [int(l.split()[0]) for l in comp]
     assert longest == sorted(longest, reverse=True)
+
+
+def test_analyze_refuses_what_is_not_a_monitor_folder(tmp_path):
+    from mmbench.errors import UsageError
+    with pytest.raises(UsageError, match="not a folder"):
+        sections.analyze_dirs([tmp_path / "missing"])
+    with pytest.raises(UsageError, match="no hist.txt and symbols.tsv"):
+        sections.analyze_dirs([tmp_path])
+    out = sections.analyze_dirs([DATA, DATA])          # two iterations merged: counts add up
+    one = sections.analyze_dirs([DATA])
+    n1 = int(one.splitlines()[1].split()[2].rstrip(","))
+    assert int(out.splitlines()[1].split()[2].rstrip(",")) == 2 * n1
