@@ -78,7 +78,7 @@ class IrqsoffSections(Monitor):
         ev_dir = inst / "events"
         # (trigger file, line, text the kernel's listing of it contains), in the order they are set;
         # they come off in the reverse order: each refers to those set before it
-        self._triggers = [
+        triggers = [
             (ev_dir / "preemptirq" / "irq_disable" / "trigger",
              "hist:keys=common_cpu:ts0=common_timestamp.usecs,dc=caller_offs,dp=parent_offs", "ts0="),
             (ev_dir / "preemptirq" / "irq_enable" / "trigger",
@@ -90,7 +90,7 @@ class IrqsoffSections(Monitor):
              "hist:keys=caller,parent:lm=lat:onmax($lm).save(lat):size=8192", "onmax("),
         ]
         self._set: list[tuple[Path, str, str]] = []
-        for path, line, present in self._triggers:
+        for path, line, present in triggers:
             j.record("tracefs-line", path=str(path), undo=f"!{line}", present=present)
             try:
                 _append(path, line)

@@ -66,12 +66,9 @@ def parse_hist(text: str) -> SectionsHist:
     sites: dict[tuple[int, int], SiteStats] = {}
     dropped = 0
     exact_max = False
-    trigger = ""
     last: SiteStats | None = None
     for line in text.splitlines():
-        m = _TRIGGER.match(line)
-        if m:
-            trigger = m.group(1)
+        if _TRIGGER.match(line):
             last = None
             continue
         if line.strip().startswith("Dropped:"):
@@ -96,8 +93,7 @@ def parse_hist(text: str) -> SectionsHist:
             st.count += vals.get("hitcount", 0)
             st.total_us += vals.get("lat", 0)
             st.buckets[key["lat"][0]] = st.buckets.get(key["lat"][0], 0) + vals.get("hitcount", 0)
-        elif "onmax" in trigger:
-            pass                                       # its "max:" line follows
+        # else: the onmax histogram's entry; its "max:" line follows
     return SectionsHist(sites, dropped, exact_max)
 
 
