@@ -132,3 +132,25 @@ def proc_start_time(pid: int) -> str | None:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
     except (OSError, IndexError):
         return None
+
+
+def running_config() -> set[str] | None:
+    """The running kernel's config lines (``/proc/config.gz``, CONFIG_IKCONFIG_PROC), or None when
+    the kernel does not expose it."""
+    import gzip
+    try:
+        with gzip.open("/proc/config.gz", "rt") as fh:
+            return {line.strip() for line in fh}
+    except OSError:
+        return None
+
+
+def append_line(path: str | Path, line: str) -> None:
+    """Write one command line to a kernel control file without truncating or seeking it: tracefs
+    trigger and ``synthetic_events`` files drop everything they hold on O_TRUNC, and refuse the
+    SEEK_END that Python's ``open(path, "a")`` does (EINVAL)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)

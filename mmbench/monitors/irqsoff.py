@@ -20,7 +20,7 @@ from typing import Any
 from mmbench.monitors.trace.irqsoff_trace import UNATTRIBUTED, analyze, attribute, parse
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
 from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, is_mounted, unmount
-from mmbench.model.kernel import write_knob
+from mmbench.model.kernel import running_config, write_knob
 from mmbench.model.results import MetricDef
 
 UNAVAILABLE = ("this kernel has no irqsoff tracer (CONFIG_IRQSOFF_TRACER); IRQs-off offenders are "
@@ -123,12 +123,6 @@ def _tracers_after_mount() -> list[str]:
         except OSError:
             pass
     # the tracer list is a kernel build property: CONFIG_IRQSOFF_TRACER in the config, if exposed
-    try:
-        import gzip
-        with gzip.open("/proc/config.gz", "rt") as fh:
-            for line in fh:
-                if line.startswith("CONFIG_IRQSOFF_TRACER=y"):
-                    return ["irqsoff"]
-    except OSError:
-        pass
+    if "CONFIG_IRQSOFF_TRACER=y" in (running_config() or set()):
+        return ["irqsoff"]
     return []

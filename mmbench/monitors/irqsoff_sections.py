@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mmbench.model.kernel import append_line, running_config
 from mmbench.model.quirks import IRQSOFF_MM_CLASSES
 from mmbench.model.results import MetricDef
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
@@ -48,7 +49,7 @@ class IrqsoffSections(Monitor):
             return "irqsoff-sections needs root to use tracefs; IRQs-off sections are not counted"
         if self.root == TRACEFS and not is_mounted():
             # not mounted before start mounts it: the kernel's own config says (CONFIG_IKCONFIG_PROC)
-            config = _config()
+            config = running_config()
             if config is None:
                 return None          # unknown until mounted: start finds out and says so
             ok = "CONFIG_HIST_TRIGGERS=y" in config and "CONFIG_TRACE_IRQFLAGS=y" in config
@@ -89,7 +90,7 @@ class IrqsoffSections(Monitor):
             (ev_dir / "synthetic" / ev / "trigger",
              "hist:keys=caller,parent:lm=lat:onmax($lm).save(lat):size=8192", "onmax("),
         ]
-        self._set: list[tuple[Path, str, str]] = []
+        self._set: list[tuple[Path, str]] = []
         for path, line, present in triggers:
             j.record("tracefs-line", path=str(path), undo=f"!{line}", present=present)
             try:
@@ -99,7 +100,7 @@ class IrqsoffSections(Monitor):
                     self._errors.append(f"onmax histogram refused ({e}): longest sections are bucket bounds")
                     continue
                 raise
-            self._set.append((path, line, present))
+            self._set.append((path, line))
 
     def _make_instance(self, inst: Path) -> None:
         inst.mkdir()      # the kernel fills it with events/ (tests override this for a fake tracefs)
@@ -121,13 +122,11 @@ class IrqsoffSections(Monitor):
                 self._errors.append("/proc/kallsyms gave no addresses (kptr_restrict?): sites left as offsets")
             (out / sections.SYMBOLS_FILE).write_text(symbols.dump(offsets))
             files += [sections.HIST_FILE, sections.SYMBOLS_FILE]
-            loaded = sections.load(out)
-            if loaded:
-                (out / REPORT_FILE).write_text(sections.report(sections.offenders(*loaded), loaded[0]))
-                files.append(REPORT_FILE)
+            (out / REPORT_FILE).write_text(sections.report(sections.offenders(hist, symbols), hist))
+            files.append(REPORT_FILE)
         except Exception as e:
             self._errors.append(f"{type(e).__name__}: {e}")
-        for path, line, _ in reversed(self._set):
+        for path, line in reversed(self._set):
             try:
                 _append(path, "!" + line)
             except OSError as e:
@@ -180,13 +179,7 @@ def _append(path: Path, line: str) -> None:
     """Write one command to a tracefs file in append mode (O_APPEND: add, not replace).  A refused
     command is said with the kernel's reason from tracefs' ``error_log`` (hist trigger parse errors)."""
     try:
-        # os.open, not open(path, "a"): Python seeks to the end of an append-mode file, and tracefs'
-        # seq files refuse SEEK_END (EINVAL); never O_TRUNC, which drops every trigger or event
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, (line + "\n").encode())
-        finally:
-            os.close(fd)
+        append_line(path, line)
     except OSError as e:
         why = ""
         for root in (p for p in path.parents if (p / "error_log").exists()):
@@ -197,13 +190,3 @@ def _append(path: Path, line: str) -> None:
                 pass
             break
         raise OSError(e.errno, f"{path}: {line!r} refused: {e.strerror}" + (f" (error_log: {why})" if why else "")) from None
-
-
-def _config() -> set[str] | None:
-    """The running kernel's config lines (/proc/config.gz), or None when it does not expose it."""
-    try:
-        import gzip
-        with gzip.open("/proc/config.gz", "rt") as fh:
-            return {line.strip() for line in fh}
-    except OSError:
-        return None

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbench.model.kernel import proc_start_time
-from mmbench.model.kernel import read_knob, write_knob
+from mmbench.model.kernel import append_line, read_knob, write_knob
 from mmbench.errors import UsageError
 from mmbench.run import signals
 
@@ -418,11 +418,7 @@ def _undo(entry: dict[str, Any]) -> bool:
             return False                 # the instance or event is gone, and the line with it
         if not listed:
             return False
-        fd = os.open(p, os.O_WRONLY | os.O_APPEND)   # no seek (tracefs refuses SEEK_END), no truncation
-        try:
-            os.write(fd, (entry["undo"] + "\n").encode())
-        finally:
-            os.close(fd)
+        append_line(p, entry["undo"])
         return True
     if kind == "rmdir":   # a folder mmbench created for another (scratch's parents): only if empty
         try:
