@@ -136,3 +136,38 @@ def test_analyze_refuses_what_is_not_a_monitor_folder(tmp_path):
     one = sections.analyze_dirs([DATA])
     n1 = int(one.splitlines()[1].split()[2].rstrip(","))
     assert int(out.splitlines()[1].split()[2].rstrip(",")) == 2 * n1
+
+
+def test_long_sections_are_counted_from_log2_buckets():
+    """Bucket b holds (2^(b-1), 2^b] us: a 32 us section is in bucket 5 and is not over 32 us."""
+    assert sections.sections_over({5: 3, 6: 2, 9: 1}) == 3
+    assert sections.sections_over({5: 3, 6: 2, 9: 1}, 64) == 1
+    assert sections.sections_over({}) == 0
+    assert sections.mm_path("compaction_alloc") == "free scanner"
+    assert sections.mm_path("isolate_migratepages_block") == "migrate scanner"
+    assert sections.mm_path("compact_zone") is None and sections.mm_path("rmqueue_bulk") is None
+
+
+def test_free_scanner_rows_match_the_raw_hist():
+    """The real capture's free scanner (compaction_alloc, into which 6.1 inlines the scan, and
+    isolate_freepages_block): its long-section row equals the sections over 32 us of the hist
+    entries whose disabling site lies in those two, counted here straight from the kernel's text."""
+    import re
+    starts = sorted((int(off), name) for off, name in
+                    (l.split("\t") for l in (DATA / "symbols.tsv").read_text().splitlines() if "\t" in l))
+    # this build keeps isolate_freepages_block() out of line (CMA calls it too)
+    spans = [(off, min(o for o, _ in starts if o > off)) for off, name in starts
+             if name in ("compaction_alloc", "isolate_freepages_block")]
+    assert len(spans) == 2
+    n_long = 0
+    for caller, parent, b, hits in re.findall(
+            r"\{ caller:\s*(\d+), parent:\s*(\d+), lat: ~ 2\^(\d+)\s*\} hitcount:\s*(\d+)",
+            (DATA / "hist.txt").read_text()):
+        # the scanner disabled IRQs, or called the lock helper that did
+        if any(lo <= int(x) < hi for x in (caller, parent) for lo, hi in spans):
+            n_long += int(hits) if int(b) > 5 else 0
+    rows = {d.name: v[0] for d, v in IrqsoffSections.summarise(DATA, {}).metrics}
+    assert n_long > 0
+    assert rows["IRQs-off free scanner sections over 32 us"] == n_long
+    assert (rows["IRQs-off free scanner sections over 32 us"] + rows["IRQs-off migrate scanner sections over 32 us"]
+            <= rows["IRQs-off compaction sections over 32 us"])

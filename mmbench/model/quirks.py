@@ -167,3 +167,14 @@ IRQSOFF_MM_CLASSES: dict[str, tuple[str, ...]] = {
     "memcg": ("mem_cgroup_*", "__mem_cgroup_*", "charge_memcg", "uncharge_*", "__mod_memcg_*",
               "memcg_*", "__count_memcg_events", "obj_cgroup_*"),
 }
+
+# Paths inside a class whose IRQs-off sections get rows of their own, as kernel people name them
+# ("Compaction free scanned" / "migrate scanned").  Debian 12's gcc 12 inlines isolate_freepages()
+# and fast_isolate_freepages() into compaction_alloc() in 6.1.192, so most free scanner zone->lock
+# sections are compaction_alloc's (seed 003's 2.6.38 offender too); isolate_freepages_block() stays
+# out of line (CMA calls it too) and its compact_lock_irqsave() sections are its own.  The migrate
+# scanner's lru_lock sections are isolate_migratepages_block()'s.
+IRQSOFF_MM_PATHS: dict[str, tuple[str, ...]] = {
+    "free scanner": ("compaction_alloc", "isolate_freepages*", "fast_isolate_*"),
+    "migrate scanner": ("isolate_migratepages*",),
+}

@@ -12,7 +12,9 @@ Every change is journaled first and undone at stop (triggers, synthetic event, i
 
 Rows (per iteration): ``IRQs-off sections``, ``IRQs-off time (ms)``, and per class of mm code
 (``model.quirks.IRQSOFF_MM_CLASSES``: compaction, page-alloc, reclaim-lru, pagecache-wb, memcg)
-``IRQs-off longest <class> section (us)`` and ``IRQs-off <class> time (us)``.  The offender table
+``IRQs-off longest <class> section (us)``, ``IRQs-off <class> time (us)`` and ``IRQs-off <class>
+sections over 32 us``; the same time and long-section rows for paths inside a class
+(``IRQSOFF_MM_PATHS``: compaction's free scanner and migrate scanner).  The offender table
 (``sections-report.txt``, ``mmbench analyze irqsoff-sections DIR``) ranks functions by their longest
 section.  The hooks cost on every IRQ toggle, as the irqsoff tracer's do: a diagnosis monitor,
 for both kernels of a comparison alike.
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbench.model.kernel import append_line, running_config
-from mmbench.model.quirks import IRQSOFF_MM_CLASSES
+from mmbench.model.quirks import IRQSOFF_MM_CLASSES, IRQSOFF_MM_PATHS
 from mmbench.model.results import MetricDef
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
 from mmbench.monitors.trace import irqsoff_sections as sections
@@ -39,7 +41,7 @@ REPORT_FILE = "sections-report.txt"
 class IrqsoffSections(Monitor):
     name = "irqsoff-sections"
     row_patterns = ("IRQs-off sections", "IRQs-off time (ms)", "IRQs-off longest * section (us)",
-                    "IRQs-off * time (us)")
+                    "IRQs-off * time (us)", "IRQs-off * sections over * us")
     summary = "every IRQs-off section (preemptirq + hist triggers), by the mm code that held IRQs off"
     default_interval = 1.0
     root: Path = TRACEFS          # tests point this at a fake tracefs
@@ -168,11 +170,27 @@ class IrqsoffSections(Monitor):
                                               kind="time", description=f"longest IRQs-off section held by {c} code"),
                                     [float(lead.longest_us)]))
                 out.notes.append(f"longest {c}: {lead.who} {lead.longest_us} us")
+            out.metrics.append(_long_sections(c, group))
+        for path in IRQSOFF_MM_PATHS:
+            group = [o for o in offs if sections.mm_path(o.who) == path]
+            out.metrics.append((MetricDef(f"IRQs-off {path} time (us)", "us", "lower", kind="time",
+                                          description=f"summed IRQs-off sections held by the {path}"),
+                                [float(sum(o.total_us for o in group))]))
+            out.metrics.append(_long_sections(path, group))
         if hist.dropped:
             out.notes.append(f"{hist.dropped} sections dropped (the kernel's histogram was full)")
         if not hist.exact_max:
             out.notes.append("longest sections are log2 bucket bounds, not exact")
         return out
+
+
+def _long_sections(name: str, group: list[sections.Offender]) -> tuple[MetricDef, list[float]]:
+    """The row counting ``name``'s sections longer than ``sections.LONG_SECTION_US``."""
+    us = sections.LONG_SECTION_US
+    n = sum(sections.sections_over(o.buckets, us) for o in group)
+    return (MetricDef(f"IRQs-off {name} sections over {us} us", "sections", "lower", kind="count",
+                      description=f"IRQs-off sections held by {name} code longer than {us} us "
+                                  f"(6.1 drops the lock every 32 pfns)"), [float(n)])
 
 
 def _append(path: Path, line: str) -> None:

@@ -10,7 +10,8 @@ bucket of length, and the exact longest section.  This module reads the kernel's
 first function outside the locking helpers (``irqsoff_trace.LOCK_AND_TRACE_HELPERS``): a section
 taken by ``_raw_spin_lock_irqsave`` is its caller's.  Sections that interrupt entry disabled are
 "unattributed" (the interrupt path held IRQs off, not the interrupted code).  The functions are
-then put in classes of mm code (``model.quirks.IRQSOFF_MM_CLASSES``) for the monitor's rows.
+then put in classes of mm code (``model.quirks.IRQSOFF_MM_CLASSES``) and, within a class, paths
+such as compaction's free scanner (``IRQSOFF_MM_PATHS``) for the monitor's rows.
 
 Unlike the irqsoff tracer, which keeps only the worst section since its last reset, this counts
 all of them, so a section that is never the worst (a free scanner's 100 us beside a 5 ms softirq
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from mmbench.model.quirks import IRQSOFF_MM_CLASSES
+from mmbench.model.quirks import IRQSOFF_MM_CLASSES, IRQSOFF_MM_PATHS
 from mmbench.monitors.trace.irqsoff_trace import UNATTRIBUTED, is_helper, is_irq_entry
 
 HIST_FILE = "hist.txt"
@@ -172,6 +173,27 @@ def mm_class(func: str) -> str:
     return "other"
 
 
+def mm_path(func: str) -> str | None:
+    """The path inside a class a function belongs to (``IRQSOFF_MM_PATHS``: "free scanner"), if any."""
+    for path, patterns in IRQSOFF_MM_PATHS.items():
+        if any(fnmatchcase(func, p) for p in patterns):
+            return path
+    return None
+
+
+# Sections longer than this count as long.  6.1's scanners drop their lock every
+# COMPACT_CLUSTER_MAX (32) pfns (3.18, "mm, compaction: periodically drop lock and restore IRQs in
+# scanners"); such a section lasts ~5 us in a TCG guest, so one over 32 us held the lock for more
+# than a cluster or lost its vCPU to the host.  A power of two: the histogram's buckets are log2.
+LONG_SECTION_US = 32
+
+
+def sections_over(buckets: dict[int, int], us: int = LONG_SECTION_US) -> int:
+    """Sections longer than ``us`` (a power of two) in log2 buckets, where bucket b is (2^(b-1), 2^b] us."""
+    edge = us.bit_length() - 1
+    return sum(n for b, n in buckets.items() if b > edge)
+
+
 @dataclass
 class Offender:
     who: str
@@ -223,11 +245,12 @@ def report(offs: list[Offender], hist: SectionsHist, top: int = 25, per_class: i
         lines.append(f"! {hist.dropped} sections dropped: the kernel's histogram was full")
     if not hist.exact_max:
         lines.append("! longest sections are log2 bucket bounds (the onmax histogram was not read)")
-    lines.append(f"{'longest us':>10} {'total us':>10} {'count':>8} {'p99 <=':>7}  class         function (sites)")
+    over = f">{LONG_SECTION_US} us"
+    lines.append(f"{'longest us':>10} {'total us':>10} {'count':>8} {over:>8} {'p99 <=':>7}  class         function (sites)")
     for o in offs[:top]:
         sites = ", ".join(sorted(o.sites)[:3]) + (" ..." if len(o.sites) > 3 else "")
-        lines.append(f"{o.longest_us:>10} {o.total_us:>10} {o.count:>8} {2 ** o.p99_bucket:>7}  "
-                     f"{o.mm_class:<13} {o.who} ({sites})")
+        lines.append(f"{o.longest_us:>10} {o.total_us:>10} {o.count:>8} {sections_over(o.buckets):>8} "
+                     f"{2 ** o.p99_bucket:>7}  {o.mm_class:<13} {o.who} ({sites})")
     classes: dict[str, list[Offender]] = {}
     for o in offs:
         classes.setdefault(o.mm_class, []).append(o)
@@ -235,15 +258,16 @@ def report(offs: list[Offender], hist: SectionsHist, top: int = 25, per_class: i
     for c, group in sorted(classes.items(), key=lambda kv: -max(o.longest_us for o in kv[1])):
         lead = max(group, key=lambda o: o.longest_us)
         lines.append(f"  {c:<13} longest {lead.longest_us} us ({lead.who}), total "
-                     f"{sum(o.total_us for o in group)} us, {sum(o.count for o in group)} sections")
+                     f"{sum(o.total_us for o in group)} us, {sum(o.count for o in group)} sections, "
+                     f"{sum(sections_over(o.buckets) for o in group)} over {LONG_SECTION_US} us")
     # the mm classes' own leaders: under TCG the whole-machine list above is interrupt paths and
     # scheduler sections, and a compaction scanner never reaches its top 25
     lines.append("Top functions of each class of mm code:")
     for c in IRQSOFF_MM_CLASSES:
         for o in sorted(classes.get(c, []), key=lambda o: (-o.longest_us, -o.total_us, o.who))[:per_class]:
             sites = ", ".join(sorted(o.sites)[:2]) + (" ..." if len(o.sites) > 2 else "")
-            lines.append(f"{o.longest_us:>10} {o.total_us:>10} {o.count:>8} {2 ** o.p99_bucket:>7}  "
-                         f"{c:<13} {o.who} ({sites})")
+            lines.append(f"{o.longest_us:>10} {o.total_us:>10} {o.count:>8} {sections_over(o.buckets):>8} "
+                         f"{2 ** o.p99_bucket:>7}  {c:<13} {o.who} ({sites})")
     return "\n".join(lines) + "\n"
 
 
