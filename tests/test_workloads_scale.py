@@ -57,6 +57,17 @@ def test_pfscale_ladder_and_budget_check():
         resolve_params(Pfscale.params, {"case": 4}, 1 << 30, "t")
 
 
+def test_pfscale_mmtests_walk():
+    """ladder = true is MMTests' will-it-scale-pf walk, WIS_MIN_THREADS=2 .. 2xNCPU through the
+    topology: 2, 3, 4 on a flat 2-CPU machine (what MMTests' generate-stride-range prints for it)."""
+    from mmbench.workloads.pfscale import task_ladder
+    assert task_ladder({"ladder": True}, 2) == [2, 3, 4]
+    assert task_ladder({"ladder": True}, 4)[0] == 2 and task_ladder({"ladder": True}, 4)[-1] == 8
+    assert task_ladder({}, 2) == [1, 2]
+    with pytest.raises(UsageError, match="tasks or ladder"):
+        Pfscale().check({"ladder": True, "tasks": [1], "map_size": 4096, "case": 1}, 1 << 30)
+
+
 def test_vmscale_cases_are_checked():
     with pytest.raises(UsageError, match="not one of"):
         resolve_params(Vmscale.params, {"case": ["anon-w-seq", "anon-w-sequential"]}, 1 << 30, "t")

@@ -6,7 +6,7 @@ mapping, ``2`` a private mapping of a file in the workdir (every write a COW fau
 page), ``3`` a shared file mapping (write faults through ``page_mkwrite``).  Every task counts its
 own pages touched and (getrusage RUSAGE_THREAD) its own faults; after ``warmup_time`` the parent
 opens and closes a window of ``duration`` and sums them.  One invocation per rung of the task
-ladder (``tasks``, default 1..ncpus).
+ladder (``tasks``, default 1..ncpus; ``ladder = true``: MMTests' will-it-scale walk, 2..2xNCPU).
 
 * ``faults/sec-N``: page faults the kernel took in all N tasks in the window / its length (named as
   pft's).
@@ -33,6 +33,14 @@ CASES = {1: "anonymous private", 2: "file private (COW)", 3: "file shared"}
 
 
 def task_ladder(params: dict[str, Any], ncpus: int | None = None) -> list[int]:
+    """The task counts to run, in order: ``tasks``, or 1..ncpus, or with ``ladder`` MMTests'
+    will-it-scale walk (configs/config-workload-will-it-scale-pf-*: WIS_MIN_THREADS=2 to
+    WIS_MAX_THREADS=2xNCPU through ``threads_topology_walk``; 2, 3, 4 on 2 CPUs)."""
+    if params.get("ladder"):
+        from mmbench.workloads.stressng import cpu_topology, topology_walk
+        here = cpu_topology()
+        n = ncpus or here[0]
+        return topology_walk(2, 2 * n, here if here[0] == n else (n, 1, n, n))
     return client_ladder({"clients": params.get("tasks")}, ncpus)
 
 
@@ -52,6 +60,8 @@ class Pfscale(Workload):
         "case": Param("int", 1, "1 anonymous private, 2 file private (COW), 3 file shared", choices=(1, 2, 3)),
         "mode": Param("str", "processes", "tasks are processes or threads (one mm)", choices=("processes", "threads")),
         "tasks": Param("int_list", None, "task counts (default 1..number of CPUs)", minimum=1),
+        "ladder": Param("bool", False, "MMTests' will-it-scale task walk 2 ... 2xNCPU by the CPU topology "
+                        "(2, 3, 4 on 2 CPUs) instead of tasks"),
         "map_size": Param("size", "32M", "mapping each task faults, unmaps and maps again", minimum=4096),
         "warmup_time": Param("duration", "0.5s", "run before the measured window, per rung"),
         "duration": Param("duration", "3s", "measured window per rung", minimum=0.01),
@@ -74,6 +84,8 @@ class Pfscale(Workload):
         return out
 
     def check(self, params: dict[str, Any], budget: int) -> None:
+        if params.get("ladder") and params.get("tasks"):
+            raise UsageError("workload.pfscale.params: give tasks or ladder = true, not both")
         if params["map_size"] % 4096:
             raise UsageError(f"workload.pfscale.params.map_size: {params['map_size']} bytes is not a multiple of 4 KiB")
         top = max(task_ladder(params))
