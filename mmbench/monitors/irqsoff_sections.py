@@ -189,8 +189,7 @@ def _long_sections(name: str, group: list[sections.Offender]) -> tuple[MetricDef
     us = sections.LONG_SECTION_US
     n = sum(sections.sections_over(o.buckets, us) for o in group)
     return (MetricDef(f"IRQs-off {name} sections over {us} us", "sections", "lower", kind="count",
-                      description=f"IRQs-off sections held by {name} code longer than {us} us "
-                                  f"(6.1 drops the lock every 32 pfns)"), [float(n)])
+                      description=f"IRQs-off sections held by {name} code longer than {us} us"), [float(n)])
 
 
 def _append(path: Path, line: str) -> None:
