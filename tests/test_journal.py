@@ -129,3 +129,53 @@ def test_unknown_entry_stays_journaled_with_a_message(tmp_path):
     assert json.loads(j.path.read_text().splitlines()[0])["kind"] == "teleport"
     j.entries = []
     j.release()
+
+
+def test_queued_runs_take_turns_in_arrival_order(tmp_path):
+    """An owner that releases and takes the lock again at once (an interleaved A/B run between
+    rounds) goes behind a run that was already queued, instead of starving it."""
+    state = str(tmp_path / "state")
+    env = {**os.environ, "MMBENCH_LOCK_WAIT": "30"}
+    hog = ("import sys, time; from pathlib import Path; from mmbench.run.journal import Journal\n"
+           f"j = Journal(Path({state!r}))\n"
+           "for i in range(6):\n"
+           "    j.lock(); print('hog', i, flush=True); time.sleep(0.5); j.release()\n")
+    waiter = ("from pathlib import Path; from mmbench.run.journal import Journal\n"
+              f"j = Journal(Path({state!r})); j.lock(); print('waiter', flush=True); j.release()\n")
+    log = tmp_path / "order"
+    with open(log, "w") as out:
+        h = subprocess.Popen(["python3", "-c", hog], stdout=out, env=env)
+        for _ in range(100):                      # the hog holds the lock before the waiter queues
+            if "hog 0" in log.read_text():
+                break
+            time.sleep(0.05)
+        w = subprocess.Popen(["python3", "-c", waiter], stdout=out, env=env)
+        assert w.wait(timeout=30) == 0 and h.wait(timeout=30) == 0
+    order = log.read_text().split("\n")
+    assert order.index("waiter") <= 2, order           # after the hog's round 0 (or 1), not its 6th
+    assert not [p for p in (tmp_path / "state" / "lock-queue").iterdir()]   # no ticket left
+
+
+def test_a_dead_waiter_holds_no_place_and_a_non_queued_run_does_not_jump_the_line(tmp_path, monkeypatch):
+    from mmbench.run.journal import _Ticket, _first_in_queue
+    queue = tmp_path / "state" / "lock-queue"
+    code = ("import time; from pathlib import Path; from mmbench.run.journal import _Ticket\n"
+            f"t = _Ticket(Path({str(queue)!r})); print(t.name, flush=True); time.sleep(60)\n")
+    other = subprocess.Popen(["python3", "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        name = other.stdout.readline().strip()
+        assert (queue / name).exists()
+        mine = _Ticket(queue)
+        assert not _first_in_queue(queue, mine)   # a live waiter came first
+        assert not _first_in_queue(queue, None)   # and a run that does not queue waits for it too
+        monkeypatch.setenv("MMBENCH_LOCK_WAIT", "0")
+        with pytest.raises(UsageError, match="others are queued"):
+            Journal(tmp_path / "state").lock()
+        other.kill()
+        other.wait()
+        assert _first_in_queue(queue, mine) and not (queue / name).exists()   # SIGKILLed: its place is gone
+        mine.drop()
+    finally:
+        if other.poll() is None:
+            other.kill()
+            other.wait()

@@ -9,6 +9,7 @@ with flock marks the journal's owner as alive.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -68,23 +69,33 @@ class Journal:
         self.dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         # Two runs at once would disturb each other's numbers: refuse, or queue for up to
-        # $MMBENCH_LOCK_WAIT seconds.
-        deadline = time.monotonic() + float(os.environ.get("MMBENCH_LOCK_WAIT", "0") or 0)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as e:
-                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                    os.close(fd)
-                    raise
+        # $MMBENCH_LOCK_WAIT seconds.  Queued runs take turns in arrival order (tickets): an
+        # interleaved A/B run releases the lock between rounds and would otherwise take it back
+        # at once, round after round, while another run waits.
+        wait = float(os.environ.get("MMBENCH_LOCK_WAIT", "0") or 0)
+        deadline = time.monotonic() + wait
+        ticket = _Ticket(self.dir / "lock-queue") if wait > 0 else None
+        try:
+            while True:
+                my_turn = _first_in_queue(self.dir / "lock-queue", ticket)
+                if my_turn:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except OSError as e:
+                        if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                            os.close(fd)
+                            raise
                 if time.monotonic() < deadline:
                     time.sleep(0.2)
                     continue
-                holder = _lock_holder(fd, self.lock_path)
+                holder = _lock_holder(fd, self.lock_path) if my_turn else "others are queued for it"
                 os.close(fd)
                 raise UsageError(f"another mmbench process ({holder}) is changing this machine; "
                                  f"wait for it to finish (or set MMBENCH_LOCK_WAIT=SECONDS to queue)") from None
+        finally:
+            if ticket is not None:
+                ticket.drop()
         # the pid first, then the length: a reader never sees an empty file
         pid = str(os.getpid()).encode()
         os.pwrite(fd, pid, 0)
@@ -242,6 +253,52 @@ class Journal:
 
     def pending(self) -> list[dict[str, Any]]:
         return self._load() if self.path.exists() else []
+
+
+class _Ticket:
+    """A queued run's place in line: a file named by arrival time, flock()ed by its owner for as
+    long as it waits, so a waiter that died (even by SIGKILL) holds no place.  Made under a
+    temporary name and renamed once locked: no other waiter ever sees it unlocked while alive."""
+
+    def __init__(self, queue: Path) -> None:
+        queue.mkdir(parents=True, exist_ok=True)
+        self.name = f"{time.time_ns():020d}-{os.getpid()}"
+        tmp = queue / f".{self.name}"
+        self.fd = os.open(tmp, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        self.path = queue / self.name
+        os.rename(tmp, self.path)
+
+    def drop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        os.close(self.fd)
+
+
+def _first_in_queue(queue: Path, ticket: "_Ticket | None") -> bool:
+    """No live ticket is ahead of ``ticket`` (without one: no live ticket at all, so a run that
+    does not queue never jumps the line).  Tickets whose owner died are removed."""
+    try:
+        names = sorted(n for n in os.listdir(queue) if not n.startswith("."))
+    except FileNotFoundError:
+        return True
+    for name in names:
+        if ticket is not None and name >= ticket.name:
+            return True
+        try:
+            fd = os.open(queue / name, os.O_RDONLY)
+        except FileNotFoundError:
+            continue                      # its owner got the lock or gave up meanwhile
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False                  # a live waiter came first
+        else:
+            with contextlib.suppress(OSError):
+                (queue / name).unlink()   # its owner died
+        finally:
+            os.close(fd)
+    return True
 
 
 def _lock_holder(fd: int, lock_path: Path) -> str:
