@@ -125,15 +125,19 @@ def _page(records: list[bytes], ts: int, flags: int = 0, lost: int | None = None
     return page + b"\0" * (size - len(page))
 
 
-def _synth_capture(d: Path, pages: dict[int, bytes]) -> D.Capture:
+def _synth_capture(d: Path, pages: dict[int, bytes], formats: dict[str, str] | None = None) -> D.Capture:
+    """A capture of ``pages`` per CPU; ``formats``: full event name → format text (default: direct
+    reclaim begin (ID 700) and end (ID 701))."""
+    if formats is None:
+        formats = {f"vmscan:mm_vmscan_direct_reclaim_{which}": FMT.format(which=which, id=i)
+                   for which, i in (("begin", 700), ("end", 701))}
     (d / "formats").mkdir(parents=True)
-    for which, i in (("begin", 700), ("end", 701)):
-        (d / "formats" / f"vmscan:mm_vmscan_direct_reclaim_{which}").write_text(FMT.format(which=which, id=i))
+    for full, text in formats.items():
+        (d / "formats" / full).write_text(text)
     for cpu, data in pages.items():
         (d / f"cpu{cpu}.raw").write_bytes(data)
     (d / "capture.json").write_text(json.dumps({"page_size": 4096, "cpus": sorted(pages), "bytes": 0,
-                                                "events": ["vmscan:mm_vmscan_direct_reclaim_begin",
-                                                           "vmscan:mm_vmscan_direct_reclaim_end"]}))
+                                                "events": list(formats)}))
     (d / "tasks.json").write_text(json.dumps({"comms": {"50": "usemem", "51": "kswapd0"},
                                               "workload_pids": [50], "pageblock_order": 9}))
     return D.Capture(d)

@@ -80,7 +80,7 @@ def _kthreads() -> dict[int, str]:
 class MmTrace(Monitor):
     name = "mm-trace"
     row_patterns = ("* (us)", "* count", "* total (ms)", "* per stall", "* stalls *", "extfrag *", "* events",
-                    "*(trace)*")
+                    "*(trace)*", "Kswapd wake*")
     summary = "mm tracepoints (reclaim, compaction, extfrag, THP, OOM) → stall latencies per who"
     default_interval = 0.1
     params = {
@@ -230,7 +230,7 @@ class MmTrace(Monitor):
         counts = {}
         if (outdir / "counts.json").exists():
             counts = json.loads((outdir / "counts.json").read_text())
-        out.metrics = stall_analysis.metrics(cols, counts.get("extfrag"))
+        out.metrics = stall_analysis.metrics(cols, counts.get("extfrag"), wakes=counts.get("kswapd_wakes"))
         ev = counts.get("events", {})
         for name in ("mark_victim", "mm_compaction_deferred", "mm_vmscan_reclaim_pages", "mm_vmscan_write_folio"):
             if name in ev:

@@ -114,13 +114,16 @@ def _spec_lines(cap: Capture, dump: Path | None) -> list[str]:
             else:
                 fields.append("-1 0 0")
         lines.append(f"event {fmt.id} {order} {st.size} {role} {kind} {len(fields)} {' '.join(fields)}".rstrip())
+        if fmt.name in sa.HIGH_ORDER_EVENTS and "order" in cols:
+            off, size, signed = fmt.fields["order"]
+            lines.append(f"order {fmt.id} {off} {size} {int(signed)}")
     for cpu, path in sorted(cap.files.items()):
         lines.append(f"cpu {cpu} {path}")
     return lines
 
 
 def _parse_stats(text: str, cap: Capture) -> dict[str, Any]:
-    out: dict[str, Any] = {"events": {}, "cpus": {}, "windows": []}
+    out: dict[str, Any] = {"events": {}, "cpus": {}, "windows": [], "high_order": {}}
     names = [f.name for f in cap.formats]
     for line in text.splitlines():
         p = line.split()
@@ -137,6 +140,8 @@ def _parse_stats(text: str, cap: Capture) -> dict[str, Any]:
         elif p[0] == "extfrag":
             out["extfrag"] = {"extfrag": int(p[1]), "extfrag_change_ownership": int(p[2]),
                               "extfrag_fragmenting": int(p[3])}
+        elif p[0] == "high_order":
+            out.setdefault("high_order", {})[names[int(p[1])]] = int(p[2])
         elif p[0] == "unpaired":
             out["unpaired"] = {"begins": int(p[1]), "ends": int(p[2])}
         elif p[0] == "stalls":
@@ -198,6 +203,7 @@ def run_reference(cap: Capture, stalls_path: Path | None) -> dict[str, Any]:
             "truncated": dec.truncated,
             "cpus": {c: st.as_dict() for c, st in dec.cpus.items()}, "windows": dec.loss_windows(),
             "extfrag": sa.extfrag_counts(dec.events, dec.columns, cap.pageblock_order()),
+            "high_order": sa.high_order_counts(dec.events, dec.columns),
             "unpaired": unpaired, "stalls": len(stalls), "lost_stalls": sum(s.lost for s in stalls)}
 
 
@@ -223,6 +229,8 @@ def decode_capture(outdir: Path, binary: Callable[[Path], str] | None, *, keep_r
             decoder = "python"
     if st is None:
         st = run_reference(cap, outdir / "stalls.tsv")
+    wakes, wake_notes = sa.kswapd_wakes(st["events"], st["high_order"])
+    notes += wake_notes
     cols = st.pop("table", None) or sa.read_stall_columns(outdir / "stalls.tsv")
     (outdir / "stalls.txt").write_text(sa.report(cols) + "\n")
     decode_s = time.monotonic() - t0
@@ -233,6 +241,7 @@ def decode_capture(outdir: Path, binary: Callable[[Path], str] | None, *, keep_r
     lost_pages = sum(v["lost_pages"] for v in st["cpus"].values())
     rb = cap.meta.get("ring_buffer", {})
     counts = {"events": {k: v for k, v in st["events"].items() if v}, "extfrag": st["extfrag"],
+              "kswapd_wakes": wakes,
               "unknown_records": st["unknown"], "truncated_records": st.get("truncated", 0),
               "pages_with_lost_events": lost_pages, "lost_events": lost_events, "cpus": cpus,
               "loss_windows": len(st["windows"]), "stalls_in_loss": st["lost_stalls"],

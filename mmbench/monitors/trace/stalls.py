@@ -4,7 +4,7 @@ Input: decoded events (``name → [(ts_ns, cpu, pid, *fields)]`` with their fiel
 ``mmbench.monitors.trace.ringbuffer.decode_files`` returns them).  Output: one record per stall
 (kind, who, pid, comm, start, duration, pages reclaimed, pages scanned, overlaps a loss) and
 per-kind statistics: count, total, mean, P50/P90/P95/P99, max and latency bins; plus extfrag
-counts.  ``find_stalls`` is the reference ``trace_decode.c`` must match stall for stall.
+counts and kswapd wake-ups by allocation order.  ``find_stalls`` is the reference ``trace_decode.c`` must match stall for stall.
 
 Pairs (begin → end, same pid, in time order; a begin without its end is dropped and counted as
 unpaired, a later begin of the same kind and pid replaces an open one): direct reclaim, memcg
@@ -200,6 +200,57 @@ def extfrag_counts(events: dict[str, list[tuple]], columns: dict[str, list[str]]
     return out
 
 
+# Kswapd wake-ups by allocation order (MMTests' trace-vmscan-postprocess reports the requests as
+# "Wake kswapd requests"): mm_vmscan_wakeup_kswapd fires when an allocation finds kswapd asleep and
+# the node unbalanced and wakes it (a request, for the allocation's order); mm_vmscan_kswapd_wake
+# when kswapd starts a balance_pgdat() for the order it was asked for (every such wake is already
+# the "Kswapd awake count": only the high-order ones are new here).  The question they answer: who
+# woke kswapd for a high-order allocation.  Seed 000's known-answer patch lets SLUB's speculative
+# high-order slab allocations wake kswapd again (vanilla 6.1's allocate_slab() clears
+# __GFP_RECLAIM for that attempt): high-order requests rare on vanilla, frequent patched.
+WAKEUP_KSWAPD, KSWAPD_WAKE = "mm_vmscan_wakeup_kswapd", "mm_vmscan_kswapd_wake"
+HIGH_ORDER_EVENTS = (WAKEUP_KSWAPD, KSWAPD_WAKE)   # events whose records with order > 0 are counted
+# counts.json "kswapd_wakes" key → (event, counts only order > 0, row, description)
+KSWAPD_WAKE_ROWS = {
+    "requests": (WAKEUP_KSWAPD, False, "Kswapd wake requests",
+                 "mm_vmscan_wakeup_kswapd: an allocation found kswapd asleep and the node unbalanced, and woke it"),
+    "requests_high_order": (WAKEUP_KSWAPD, True, "Kswapd wake requests, high-order",
+                            "wake requests for an allocation of order > 0"),
+    "wakes_high_order": (KSWAPD_WAKE, True, "Kswapd wakes, high-order",
+                         "mm_vmscan_kswapd_wake with order > 0: kswapd balanced the node for a high order"),
+}
+
+
+def high_order_counts(events: dict[str, list[tuple]], columns: dict[str, list[str]]) -> dict[str, int]:
+    """Event name → its records with ``order`` > 0, for the HIGH_ORDER_EVENTS recorded whose format
+    has an ``order`` field (``trace_decode.c``'s "order" lines)."""
+    out = {}
+    for name in HIGH_ORDER_EVENTS:
+        cols = columns.get(name)
+        if cols is not None and "order" in cols:
+            i = cols.index("order") + 3
+            out[name] = sum(1 for r in events.get(name, ()) if r[i] > 0)
+    return out
+
+
+def kswapd_wakes(events: dict[str, int], high_order: dict[str, int]) -> tuple[dict[str, int], list[str]]:
+    """The counts of KSWAPD_WAKE_ROWS from the decoder's event counts (every recorded event, 0s
+    included) and ``high_order_counts``; a count the capture cannot give is left out (its row is
+    absent, never 0), with a note when the event was recorded but its format has no ``order``."""
+    out: dict[str, int] = {}
+    notes = []
+    for key, (name, high, row, _) in KSWAPD_WAKE_ROWS.items():
+        if name not in events:
+            continue
+        if not high:
+            out[key] = events[name]
+        elif name in high_order:
+            out[key] = high_order[name]
+        else:
+            notes.append(f"this kernel's {name} tracepoint has no order field: no {row!r} row")
+    return out, notes
+
+
 # -- stalls file -----------------------------------------------------------------------------
 
 COLUMNS = ["kind", "who", "pid", "comm", "start_ns", "dur_ns", "reclaimed", "scanned", "lost"]
@@ -350,8 +401,10 @@ def _base(kind: str) -> tuple[str, str]:
 
 
 def metrics(stalls: list[Stall] | dict[str, Any], extfrag: dict[str, int] | None = None,
-            duration_s: float | None = None) -> list[tuple[MetricDef, list[float]]]:
-    """MonitorSummary metrics: per kind (and per who) stall latencies, count, total, pages."""
+            duration_s: float | None = None, wakes: dict[str, int] | None = None
+            ) -> list[tuple[MetricDef, list[float]]]:
+    """MonitorSummary metrics: per kind (and per who) stall latencies, count, total, pages; extfrag
+    counts; ``wakes`` (``kswapd_wakes``' counts): the kswapd wake-up rows it holds."""
     cols = stalls if isinstance(stalls, dict) else columns_of(stalls)
     out: list[tuple[MetricDef, list[float]]] = []
     for kind, g in _groups(cols).items():
@@ -409,6 +462,10 @@ def metrics(stalls: list[Stall] | dict[str, Any], extfrag: dict[str, int] | None
         out.append((MetricDef("Extfrag fragmenting fallbacks", "events", "lower", kind="count", mean="amean",
                               description="fallback_order below pageblock order: mixes migrate types"),
                     [float(extfrag.get("extfrag_fragmenting", 0))]))
+    for key, (_, _, row, desc) in KSWAPD_WAKE_ROWS.items():
+        if key in (wakes or {}):
+            out.append((MetricDef(row, "events", "lower", kind="count", mean="amean", description=desc),
+                        [float(wakes[key])]))
     return out
 
 

@@ -1,6 +1,7 @@
 /*
  * trace_decode: mm-trace's raw ring-buffer pages (per_cpu/cpuN/trace_pipe_raw copies) walked
- * in C, at memory speed: event counts, lost events per CPU, extfrag counts, workload tasks
+ * in C, at memory speed: event counts, lost events per CPU, extfrag counts, high-order counts
+ * (kswapd wake-ups by allocation order), workload tasks
  * followed through forks, begin/end stall pairs per pid written as stalls.tsv, and (for tests)
  * every record's numeric fields.  The pure-Python reader (ringbuffer.py, stalls.py) is the
  * reference this program must match record for record; decode.py writes the spec it reads.
@@ -17,6 +18,8 @@
  *        ROLE 0 count, 1 begin, 2 end [nr_reclaimed], 3 lru_shrink_inactive [nr_scanned],
  *        4 throttled [usec_delayed], 5 extfrag [change_ownership fallback_order] (OFF -1: absent),
  *        6 fork [parent_pid child_pid], 7 dump only
+ *   order ID OFF SIZE SIGNED                    count event ID's records whose field there (its
+ *                                               format's `order`) is above 0 (after its event line)
  *   comms PATH        "pid<TAB>comm" lines            workload PATH   one pid a line
  *   cpu N PATH        a per-CPU capture file           stalls PATH     where stalls.tsv goes
  *   dump DIR          write DIR/evORDER.bin: int64 rows (ts, cpu, pid, fields...) of every event
@@ -55,7 +58,9 @@ struct field { int off, size, sgn; };
 struct event {
 	int id, order, minlen, role, kind, nf;
 	struct field f[MAXF];
-	long long count;
+	struct field ord;            /* the `order` field of an "order" line */
+	int has_ord;
+	long long count, high;       /* records; of them, with order > 0 */
 	FILE *dump;
 };
 struct rel {                     /* an event the pairing needs, 24 bytes */
@@ -265,6 +270,14 @@ static void read_spec(const char *path)
 			if (e->role == R_LRU && e->nf == 1)
 				have_scanned = 1;
 			ev_of_id[e->id] = (int16_t)nevents++;
+		} else if (!strcmp(key, "order")) {
+			int id, ei;
+			struct field o;
+			if (sscanf(a, "%d %d %d %d", &id, &o.off, &o.size, &o.sgn) != 4 || id < 0 || id > 65535 ||
+			    (ei = ev_of_id[id]) < 0 || o.off < 0 || o.off + o.size > events[ei].minlen)
+				die("bad order line", line);
+			events[ei].ord = o;
+			events[ei].has_ord = 1;
 		} else if (!strcmp(key, "comms")) {
 			comms_path = dupstr(rest_of(line, 1));
 		} else if (!strcmp(key, "workload")) {
@@ -341,6 +354,8 @@ static void record(struct cpustat *cs, uint64_t ts, const uint8_t *p, int64_t le
 		return;
 	int64_t pid = rd(p + pid_off, pid_size, 1);
 	e->count++;
+	if (e->has_ord && rd(p + e->ord.off, e->ord.size, e->ord.sgn) > 0)
+		e->high++;
 	cs->records++;
 	seq++;
 	if (e->dump) {
@@ -1024,6 +1039,9 @@ static void write_stats(void)
 	for (size_t i = 0; i < nwins; i++)
 		fprintf(f, "window %llu %llu\n", (unsigned long long)wins[i].lo, (unsigned long long)wins[i].hi);
 	fprintf(f, "extfrag %lld %lld %lld\n", extfrag_n, extfrag_change, extfrag_frag);
+	for (int i = 0; i < nevents; i++)
+		if (events[i].has_ord)
+			fprintf(f, "high_order %d %lld\n", events[i].order, events[i].high);
 	fprintf(f, "unpaired %lld %lld\n", unpaired_begins, unpaired_ends);
 	fprintf(f, "stalls %zu %lld\n", nstalls, lost_stalls);
 	fprintf(f, "kept %zu %zu %zu\n", nrels, nforks, nthrs);
