@@ -141,7 +141,7 @@ def _parse_stats(text: str, cap: Capture) -> dict[str, Any]:
             out["extfrag"] = {"extfrag": int(p[1]), "extfrag_change_ownership": int(p[2]),
                               "extfrag_fragmenting": int(p[3])}
         elif p[0] == "high_order":
-            out.setdefault("high_order", {})[names[int(p[1])]] = int(p[2])
+            out["high_order"][names[int(p[1])]] = int(p[2])
         elif p[0] == "unpaired":
             out["unpaired"] = {"begins": int(p[1]), "ends": int(p[2])}
         elif p[0] == "stalls":
