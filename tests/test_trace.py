@@ -59,7 +59,10 @@ def test_mm_trace_end_to_end(tmp_path, journal):
     mon = cls()
     assert mon.unavailable_reason() is None
     with TestMemcg("trace", 64 << 20, journal) as cg:
-        ctx = MonitorContext(outdir=tmp_path / "mm-trace", interval=0.1, params={"decode_gap": 0.6},
+        from mmbench.monitors.mm_trace import DEFAULT_EVENTS
+        # one tracepoint this kernel lacks: its note must survive the decode
+        events = [*DEFAULT_EVENTS, "vmscan:mmbench_no_such_event"]
+        ctx = MonitorContext(outdir=tmp_path / "mm-trace", interval=0.1, params={"decode_gap": 0.6, "events": events},
                              sandbox_paths=cg.sandbox_paths(), sandbox_pids=cg.pids, journal=journal,
                              log=lambda m: None, binary=binary_for)
         mark = journal.mark()
@@ -72,6 +75,7 @@ def test_mm_trace_end_to_end(tmp_path, journal):
             meta = mon.stop()
             stop_s = time.monotonic() - t0
     assert meta["errors"] == [], meta
+    assert "missing tracepoints: vmscan:mmbench_no_such_event" in meta["notes"], meta["notes"]
     # decoded by the C program, inside a fixed gap (the same pause after every iteration)
     assert meta["decoder"] == "c" and meta["gap_s"] >= 0.6 and stop_s >= 0.6
     assert (ctx.outdir / "summary.json").exists()      # summarised inside the gap too

@@ -177,8 +177,11 @@ class MmTrace(Monitor):
             meta.update(deferred="decode", files=meta["files"] + files)
             return meta
         meta["files"] += ["stalls.tsv", "stalls.txt", "counts.json"] + (files if keep else [])
-        meta.update(decode_capture(outdir, self._ctx.binary, keep_raw=keep, reference=p.get("decoder") == "python",
-                                   where="VM guest" if in_guest() else "recording machine"))
+        decoded = decode_capture(outdir, self._ctx.binary, keep_raw=keep, reference=p.get("decoder") == "python",
+                                 where="VM guest" if in_guest() else "recording machine")
+        # the decode's notes add to the capture's ("missing tracepoints: ..."), as finish_deferred's do
+        decoded["notes"] = meta["notes"] + decoded.get("notes", [])
+        meta.update(decoded)
         _loss_notes(meta, cap_meta)
         # A fixed, recorded gap between the workload's end and the next iteration: after a few idle
         # seconds first touches run 25-50x slower (free page reporting), so a decode time that
