@@ -37,10 +37,9 @@ def task_ladder(params: dict[str, Any], ncpus: int | None = None) -> list[int]:
     will-it-scale walk (configs/config-workload-will-it-scale-pf-*: WIS_MIN_THREADS=2 to
     WIS_MAX_THREADS=2xNCPU through ``threads_topology_walk``; 2, 3, 4 on 2 CPUs)."""
     if params.get("ladder"):
-        from mmbench.workloads.stressng import cpu_topology, topology_walk
-        here = cpu_topology()
-        n = ncpus or here[0]
-        return topology_walk(2, 2 * n, here if here[0] == n else (n, 1, n, n))
+        from mmbench.workloads.stressng import topology_of, topology_walk
+        topology = topology_of(ncpus)
+        return topology_walk(2, 2 * topology[0], topology)
     return client_ladder({"clients": params.get("tasks")}, ncpus)
 
 

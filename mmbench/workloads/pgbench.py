@@ -181,10 +181,8 @@ class Pgbench(Workload):
         this machine's, or a flat one of ``ncpus`` CPUs when that differs from this machine's)."""
         ncpus = ncpus or len(os.sched_getaffinity(0))
         if params.get("ladder"):
-            from mmbench.workloads.stressng import cpu_topology, topology_walk
-            if topology is None:
-                here = cpu_topology()
-                topology = here if here[0] == ncpus else (ncpus, 1, ncpus, ncpus)
+            from mmbench.workloads.stressng import topology_of, topology_walk
+            topology = topology or topology_of(ncpus)
             return topology_walk(1, 2 * topology[0], topology)
         counts = params.get("clients")
         counts = counts if isinstance(counts, list) else [counts or 0]

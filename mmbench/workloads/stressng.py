@@ -264,6 +264,13 @@ def _cpu_list(text: str) -> list[int]:
     return out
 
 
+def topology_of(ncpus: int | None = None) -> tuple[int, int, int, int]:
+    """This machine's ``cpu_topology()``, or a flat one of ``ncpus`` CPUs when that differs (a
+    guest's CPU count asked for on the host)."""
+    here = cpu_topology()
+    return here if ncpus in (None, here[0]) else (ncpus, 1, ncpus, ncpus)
+
+
 def topology_walk(low: int, high: int, topology: tuple[int, int, int, int] | None = None) -> list[int]:
     """MMTests' client/thread walk (bin/generate-stride-range, the shellpacks'
     ``threads_topology_walk``; pgbench and will-it-scale use it): ``low`` and ``high``, plus steps
