@@ -97,11 +97,14 @@ def test_kswapd_wake_counts_from_the_records(name, prog, tmp_path):
         return sum(r[i] > 0 for r in dec.events[ev])
 
     want = {"requests": len(dec.events[sa.WAKEUP_KSWAPD]), "requests_high_order": high(sa.WAKEUP_KSWAPD),
-            "wakes_high_order": high(sa.KSWAPD_WAKE)}
+            "requests_speculative": 0, "wakes_high_order": high(sa.KSWAPD_WAKE)}
     c, ref = _both(cap, prog, tmp_path)
-    assert sa.kswapd_wakes(c["events"], c["high_order"]) == (want, [])
-    assert sa.kswapd_wakes(ref["events"], ref["high_order"]) == (want, [])
-    assert tuple(want.values()) == KSWAPD_WAKES[name]
+    assert sa.kswapd_wakes(c["events"], c["high_order"], c["speculative"]) == (want, [])
+    assert sa.kswapd_wakes(ref["events"], ref["high_order"], ref["speculative"]) == (want, [])
+    assert (want["requests"], want["requests_high_order"], want["wakes_high_order"]) == KSWAPD_WAKES[name]
+    # no speculative attempt in any: the one high-order request (guest-6.1-overrun) has no
+    # __GFP_NOMEMALLOC; a kernel's masks come from its own print fmt (6.1: hex, 6.18: shifts)
+    assert D.speculative_masks(cap) == {sa.WAKEUP_KSWAPD: (0x10000 | 0x80000, 0x400)}
 
 
 def test_overrun_capture_flags_stalls_in_the_loss(prog, tmp_path):
@@ -242,17 +245,66 @@ def test_synthesised_kswapd_wakes_by_order(order, tmp_path):
         if order:
             assert rows[reference]["Kswapd wake requests, high-order"] == [2.0]
             assert rows[reference]["Kswapd wakes, high-order"] == [1.0]
-            assert not summary.notes
+            # this synthesised format has no gfp_flags: the speculative row is absent, and said so
+            assert summary.notes == [
+                "this kernel's mm_vmscan_wakeup_kswapd tracepoint has no gfp_flags field naming __GFP_NORETRY, "
+                "__GFP_NOMEMALLOC, __GFP_DIRECT_RECLAIM: no 'Kswapd wake requests, speculative high-order' row"]
         else:
             assert set(rows[reference]) == {"Kswapd wake requests"}
             assert [n for n in summary.notes if "no order field" in n] == [
                 "this kernel's mm_vmscan_wakeup_kswapd tracepoint has no order field: no "
                 "'Kswapd wake requests, high-order' row",
+                "this kernel's mm_vmscan_wakeup_kswapd tracepoint has no order field: no "
+                "'Kswapd wake requests, speculative high-order' row",
                 "this kernel's mm_vmscan_kswapd_wake tracepoint has no order field: no 'Kswapd wakes, high-order' row"]
     assert rows[False] == rows[True]
     # a suite's primary list may name them (checked against the monitor's row patterns)
     from mmbench.config.primary import pattern_match
     assert all(pattern_match(MmTrace.row_patterns, n) for _, _, n, _ in sa.KSWAPD_WAKE_ROWS.values())
+
+
+# (order, gfp_flags) of synthesised mm_vmscan_wakeup_kswapd records in a real kernel's format; 6.1's
+# bits: NORETRY 0x10000, NOMEMALLOC 0x80000, DIRECT_RECLAIM 0x400, KSWAPD_RECLAIM 0x800, IO 0x40,
+# FS 0x80, NOWARN 0x2000, COMP 0x40000, HIGH 0x20 (the same in 6.18)
+SLUB_SPECULATIVE = 0x10000 | 0x80000 | 0x2000 | 0x40000 | 0x800 | 0x40 | 0x80   # GFP_KERNEL's attempt, patched
+WAKE_RECORDS = [
+    (3, SLUB_SPECULATIVE, True),
+    (1, 0x10000 | 0x80000 | 0x20 | 0x800, True),                # an atomic one with the same signature
+    (3, SLUB_SPECULATIVE | 0x400, False),                       # may reclaim directly
+    (0, SLUB_SPECULATIVE, False),                               # order 0
+    (3, 0x52810, False),                                        # GFP_NOWAIT slab attempt: no NOMEMALLOC
+    (3, 0x10000 | 0x2000 | 0x40000 | 0x800 | 0x40 | 0x80, False),   # TCP's page-frag refill: no NOMEMALLOC
+]
+
+
+@pytest.mark.parametrize("kernel", ["guest-6.1-overrun", "host-6.18-thrash"])
+def test_speculative_wake_requests_by_gfp_flags(kernel, tmp_path):
+    """The speculative high-order row counts order > 0 requests with __GFP_NORETRY and
+    __GFP_NOMEMALLOC and without __GFP_DIRECT_RECLAIM, with the bits read from the kernel's own
+    format file (6.1 and 6.18 write them differently), in both decoders, to the summary's row."""
+    fmt_name = f"vmscan:{sa.WAKEUP_KSWAPD}"
+    text = (DATA / kernel / "formats" / fmt_name).read_text()
+    eid = int(text.split("ID:")[1].split()[0])
+    recs = [_rec(1, struct.pack("<HBBiiiiiQ", eid, 0, 0, 50, 0, 1, o, 0, g)) for o, g, _ in WAKE_RECORDS]
+    want = sum(s for _, _, s in WAKE_RECORDS)
+    rows = {}
+    for reference in (False, True):
+        d = tmp_path / f"ref{int(reference)}"
+        _synth_capture(d, {0: _page(recs, ts=100)}, {fmt_name: text})
+        meta = D.decode_capture(d, binary_for, reference=reference)
+        summary = MmTrace.summarise(d, meta)
+        rows[reference] = {md.name: v for md, v in summary.metrics if md.name.startswith("Kswapd wake")}
+        assert not summary.notes
+    assert rows[False] == rows[True] == {"Kswapd wake requests": [6.0], "Kswapd wake requests, high-order": [5.0],
+                                         "Kswapd wake requests, speculative high-order": [float(want)]}
+    assert want == 2
+    # a format whose print fmt names no gfp flags: no row, and a note saying why
+    d = tmp_path / "noflags"
+    bare = text.split("print fmt:")[0] + 'print fmt: "order=%d", REC->order\n'
+    _synth_capture(d, {0: _page(recs, ts=100)}, {fmt_name: bare})
+    summary = MmTrace.summarise(d, D.decode_capture(d, binary_for))
+    assert "Kswapd wake requests, speculative high-order" not in {md.name for md, _ in summary.metrics}
+    assert any("no gfp_flags field naming __GFP_NORETRY" in n for n in summary.notes), summary.notes
 
 
 def test_memory_grows_with_paired_events_not_with_the_capture(prog, tmp_path):

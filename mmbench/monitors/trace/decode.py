@@ -116,14 +116,28 @@ def _spec_lines(cap: Capture, dump: Path | None) -> list[str]:
         lines.append(f"event {fmt.id} {order} {st.size} {role} {kind} {len(fields)} {' '.join(fields)}".rstrip())
         if fmt.name in sa.HIGH_ORDER_EVENTS and "order" in cols:
             off, size, signed = fmt.fields["order"]
-            lines.append(f"order {fmt.id} {off} {size} {int(signed)}")
+            line = f"order {fmt.id} {off} {size} {int(signed)}"
+            masks = speculative_masks(cap).get(fmt.name)
+            if masks is not None and "gfp_flags" in cols:
+                goff, gsize, _ = fmt.fields["gfp_flags"]
+                line += f" {goff} {gsize} {masks[0]} {masks[1]}"
+            lines.append(line)
     for cpu, path in sorted(cap.files.items()):
         lines.append(f"cpu {cpu} {path}")
     return lines
 
 
+def speculative_masks(cap: Capture) -> dict[str, tuple[int, int]]:
+    """Event name → ``stalls.speculative_masks`` for the capture's mm_vmscan_wakeup_kswapd."""
+    out = {}
+    for fmt in cap.formats:
+        if fmt.name == sa.WAKEUP_KSWAPD and (m := sa.speculative_masks(fmt)) is not None:
+            out[fmt.name] = m
+    return out
+
+
 def _parse_stats(text: str, cap: Capture) -> dict[str, Any]:
-    out: dict[str, Any] = {"events": {}, "cpus": {}, "windows": [], "high_order": {}}
+    out: dict[str, Any] = {"events": {}, "cpus": {}, "windows": [], "high_order": {}, "speculative": {}}
     names = [f.name for f in cap.formats]
     for line in text.splitlines():
         p = line.split()
@@ -142,6 +156,8 @@ def _parse_stats(text: str, cap: Capture) -> dict[str, Any]:
                               "extfrag_fragmenting": int(p[3])}
         elif p[0] == "high_order":
             out["high_order"][names[int(p[1])]] = int(p[2])
+            if len(p) > 3:
+                out["speculative"][names[int(p[1])]] = int(p[3])
         elif p[0] == "unpaired":
             out["unpaired"] = {"begins": int(p[1]), "ends": int(p[2])}
         elif p[0] == "stalls":
@@ -204,6 +220,7 @@ def run_reference(cap: Capture, stalls_path: Path | None) -> dict[str, Any]:
             "cpus": {c: st.as_dict() for c, st in dec.cpus.items()}, "windows": dec.loss_windows(),
             "extfrag": sa.extfrag_counts(dec.events, dec.columns, cap.pageblock_order()),
             "high_order": sa.high_order_counts(dec.events, dec.columns),
+            "speculative": sa.speculative_counts(dec.events, dec.columns, speculative_masks(cap)),
             "unpaired": unpaired, "stalls": len(stalls), "lost_stalls": sum(s.lost for s in stalls)}
 
 
@@ -229,7 +246,7 @@ def decode_capture(outdir: Path, binary: Callable[[Path], str] | None, *, keep_r
             decoder = "python"
     if st is None:
         st = run_reference(cap, outdir / "stalls.tsv")
-    wakes, wake_notes = sa.kswapd_wakes(st["events"], st["high_order"])
+    wakes, wake_notes = sa.kswapd_wakes(st["events"], st["high_order"], st["speculative"])
     notes += wake_notes
     cols = st.pop("table", None) or sa.read_stall_columns(outdir / "stalls.tsv")
     (outdir / "stalls.txt").write_text(sa.report(cols) + "\n")

@@ -4,6 +4,7 @@ its data (``load_formats``), so decoding later never depends on the machine that
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,36 @@ def parse_format(system: str, name: str, text: str) -> EventFormat:
             except (KeyError, ValueError):
                 continue
     return EventFormat(system, name, ev_id, fields, text)
+
+
+# One entry of a __print_flags() table in a format's print fmt, e.g. for gfp_flags
+#   6.1:  {( unsigned long)(( gfp_t)0x400u), "__GFP_DIRECT_RECLAIM"}
+#   6.18: {( unsigned long)(( gfp_t)((((1UL))) << (10))), "__GFP_DIRECT_RECLAIM"}
+# (6.18's gfp_types.h defines each flag as BIT(its bit number)); composite names such as
+# GFP_KERNEL have longer expressions and are not single bits.
+_FLAG_ENTRY = re.compile(r'\{\(\s*unsigned long\)\(\(\s*(\w+)\)(.*?)\),\s*"(\w+)"\}')
+_HEX = re.compile(r"0x([0-9a-fA-F]+)[uUlL]*")
+_SHIFT = re.compile(r"1[uUlL]*<<(\d+)")
+
+
+def flag_bits(fmt: EventFormat, ctype: str, prefix: str) -> dict[str, int]:
+    """The single-bit flags of ``fmt``'s print-fmt flag table whose cast is ``ctype`` and whose name
+    starts with ``prefix`` (``flag_bits(f, "gfp_t", "__GFP_")``): name → bit value, as this kernel
+    defines them, so a decoder never carries a version's bit numbers."""
+    out: dict[str, int] = {}
+    for cast, expr, name in _FLAG_ENTRY.findall(fmt.text):
+        if cast != ctype or not name.startswith(prefix):
+            continue
+        e = expr.replace("(", "").replace(")", "").replace(" ", "")
+        if m := _HEX.fullmatch(e):
+            v = int(m.group(1), 16)
+        elif m := _SHIFT.fullmatch(e):
+            v = 1 << int(m.group(1))
+        else:
+            continue
+        if v and not v & (v - 1):
+            out[name] = v
+    return out
 
 
 def read_format(system: str, name: str, root: Path = TRACEFS) -> EventFormat:

@@ -212,15 +212,42 @@ def extfrag_counts(events: dict[str, list[tuple]], columns: dict[str, list[str]]
 # high-order callers wake kswapd on vanilla too: 91-445 high-order requests per seed000 iteration).
 WAKEUP_KSWAPD, KSWAPD_WAKE = "mm_vmscan_wakeup_kswapd", "mm_vmscan_kswapd_wake"
 HIGH_ORDER_EVENTS = (WAKEUP_KSWAPD, KSWAPD_WAKE)   # events whose records with order > 0 are counted
-# counts.json "kswapd_wakes" key → (event, counts only order > 0, row, description)
+# A speculative high-order attempt: one that will neither reclaim directly, retry nor dip into the
+# reserves, because its caller falls back to a smaller order at once.  SLUB's preferred-order slab
+# (allocate_slab() adds __GFP_NORETRY, and __GFP_NOMEMALLOC for a caller that may block) is the one
+# seed 000 is about; 6.1 also clears __GFP_KSWAPD_RECLAIM there, so on vanilla 6.1 only a
+# page_frag_cache refill (net rx buffers; none in our guests) carries this signature.  TCP's
+# skb_page_frag_refill() order-3 attempt lacks __GFP_NOMEMALLOC and is not counted.  The bits are
+# read from each kernel's own print fmt (formats.flag_bits), never carried here.
+SPECULATIVE_SET = ("__GFP_NORETRY", "__GFP_NOMEMALLOC")
+SPECULATIVE_CLEAR = ("__GFP_DIRECT_RECLAIM",)
+# counts.json "kswapd_wakes" key → (event, which records: all / order > 0 / order > 0 and
+# speculative, row, description)
 KSWAPD_WAKE_ROWS = {
-    "requests": (WAKEUP_KSWAPD, False, "Kswapd wake requests",
+    "requests": (WAKEUP_KSWAPD, "all", "Kswapd wake requests",
                  "mm_vmscan_wakeup_kswapd: an allocation found kswapd asleep and the node unbalanced, and woke it"),
-    "requests_high_order": (WAKEUP_KSWAPD, True, "Kswapd wake requests, high-order",
+    "requests_high_order": (WAKEUP_KSWAPD, "high", "Kswapd wake requests, high-order",
                             "wake requests for an allocation of order > 0"),
-    "wakes_high_order": (KSWAPD_WAKE, True, "Kswapd wakes, high-order",
+    "requests_speculative": (WAKEUP_KSWAPD, "speculative", "Kswapd wake requests, speculative high-order",
+                             "high-order wake requests whose gfp_flags have __GFP_NORETRY and __GFP_NOMEMALLOC "
+                             "but not __GFP_DIRECT_RECLAIM: an attempt that falls back at once (SLUB's "
+                             "preferred slab order)"),
+    "wakes_high_order": (KSWAPD_WAKE, "high", "Kswapd wakes, high-order",
                          "mm_vmscan_kswapd_wake with order > 0: kswapd balanced the node for a high order"),
 }
+
+
+def speculative_masks(fmt: Any) -> tuple[int, int] | None:
+    """(bits that must be set, bits that must be clear) in ``fmt``'s gfp_flags for a speculative
+    high-order attempt, from the kernel's own flag names; None when the format has no gfp_flags
+    field or does not name those flags."""
+    from mmbench.monitors.trace.formats import flag_bits
+    if "gfp_flags" not in fmt.fields or "order" not in fmt.fields:
+        return None
+    bits = flag_bits(fmt, "gfp_t", "__GFP_")
+    if not all(n in bits for n in (*SPECULATIVE_SET, *SPECULATIVE_CLEAR)):
+        return None
+    return sum(bits[n] for n in SPECULATIVE_SET), sum(bits[n] for n in SPECULATIVE_CLEAR)
 
 
 def high_order_counts(events: dict[str, list[tuple]], columns: dict[str, list[str]]) -> dict[str, int]:
@@ -235,21 +262,43 @@ def high_order_counts(events: dict[str, list[tuple]], columns: dict[str, list[st
     return out
 
 
-def kswapd_wakes(events: dict[str, int], high_order: dict[str, int]) -> tuple[dict[str, int], list[str]]:
+def speculative_counts(events: dict[str, list[tuple]], columns: dict[str, list[str]],
+                       masks: dict[str, tuple[int, int]]) -> dict[str, int]:
+    """Event name → its records with ``order`` > 0 whose gfp_flags match the event's
+    ``speculative_masks`` (the "order" lines' gfp part in ``trace_decode.c``)."""
+    out = {}
+    for name, (want, clear) in masks.items():
+        cols = columns.get(name)
+        if cols is None or "order" not in cols or "gfp_flags" not in cols:
+            continue
+        io, ig = cols.index("order") + 3, cols.index("gfp_flags") + 3
+        out[name] = sum(1 for r in events.get(name, ())
+                        if r[io] > 0 and r[ig] & want == want and not r[ig] & clear)
+    return out
+
+
+def kswapd_wakes(events: dict[str, int], high_order: dict[str, int],
+                 speculative: dict[str, int] | None = None) -> tuple[dict[str, int], list[str]]:
     """The counts of KSWAPD_WAKE_ROWS from the decoder's event counts (every recorded event, 0s
-    included) and ``high_order_counts``; a count the capture cannot give is left out (its row is
-    absent, never 0), with a note when the event was recorded but its format has no ``order``."""
+    included), ``high_order_counts`` and ``speculative_counts``; a count the capture cannot give
+    is left out (its row is absent, never 0), with a note when the event was recorded but its
+    format lacks what the count needs."""
     out: dict[str, int] = {}
     notes = []
-    for key, (name, high, row, _) in KSWAPD_WAKE_ROWS.items():
+    for key, (name, which, row, _) in KSWAPD_WAKE_ROWS.items():
         if name not in events:
             continue
-        if not high:
+        if which == "all":
             out[key] = events[name]
-        elif name in high_order:
+        elif which == "high" and name in high_order:
             out[key] = high_order[name]
-        else:
+        elif which == "speculative" and name in (speculative or {}):
+            out[key] = speculative[name]
+        elif which == "high" or name not in high_order:
             notes.append(f"this kernel's {name} tracepoint has no order field: no {row!r} row")
+        else:
+            notes.append(f"this kernel's {name} tracepoint has no gfp_flags field naming "
+                         f"{', '.join((*SPECULATIVE_SET, *SPECULATIVE_CLEAR))}: no {row!r} row")
     return out, notes
 
 

@@ -18,8 +18,11 @@
  *        ROLE 0 count, 1 begin, 2 end [nr_reclaimed], 3 lru_shrink_inactive [nr_scanned],
  *        4 throttled [usec_delayed], 5 extfrag [change_ownership fallback_order] (OFF -1: absent),
  *        6 fork [parent_pid child_pid], 7 dump only
- *   order ID OFF SIZE SIGNED                    count event ID's records whose field there (its
- *                                               format's `order`) is above 0 (after its event line)
+ *   order ID OFF SIZE SIGNED [GOFF GSIZE SET CLEAR]
+ *                                               count event ID's records whose field there (its
+ *                                               format's `order`) is above 0 (after its event line);
+ *                                               with the gfp part, also those of them whose field at
+ *                                               GOFF has every SET bit and no CLEAR bit
  *   comms PATH        "pid<TAB>comm" lines            workload PATH   one pid a line
  *   cpu N PATH        a per-CPU capture file           stalls PATH     where stalls.tsv goes
  *   dump DIR          write DIR/evORDER.bin: int64 rows (ts, cpu, pid, fields...) of every event
@@ -59,8 +62,10 @@ struct event {
 	int id, order, minlen, role, kind, nf;
 	struct field f[MAXF];
 	struct field ord;            /* the `order` field of an "order" line */
-	int has_ord;
-	long long count, high;       /* records; of them, with order > 0 */
+	struct field gfp;            /* its optional gfp_flags field and masks */
+	int has_ord, has_gfp;
+	unsigned long long gfp_set, gfp_clear;
+	long long count, high, spec; /* records; with order > 0; of those, gfp & set == set, gfp & clear == 0 */
 	FILE *dump;
 };
 struct rel {                     /* an event the pairing needs, 24 bytes */
@@ -271,13 +276,23 @@ static void read_spec(const char *path)
 				have_scanned = 1;
 			ev_of_id[e->id] = (int16_t)nevents++;
 		} else if (!strcmp(key, "order")) {
-			int id, ei;
-			struct field o;
-			if (sscanf(a, "%d %d %d %d", &id, &o.off, &o.size, &o.sgn) != 4 || id < 0 || id > 65535 ||
-			    (ei = ev_of_id[id]) < 0 || o.off < 0 || o.off + o.size > events[ei].minlen)
+			int id, ei, n;
+			struct field o, g = {0, 0, 0};
+			unsigned long long set = 0, clear = 0;
+			n = sscanf(a, "%d %d %d %d %d %d %llu %llu", &id, &o.off, &o.size, &o.sgn, &g.off, &g.size, &set,
+				   &clear);
+			if ((n != 4 && n != 8) || id < 0 || id > 65535 || (ei = ev_of_id[id]) < 0 || o.off < 0 ||
+			    o.off + o.size > events[ei].minlen ||
+			    (n == 8 && (g.off < 0 || g.off + g.size > events[ei].minlen)))
 				die("bad order line", line);
 			events[ei].ord = o;
 			events[ei].has_ord = 1;
+			if (n == 8) {
+				events[ei].gfp = g;
+				events[ei].has_gfp = 1;
+				events[ei].gfp_set = set;
+				events[ei].gfp_clear = clear;
+			}
 		} else if (!strcmp(key, "comms")) {
 			comms_path = dupstr(rest_of(line, 1));
 		} else if (!strcmp(key, "workload")) {
@@ -354,8 +369,14 @@ static void record(struct cpustat *cs, uint64_t ts, const uint8_t *p, int64_t le
 		return;
 	int64_t pid = rd(p + pid_off, pid_size, 1);
 	e->count++;
-	if (e->has_ord && rd(p + e->ord.off, e->ord.size, e->ord.sgn) > 0)
+	if (e->has_ord && rd(p + e->ord.off, e->ord.size, e->ord.sgn) > 0) {
 		e->high++;
+		if (e->has_gfp) {
+			uint64_t g = (uint64_t)rd(p + e->gfp.off, e->gfp.size, 0);
+			if ((g & e->gfp_set) == e->gfp_set && !(g & e->gfp_clear))
+				e->spec++;
+		}
+	}
 	cs->records++;
 	seq++;
 	if (e->dump) {
@@ -1040,7 +1061,9 @@ static void write_stats(void)
 		fprintf(f, "window %llu %llu\n", (unsigned long long)wins[i].lo, (unsigned long long)wins[i].hi);
 	fprintf(f, "extfrag %lld %lld %lld\n", extfrag_n, extfrag_change, extfrag_frag);
 	for (int i = 0; i < nevents; i++)
-		if (events[i].has_ord)
+		if (events[i].has_gfp)
+			fprintf(f, "high_order %d %lld %lld\n", events[i].order, events[i].high, events[i].spec);
+		else if (events[i].has_ord)
 			fprintf(f, "high_order %d %lld\n", events[i].order, events[i].high);
 	fprintf(f, "unpaired %lld %lld\n", unpaired_begins, unpaired_ends);
 	fprintf(f, "stalls %zu %lld\n", nstalls, lost_stalls);
