@@ -104,7 +104,7 @@ def test_kswapd_wake_counts_from_the_records(name, prog, tmp_path):
     assert (want["requests"], want["requests_high_order"], want["wakes_high_order"]) == KSWAPD_WAKES[name]
     # no speculative attempt in any: the one high-order request (guest-6.1-overrun) has no
     # __GFP_NOMEMALLOC; a kernel's masks come from its own print fmt (6.1: hex, 6.18: shifts)
-    assert D.speculative_masks(cap) == {sa.WAKEUP_KSWAPD: (0x10000 | 0x80000, 0x400)}
+    assert D.speculative_masks(cap) == {sa.WAKEUP_KSWAPD: (0x10000 | 0x80000 | 0x40, 0x400)}
 
 
 def test_overrun_capture_flags_stalls_in_the_loss(prog, tmp_path):
@@ -248,7 +248,7 @@ def test_synthesised_kswapd_wakes_by_order(order, tmp_path):
             # this synthesised format has no gfp_flags: the speculative row is absent, and said so
             assert summary.notes == [
                 "this kernel's mm_vmscan_wakeup_kswapd tracepoint has no gfp_flags field naming __GFP_NORETRY, "
-                "__GFP_NOMEMALLOC, __GFP_DIRECT_RECLAIM: no 'Kswapd wake requests, speculative high-order' row"]
+                "__GFP_NOMEMALLOC, __GFP_IO, __GFP_DIRECT_RECLAIM: no 'Kswapd wake requests, speculative high-order' row"]
         else:
             assert set(rows[reference]) == {"Kswapd wake requests"}
             assert [n for n in summary.notes if "no order field" in n] == [
@@ -269,7 +269,9 @@ def test_synthesised_kswapd_wakes_by_order(order, tmp_path):
 SLUB_SPECULATIVE = 0x10000 | 0x80000 | 0x2000 | 0x40000 | 0x800 | 0x40 | 0x80   # GFP_KERNEL's attempt, patched
 WAKE_RECORDS = [
     (3, SLUB_SPECULATIVE, True),
-    (1, 0x10000 | 0x80000 | 0x20 | 0x800, True),                # an atomic one with the same signature
+    (2, 0xd2850, True),                                         # patched guest: a GFP_NOFS slab attempt (tar)
+    (1, 0x10000 | 0x80000 | 0x20 | 0x800, False),               # atomic, same signature but no __GFP_IO
+    (3, 0xd2800, False),                                        # vanilla guest: mempool's first attempt (flusher)
     (3, SLUB_SPECULATIVE | 0x400, False),                       # may reclaim directly
     (0, SLUB_SPECULATIVE, False),                               # order 0
     (3, 0x52810, False),                                        # GFP_NOWAIT slab attempt: no NOMEMALLOC
@@ -280,7 +282,8 @@ WAKE_RECORDS = [
 @pytest.mark.parametrize("kernel", ["guest-6.1-overrun", "host-6.18-thrash"])
 def test_speculative_wake_requests_by_gfp_flags(kernel, tmp_path):
     """The speculative high-order row counts order > 0 requests with __GFP_NORETRY and
-    __GFP_NOMEMALLOC and without __GFP_DIRECT_RECLAIM, with the bits read from the kernel's own
+    __GFP_NOMEMALLOC and __GFP_IO and without __GFP_DIRECT_RECLAIM (the gfp values the seed000
+    guests recorded among them), with the bits read from the kernel's own
     format file (6.1 and 6.18 write them differently), in both decoders, to the summary's row."""
     fmt_name = f"vmscan:{sa.WAKEUP_KSWAPD}"
     text = (DATA / kernel / "formats" / fmt_name).read_text()
@@ -295,7 +298,7 @@ def test_speculative_wake_requests_by_gfp_flags(kernel, tmp_path):
         summary = MmTrace.summarise(d, meta)
         rows[reference] = {md.name: v for md, v in summary.metrics if md.name.startswith("Kswapd wake")}
         assert not summary.notes
-    assert rows[False] == rows[True] == {"Kswapd wake requests": [6.0], "Kswapd wake requests, high-order": [5.0],
+    assert rows[False] == rows[True] == {"Kswapd wake requests": [8.0], "Kswapd wake requests, high-order": [7.0],
                                          "Kswapd wake requests, speculative high-order": [float(want)]}
     assert want == 2
     # a format whose print fmt names no gfp flags: no row, and a note saying why
