@@ -371,3 +371,40 @@ def test_compare_cells_baseline_minus_one():
     assert mt.monitor_summary_v025([5, 0, 7], "Higher")[1] == -1
     assert mt.compare_cells({"a": -1.0, "b": 4.5}, "a") == {"a": None, "b": None}
     assert mt.compare_cells({"a": 2.0, "b": -1.0, "c": float("nan")}, "a") == {"a": 2.0, "b": None, "c": None}
+
+
+def test_thpscale_locality_table(tmp_path, results, capsys):
+    """ExtractThpscalelocality.pm: field 6 of each fault line (1 local, 0 remote, else uncertain),
+    as percentages of the faults of that kind per iter-N, the largest iteration; a run with a log
+    where one kind never happened is left out (MMTests divides by zero) and the next run is the
+    baseline of the percentages."""
+    make_tree(tmp_path / "mmtests", {"a": 1, "b": 2, "c": 1}, gz=True, benches=("thpscale",))
+    log = tmp_path / "mmtests" / "work" / "log"
+    faults = {("a", 0): [("huge", 1), ("huge", 1)],
+              ("b", 0): [("base", 1), ("base", 0), ("huge", 1), ("huge", -1)],
+              ("b", 1): [("base", 1), ("base", 1), ("huge", 0), ("huge", 1)],
+              ("c", 0): [("base", 0), ("huge", 1)]}
+    for (run, i), fs in faults.items():
+        logs = log / run / f"iter-{i}" / "thpscale" / "logs"
+        for f in logs.glob("threads-*"):
+            f.unlink()
+        (logs / "threads-2.log.gz").write_bytes(gzip.compress("".join(
+            f"fault 0 {kind} {100 + k:12d} 1600000000.{k} {loc}\n" for k, (kind, loc) in enumerate(fs)).encode()))
+    rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))
+    assert rc == 0, err
+    it = FileStore(results).load_run("b").workload("thpscale").iterations[0]
+    assert it.imported["mmtests_thpscale_locality"] == {"2": {"base": [2, 1, 1], "huge": [2, 1, 0], "uncertain": 1}}
+    rc, out, err = run_cli(capsys, "compare", "--results", str(results), "--convention", "mmtests",
+                           "--format", "json", "a", "b", "c")
+    assert rc == 0, err
+    cmp = json.loads(out)
+    sec = next(s for s in cmp["sections"] if s["title"] == "percentage locality: thpscale")
+    rows = {r["metric"]: r for r in sec["rows"]}
+    assert list(rows) == ["local-base-2", "local-huge-2", "remote-base-2", "remote-huge-2", "uncertain-2"]
+    assert {k: r["values"]["b"] for k, r in rows.items()} == {
+        "local-base-2": 100.0, "local-huge-2": 50.0, "remote-base-2": 50.0, "remote-huge-2": 50.0, "uncertain-2": 25.0}
+    assert rows["local-base-2"]["values"]["a"] is None and rows["local-base-2"]["values"]["c"] == 0.0
+    # pdiff against b, the first run in the table (a new value of 0 gives 0 %, as Stat.pm's pdiff)
+    assert rows["local-base-2"]["pct"]["c"] == 0.0 and rows["local-base-2"]["pct"]["b"] == 0.0
+    assert rows["remote-base-2"]["pct"]["c"] == pytest.approx(100.0)
+    assert any("percentage locality: thpscale (a)" in n for n in cmp["notes"])

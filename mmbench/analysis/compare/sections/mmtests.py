@@ -165,6 +165,60 @@ def thpscale_huge_section(ctx: Context, label: str, measured: dict[str, list[Ite
     return sec
 
 
+def thpscale_locality_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
+    """compare-kernels.sh's "thpscale Percentage Locality" (compare-mmtests.pl -a locality,
+    ExtractThpscalelocality.pm): per thread count N and iter-N, local-base, local-huge,
+    remote-base, remote-huge (local or remote faults * 100 / the faults of that kind) and, where
+    some fault was neither, uncertain-N; Singleops (the largest iteration), pdiff percentages.
+    Kept as MMTests has it: a run with a log where one kind of fault never happened is not in the
+    table (Perl dies dividing by zero: "Failed to load module"), and the first run that is
+    becomes the baseline of the percentages."""
+    sec = Section(f"percentage locality: {label}", "workload")
+    per_run: dict[str, dict[str, list[float]]] = {}
+    order: list[str] = []
+    for run in ctx.names:
+        ops: dict[str, list[float]] = {}
+        failed = False
+        for it in measured.get(run, []):
+            for n, t in (it.imported.get("mmtests_thpscale_locality") or {}).items():
+                base, huge = t["base"], t["huge"]
+                if base[0] + huge[0] == 0:
+                    continue      # MMTests' local-none-N of -1: not printed (Compare.pm)
+                if base[0] == 0 or huge[0] == 0:
+                    failed = True
+                    break
+                vals = [(f"local-base-{n}", base[1] * 100 / base[0]), (f"local-huge-{n}", huge[1] * 100 / huge[0]),
+                        (f"remote-base-{n}", base[2] * 100 / base[0]), (f"remote-huge-{n}", huge[2] * 100 / huge[0])]
+                if t["uncertain"]:
+                    vals.append((f"uncertain-{n}", t["uncertain"] * 100 / (base[0] + huge[0])))
+                for op, v in vals:
+                    if op not in ops and op not in order:
+                        order.append(op)
+                    ops.setdefault(op, []).append(v)
+            if failed:
+                break
+        if failed:
+            ctx.note(f"percentage locality: {label} ({run}): a thread count where one kind of fault never "
+                     f"happened; MMTests' ExtractThpscalelocality.pm divides by zero there and leaves the run "
+                     f"out of its table")
+        elif ops:
+            per_run[run] = ops
+    if not per_run:
+        return sec
+    first = next(r for r in ctx.names if r in per_run)
+    order.sort(key=lambda op: int(op.rsplit("-", 1)[1]))      # stable: MMTests' order within an N
+    for op in order:
+        vals: dict[str, float | None] = {}
+        for run in ctx.names:
+            xs = per_run.get(run, {}).get(op)
+            vals[run] = clean(mt.summarise(xs, "Singleops", "Higher", "head").rows[0][1]) if xs else None
+        bv = vals[first]
+        pct = {r: (mt.percent("pdiff", v, bv) if v is not None and bv is not None else None)
+               for r, v in vals.items()}
+        sec.rows.append(_fixed(Row(op, "Percentage", "%", "higher", vals), ctx.names, pct if ctx.multi else None))
+    return sec
+
+
 def duration_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
     """MonitorDuration.pm: Duration User, System, Elapsed, the smallest over iterations."""
     sec = Section(f"duration: {label}", "duration")
@@ -381,7 +435,9 @@ def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
     """Every MMTests section of one benchmark, in compare-kernels.sh's order."""
     rules = rules_of(ctx)
     table, summaries = benchmark_section(ctx, label, wrs, measured, rules)
-    out = [table] + ([thpscale_huge_section(ctx, label, measured)] if is_thpscale(wrs) else [])
+    out = [table]
+    if is_thpscale(wrs):
+        out += [thpscale_huge_section(ctx, label, measured), thpscale_locality_section(ctx, label, measured)]
     out += [duration_section(ctx, label, measured), vmstat_section(ctx, label, measured, rules),
            schedstat_section(ctx, label, measured, rules), iostat_section(ctx, label, measured)]
     out += monitor_view_sections(ctx, label, measured)
