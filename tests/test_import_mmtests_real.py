@@ -32,7 +32,7 @@ GENERATIONS = {
     "head": (["time_unmap", "usemem"], "GNU time files", 500),
     "v1.00": (["time_unmap", "usemem"], "per-benchmark logs", 400),
     "v0.25": (["time_unmap", "usemem"], "per-benchmark logs", 500),
-    "v0.25-thpscale": (["thpscale"], "per-benchmark logs", 316),
+    "v0.25-thpscale": (["thpscale"], "per-benchmark logs", 328),
     "v0.25-unbuilt": (["time_unmap", "usemem", "thpscale"], "per-benchmark logs", 500),
 }
 COMPLETE = ("head", "v1.00", "v0.25", "v0.25-thpscale")
