@@ -43,6 +43,10 @@ class Block:
             return "schedstat"
         if first == "Ratio":
             return "ratio"
+        if first == "Percentage" and op.startswith("huge-"):
+            return "huge"            # thpscale's "Percentage Faults Huge" (ExtractThpscalecounts.pm)
+        if first == "Percentage" and op.startswith(("local-", "remote-", "uncertain-")):
+            return "locality"        # thpscale's "Percentage Locality" (ExtractThpscalelocality.pm)
         if first == "Amean" and op.endswith("-avgqusz"):
             return "iostat"
         return "table"
@@ -87,14 +91,16 @@ def fmt(v: float | None) -> str:
 
 
 def check(blocks: list[Block], comparison: dict, bench_order: list[str], *,
-          sections: tuple[str, ...] = ("table", "duration", "vmstat", "schedstat", "iostat")) -> int:
+          sections: tuple[str, ...] = ("table", "huge", "locality", "duration", "vmstat", "schedstat",
+                                               "iostat")) -> int:
     """Assert that every MMTests cell of ``blocks`` equals mmbench's row of the same section, op and
     statistic (value and percentage to MMTests' two decimals, significance marks); returns the
     number of cells checked.  A value mmbench leaves undefined (None) is MMTests' 0.00 (Compare.pm
     prints 0 for NaN; docs/mmtests-import.md)."""
     by_title = {s["title"]: s for s in comparison["sections"]}
     kinds = {"table": "{b}", "duration": "duration: {b}", "vmstat": "vmstat: {b}",
-             "schedstat": "schedstat: {b}", "ratio": "ratio: {b}", "iostat": "iostat: {b}"}
+             "schedstat": "schedstat: {b}", "ratio": "ratio: {b}", "iostat": "iostat: {b}",
+             "huge": "percentage faults huge: {b}", "locality": "percentage locality: {b}"}
     # MMTests prints each benchmark's blocks in turn: assign blocks to benchmarks in that order
     bench_iter = iter(bench_order)
     bench = None

@@ -330,3 +330,81 @@ def test_bmean_k_conventions():
     assert [bmean_k(n, 95) for n in (1, 2, 5, 19, 20, 21, 40)] == [1, 2, 5, 19, 19, 20, 38]
     assert bmean([5, 1, 4, 2, 3], 95, "lower", "amean", "mmtests") == 2.5
     assert bmean([5, 1, 4, 2, 3], 95, "higher", "amean", "mmtests") == 3.5
+
+
+def test_thpscale_fake_sample_and_huge_percentage(tmp_path, results, capsys):
+    """ExtractThpscale.pm: an iteration whose threads-<N>.log has no fault of a kind adds one sample
+    of 0 to fault-<kind>-<N>, pooled with the other iterations' real samples; compare-kernels.sh's
+    "Percentage Faults Huge" is the largest iteration's huge * 100 / all faults (-a counts)."""
+    make_tree(tmp_path / "mmtests", {"base": 2, "new": 2}, gz=False, benches=("thpscale",))
+    log = tmp_path / "mmtests" / "work" / "log"
+    faults = {("base", 0): [("huge", 300), ("huge", 500)], ("base", 1): [("base", 100), ("huge", 200)],
+              ("new", 0): [("base", 40), ("base", 60)], ("new", 1): [("base", 80), ("base", 20)]}
+    for (run, i), fs in faults.items():
+        logs = log / run / f"iter-{i}" / "thpscale" / "logs"
+        for f in logs.glob("threads-*"):
+            f.unlink()
+        (logs / "threads-1.log").write_text("Running with 1 thread \n\n" + "".join(
+            f"fault 0 {kind} {lat:12d} 1600000000.{k} 1\n" for k, (kind, lat) in enumerate(fs)))
+    rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))
+    assert rc == 0, err
+    rc, out, err = run_cli(capsys, "compare", "--results", str(results), "--convention", "mmtests",
+                           "--format", "json", "base", "new")
+    assert rc == 0, err
+    rows = {(s["title"], r["metric"], r["stat"]): r["values"] for s in json.loads(out)["sections"]
+            for r in s["rows"]}
+    # base: fault-base-1 = [0 (iter-0 had none), 100]; new: fault-huge-1 = [0, 0] (one per iteration)
+    assert rows[("thpscale", "fault-base-1", "Min")] == {"base": 0.0, "new": 20.0}
+    assert rows[("thpscale", "fault-base-1", "Amean")] == {"base": 50.0, "new": 50.0}
+    assert rows[("thpscale", "fault-huge-1", "Max")] == {"base": 500.0, "new": 0.0}
+    assert rows[("thpscale", "fault-both-1", "Amean")] == {"base": 275.0, "new": 50.0}
+    assert rows[("percentage faults huge: thpscale", "huge-1", "Percentage")] == {"base": 100.0, "new": 0.0}
+    # the default convention keeps no fake samples: no base fault ever happened in base's iter-0
+    rc, out, _ = run_cli(capsys, "compare", "--results", str(results), "--format", "json", "base", "new")
+    assert not any(s["title"].startswith("percentage faults huge") for s in json.loads(out)["sections"])
+
+
+def test_compare_cells_baseline_minus_one():
+    """Compare.pm prints a -1 (v0.25's Hmean of a series with a value <= 0) as 0, and a baseline's
+    -1 as 0 in every run (the thp-always nr_dirty Hmean of tests/data/mmtests/v0.25-thpscale)."""
+    from mmbench.analysis import mmtests as mt
+    assert mt.monitor_summary_v025([5, 0, 7], "Higher")[1] == -1
+    assert mt.compare_cells({"a": -1.0, "b": 4.5}, "a") == {"a": None, "b": None}
+    assert mt.compare_cells({"a": 2.0, "b": -1.0, "c": float("nan")}, "a") == {"a": 2.0, "b": None, "c": None}
+
+
+def test_thpscale_locality_table(tmp_path, results, capsys):
+    """ExtractThpscalelocality.pm: field 6 of each fault line (1 local, 0 remote, else uncertain),
+    as percentages of the faults of that kind per iter-N, the largest iteration; a run with a log
+    where one kind never happened is left out (MMTests divides by zero) and the next run is the
+    baseline of the percentages."""
+    make_tree(tmp_path / "mmtests", {"a": 1, "b": 2, "c": 1}, gz=True, benches=("thpscale",))
+    log = tmp_path / "mmtests" / "work" / "log"
+    faults = {("a", 0): [("huge", 1), ("huge", 1)],
+              ("b", 0): [("base", 1), ("base", 0), ("huge", 1), ("huge", -1)],
+              ("b", 1): [("base", 1), ("base", 1), ("huge", 0), ("huge", 1)],
+              ("c", 0): [("base", 0), ("huge", 1)]}
+    for (run, i), fs in faults.items():
+        logs = log / run / f"iter-{i}" / "thpscale" / "logs"
+        for f in logs.glob("threads-*"):
+            f.unlink()
+        (logs / "threads-2.log.gz").write_bytes(gzip.compress("".join(
+            f"fault 0 {kind} {100 + k:12d} 1600000000.{k} {loc}\n" for k, (kind, loc) in enumerate(fs)).encode()))
+    rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))
+    assert rc == 0, err
+    it = FileStore(results).load_run("b").workload("thpscale").iterations[0]
+    assert it.imported["mmtests_thpscale_locality"] == {"2": {"base": [2, 1, 1], "huge": [2, 1, 0], "uncertain": 1}}
+    rc, out, err = run_cli(capsys, "compare", "--results", str(results), "--convention", "mmtests",
+                           "--format", "json", "a", "b", "c")
+    assert rc == 0, err
+    cmp = json.loads(out)
+    sec = next(s for s in cmp["sections"] if s["title"] == "percentage locality: thpscale")
+    rows = {r["metric"]: r for r in sec["rows"]}
+    assert list(rows) == ["local-base-2", "local-huge-2", "remote-base-2", "remote-huge-2", "uncertain-2"]
+    assert {k: r["values"]["b"] for k, r in rows.items()} == {
+        "local-base-2": 100.0, "local-huge-2": 50.0, "remote-base-2": 50.0, "remote-huge-2": 50.0, "uncertain-2": 25.0}
+    assert rows["local-base-2"]["values"]["a"] is None and rows["local-base-2"]["values"]["c"] == 0.0
+    # pdiff against b, the first run in the table (a new value of 0 gives 0 %, as Stat.pm's pdiff)
+    assert rows["local-base-2"]["pct"]["c"] == 0.0 and rows["local-base-2"]["pct"]["b"] == 0.0
+    assert rows["remote-base-2"]["pct"]["c"] == pytest.approx(100.0)
+    assert any("percentage locality: thpscale (a)" in n for n in cmp["notes"])

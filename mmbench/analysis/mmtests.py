@@ -551,7 +551,8 @@ def monitor_summary_v025(items: Sequence[Any], preferred: Preferred) -> tuple[st
     """v0.25's (mean title, mean, Max) of values kept as text, numbers or None (Stat.pm of v0.25):
     the values are sorted as numbers (text and None count as 0; Perl's sort keeps ties in order);
     calc_amean/calc_hmean are NaN when a value does not start like a number ("us"), calc_hmean -1
-    (shown as 0) at a value <= 0, calc_max NaN when the first sorted value is undefined."""
+    at a value <= 0 (Compare.pm shows it as 0, and a baseline's -1 as 0 in every run:
+    :func:`compare_cells`), calc_max NaN when the first sorted value is undefined."""
     key = [perl_num(x) if isinstance(x, str) else (0.0 if x is None else float(x)) for x in items]
     order = sorted(range(len(items)), key=lambda i: key[i], reverse=False)
     if preferred == "Higher":   # sort { $b <=> $a }: descending, ties still in input order
@@ -566,7 +567,7 @@ def monitor_summary_v025(items: Sequence[Any], preferred: Preferred) -> tuple[st
     else:
         nums = [perl_num(x) if isinstance(x, str) else float(x) for x in defined]
         if preferred == "Higher":
-            mean = NAN if not nums or any(v <= 0 for v in nums) else len(nums) / _sum([1 / v for v in nums])
+            mean = NAN if not nums else -1.0 if any(v <= 0 for v in nums) else len(nums) / _sum([1 / v for v in nums])
         else:
             mean = _sum(nums) / len(nums) if nums else NAN
     top = NAN if data[0] is None else max(key[i] for i in order)
@@ -668,6 +669,16 @@ def monitor_summary(values: Sequence[float], preferred: Preferred = "Lower") -> 
     if not values:
         return "Amean", NAN, NAN
     return "Amean", _amean(sorted(values)), max(values)     # summed in sorted order, as Summarise.pm does
+
+
+def compare_cells(values: dict[str, float | None], base: str) -> dict[str, float | None]:
+    """Compare.pm _generateComparisonTable's cells of one statistic: a run's -1 (v0.25's
+    calc_hmean of a series with a value <= 0) is printed as 0, and a baseline's -1 makes every
+    run's cell 0 (``$baseline{$operation}[$column] != -1``); NaN is 0 too.  Undefined (None)
+    stands for MMTests' 0 here."""
+    if values.get(base) == -1:
+        return {n: None for n in values}
+    return {n: (None if v is None or v == -1 or v != v else v) for n, v in values.items()}
 
 
 # ---- iostat (MonitorIostat.pm), printed by compare-kernels.sh when the second row is > 5 --------

@@ -354,6 +354,7 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
                     warnings.append(f"{bdir / 'logs'}: no samples; iter-{n} of {bench} keeps only its "
                                     f"duration, vmstat and monitors")
                 res.samples = parsed.samples
+                res.imported.update(parsed.imported)
                 for md in parsed.metrics:
                     if w.metric(md.name) is None:
                         w.metrics.append(md)

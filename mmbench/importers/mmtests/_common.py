@@ -40,6 +40,8 @@ class Parsed:
 
     metrics: list[MetricDef] = field(default_factory=list)
     samples: dict[str, list[float]] = field(default_factory=dict)
+    # what the reader took that is no sample (kept in the iteration's ``imported``, by key)
+    imported: dict[str, Any] = field(default_factory=dict)
 
     def add(self, md: MetricDef, value: float) -> None:
         self.values(md).append(value)

@@ -6,12 +6,19 @@ starting with ``fault`` are ``fault <tid> <huge|base> <latency_us> <sec.usec> <l
 (thpscale.c: ``printf("fault %d %s %12lu %lu.%lu %d\\n", ...)``); every other line (anoninit,
 fileinit, banners) is skipped.  Samples: ``fault-<huge|base>-<N>`` and ``fault-both-<N>`` = field
 4, in µs (lower is better), as ExtractThpscale.pm.  Unlike it, a kind of fault that never
-happened gets no samples (MMTests adds a fake sample of 0).
+happened gets no samples (MMTests adds a fake sample of 0 per iteration; ``compare --convention
+mmtests`` adds it back when it summarises, analysis/compare/sections/mmtests.py).
+
+Also kept, for compare-kernels.sh's "Percentage Locality" table (ExtractThpscalelocality.pm), in
+the iteration's ``imported["mmtests_thpscale_locality"]``: per thread count N and kind, the faults
+and how many had field 6 (``<local>``) equal to 1 (local) or 0 (remote), as Perl compares it
+(a field that is no number counts as 0); the rest (thpscale.c's -1) as ``uncertain``.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 from pathlib import Path
 
@@ -22,6 +29,50 @@ from mmbench.model.results import MetricDef
 # the MMTests summary type of its extract module (compare --convention mmtests)
 SUMMARY = "Multiops"
 NAME = "thpscale"
+
+
+def _locality_fast(path: Path, n: int, out: Parsed) -> bool:
+    """The locality counts of one log (field 6 of each fault line) through fieldlines.c; False when
+    a fault line has no number there (the line-by-line count then takes it as Perl does)."""
+    import numpy as np
+    from mmbench.run.build import binary_for
+    exe = binary_for(Path(__file__).with_name("fieldlines.c"))
+    proc = subprocess.run([exe, "fault", "2", "5", "huge", "base"], input=read_bytes(path), capture_output=True)
+    if proc.returncode != 0:
+        return False
+    count = int(np.frombuffer(proc.stdout, dtype=np.uint64, count=1)[0])
+    huge = np.frombuffer(proc.stdout, dtype=np.uint8, count=count, offset=8) == 0
+    loc = np.frombuffer(proc.stdout, dtype=np.float64, count=count, offset=8 + count)
+    table = {}
+    for kind, sel in (("base", ~huge), ("huge", huge)):
+        x = loc[sel]
+        table[kind] = [int(x.size), int((x == 1).sum()), int((x == 0).sum())]
+    table["uncertain"] = int(count - sum(table[k][1] + table[k][2] for k in ("base", "huge")))
+    out.imported.setdefault(LOCALITY, {})[str(n)] = table
+    return True
+
+
+def _locality_slow(path: Path, n: int, out: Parsed) -> None:
+    table: dict = {"base": [0, 0, 0], "huge": [0, 0, 0], "uncertain": 0}
+    for _, line in numbered(read_lines(path)):
+        if not line.startswith("fault"):
+            continue
+        f = line.split()
+        kind = "base" if len(f) > 2 and f[2] == "base" else "huge"      # as ExtractThpscalelocality.pm
+        m = _PERL_NUM.match(f[5]) if len(f) > 5 else None
+        v = float(m.group(1)) if m else 0.0
+        table[kind][0] += 1
+        if v == 1:
+            table[kind][1] += 1
+        elif v == 0:
+            table[kind][2] += 1
+        else:
+            table["uncertain"] += 1
+    out.imported.setdefault(LOCALITY, {})[str(n)] = table
+
+
+LOCALITY = "mmtests_thpscale_locality"
+_PERL_NUM = re.compile(r"\s*([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))")
 
 
 def read_fast(path: Path, n: int, out: Parsed) -> bool:
@@ -56,6 +107,8 @@ def read(logs: Path) -> Parsed:
         raise MissingLog(f"{logs}/threads-<N>.log[.gz|.xz] is missing")
     out = Parsed()
     for n, path in files:
+        if not _locality_fast(path, n, out):
+            _locality_slow(path, n, out)
         if read_fast(path, n, out):
             continue
         defs = {k: MetricDef(f"fault-{k}-{n}", "us", "lower", "latency",

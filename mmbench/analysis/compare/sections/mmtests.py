@@ -7,6 +7,7 @@ differences from mmbench's default convention and their reasons are in docs/mmte
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from mmbench.analysis import mmtests as mt
@@ -14,7 +15,7 @@ from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.model import Row, Section, clean
 from typing import Any
 
-from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
+from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 
 def is_mmtests_run(run: RunRecord) -> bool:
@@ -31,11 +32,52 @@ def rules_of(ctx: Context) -> mt.Rules:
     return rules if rules in mt.RULES else "head"  # type: ignore[return-value]
 
 
-def _pooled(its: list[IterationResult], metric: str) -> Any:
-    """Every sample of ``metric`` in the iterations, in iteration order (a float64 array)."""
+def _pooled(its: list[IterationResult], metric: str, thpscale: bool = False) -> Any:
+    """Every sample of ``metric`` in the iterations, in iteration order (a float64 array).
+
+    ``thpscale``: ExtractThpscale.pm's fake sample: in an iteration whose ``threads-<N>.log`` it
+    read, a fault kind (``fault-base-<N>``, ``fault-huge-<N>``) that never happened gets one sample
+    of 0 (``addData("fault-huge-$client", 1, 0)``), pooled with the other iterations' real ones."""
     import numpy as np
-    parts = [np.asarray(it.samples[metric], dtype=np.float64) for it in its if len(it.samples.get(metric, ()))]
+    parts = []
+    fake = thpscale and _THPSCALE_KIND.fullmatch(metric)
+    for it in its:
+        if len(it.samples.get(metric, ())):
+            parts.append(np.asarray(it.samples[metric], dtype=np.float64))
+        elif fake and len(it.samples.get(f"fault-both-{fake[2]}", ())):   # the log of N was read
+            parts.append(np.zeros(1))
     return np.concatenate(parts) if parts else np.empty(0)
+
+
+_THPSCALE_KIND = re.compile(r"fault-(base|huge)-(\d+)")
+_THPSCALE_OP = re.compile(r"fault-(base|huge|both)-(\d+)")
+
+
+def is_thpscale(wrs: dict[str, WorkloadRun | None]) -> bool:
+    return any(w is not None and w.params.get("mmtests_format") == "thpscale" for w in wrs.values())
+
+
+def extract_ops(wrs: dict[str, WorkloadRun | None]) -> list[MetricDef]:
+    """The ops MMTests' extract module reports, in its order: the baseline's metrics; for thpscale
+    (ExtractThpscale.pm) ``fault-base-<N>`` of every thread count N, then ``fault-huge-<N>``, then
+    ``fault-both-<N>``, whether or not that kind of fault happened (its fake sample, ``_pooled``)."""
+    base_w = next((w for w in wrs.values() if w is not None), None)
+    if base_w is None:
+        return []
+    if not is_thpscale(wrs):
+        return list(base_w.metrics)
+    defs: dict[str, MetricDef] = {}
+    for w in wrs.values():
+        for md in (w.metrics if w is not None else []):
+            defs.setdefault(md.name, md)
+    counts = sorted({int(m[2]) for name in defs if (m := _THPSCALE_OP.fullmatch(name))})
+    ops = [md for name, md in defs.items() if not _THPSCALE_OP.fullmatch(name)]
+    for kind in ("base", "huge", "both"):
+        for n in counts:
+            name = f"fault-{kind}-{n}"
+            ops.append(defs.get(name) or MetricDef(name, "us", "lower", "latency",
+                                                   description=f"{kind} fault + 2 MiB memset latency, {n} threads"))
+    return ops
 
 
 def _fixed(row: Row, names: list[str], pct: dict[str, float | None] | None = None) -> Row:
@@ -52,11 +94,12 @@ def benchmark_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | Non
     if base_w is None:
         return sec, {}
     summary_type = base_w.params.get("mmtests_summary") or "Multiops"
-    ops = [m for m in base_w.metrics]
+    ops = extract_ops(wrs)
+    thpscale = is_thpscale(wrs)
     summaries: dict[str, dict[str, mt.Summary]] = {}
     for md in ops:
         pref: mt.Preferred = "Higher" if md.better == "higher" else "Lower"
-        pooled = {n: _pooled(its, md.name) for n, its in measured.items()}
+        pooled = {n: _pooled(its, md.name, thpscale) for n, its in measured.items()}
         summaries[md.name] = {n: mt.summarise(x, summary_type, pref, rules) for n, x in pooled.items() if x.size}
     if not summaries:
         return sec, {}
@@ -95,6 +138,85 @@ def _singleops(ctx: Context, sec: Section, stat: str, values: dict[str, dict[str
             vals[n] = clean(mt.summarise(xs, "Singleops", preferred, "head").rows[0][1]) if xs else None
         if any(op in values.get(n, {}) for n in ctx.names):   # MMTests prints an op no iteration defined
             sec.rows.append(_fixed(Row(op, stat, "", "lower" if preferred == "Lower" else "higher", vals), ctx.names))
+
+
+def thpscale_huge_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
+    """compare-kernels.sh's "thpscale Percentage Faults Huge" (compare-mmtests.pl -a counts,
+    ExtractThpscalecounts.pm): per thread count N and iteration, huge faults * 100 / all faults,
+    then Singleops (DATA_ACTIONS: the largest iteration) with pdiff percentages."""
+    sec = Section(f"percentage faults huge: {label}", "workload")
+    counts = sorted({int(m[2]) for its in measured.values() for it in its for name in it.samples
+                     if (m := _THPSCALE_OP.fullmatch(name))})
+    for n in counts:
+        vals: dict[str, float | None] = {}
+        for run, its in measured.items():
+            xs = []
+            for it in its:
+                both = len(it.samples.get(f"fault-both-{n}", ()))
+                if both:       # the log of N was read (a log without fault lines: MMTests' -1 is not known here)
+                    xs.append(len(it.samples.get(f"fault-huge-{n}", ())) * 100 / both)
+            vals[run] = clean(mt.summarise(xs, "Singleops", "Higher", "head").rows[0][1]) if xs else None
+        vals = mt.compare_cells({r: vals.get(r) for r in ctx.names}, ctx.base)
+        bv = vals[ctx.base]
+        pct = {r: (mt.percent("pdiff", v, bv) if v is not None and bv is not None else 0.0)
+               for r, v in vals.items()}
+        sec.rows.append(_fixed(Row(f"huge-{n}", "Percentage", "%", "higher", vals), ctx.names,
+                               pct if ctx.multi else None))
+    return sec
+
+
+def thpscale_locality_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
+    """compare-kernels.sh's "thpscale Percentage Locality" (compare-mmtests.pl -a locality,
+    ExtractThpscalelocality.pm): per thread count N and iter-N, local-base, local-huge,
+    remote-base, remote-huge (local or remote faults * 100 / the faults of that kind) and, where
+    some fault was neither, uncertain-N; Singleops (the largest iteration), pdiff percentages.
+    Kept as MMTests has it: a run with a log where one kind of fault never happened is not in the
+    table (Perl dies dividing by zero: "Failed to load module"), and the first run that is
+    becomes the baseline of the percentages."""
+    sec = Section(f"percentage locality: {label}", "workload")
+    per_run: dict[str, dict[str, list[float]]] = {}
+    order: list[str] = []
+    for run in ctx.names:
+        ops: dict[str, list[float]] = {}
+        failed = False
+        for it in measured.get(run, []):
+            for n, t in (it.imported.get("mmtests_thpscale_locality") or {}).items():
+                base, huge = t["base"], t["huge"]
+                if base[0] + huge[0] == 0:
+                    continue      # MMTests' local-none-N of -1: not printed (Compare.pm)
+                if base[0] == 0 or huge[0] == 0:
+                    failed = True
+                    break
+                vals = [(f"local-base-{n}", base[1] * 100 / base[0]), (f"local-huge-{n}", huge[1] * 100 / huge[0]),
+                        (f"remote-base-{n}", base[2] * 100 / base[0]), (f"remote-huge-{n}", huge[2] * 100 / huge[0])]
+                if t["uncertain"]:
+                    vals.append((f"uncertain-{n}", t["uncertain"] * 100 / (base[0] + huge[0])))
+                for op, v in vals:
+                    if op not in ops and op not in order:
+                        order.append(op)
+                    ops.setdefault(op, []).append(v)
+            if failed:
+                break
+        if failed:
+            ctx.note(f"percentage locality: {label} ({run}): a thread count where one kind of fault never "
+                     f"happened; MMTests' ExtractThpscalelocality.pm divides by zero there and leaves the run "
+                     f"out of its table")
+        elif ops:
+            per_run[run] = ops
+    if not per_run:
+        return sec
+    first = next(r for r in ctx.names if r in per_run)
+    order.sort(key=lambda op: int(op.rsplit("-", 1)[1]))      # stable: MMTests' order within an N
+    for op in order:
+        vals: dict[str, float | None] = {}
+        for run in ctx.names:
+            xs = per_run.get(run, {}).get(op)
+            vals[run] = clean(mt.summarise(xs, "Singleops", "Higher", "head").rows[0][1]) if xs else None
+        bv = vals[first]
+        pct = {r: (mt.percent("pdiff", v, bv) if v is not None and bv is not None else None)
+               for r, v in vals.items()}
+        sec.rows.append(_fixed(Row(op, "Percentage", "%", "higher", vals), ctx.names, pct if ctx.multi else None))
+    return sec
 
 
 def duration_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
@@ -167,7 +289,7 @@ def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
     base_w = next((w for w in wrs.values() if w is not None), None)
     if base_w is None or not summaries:
         return sec
-    prefs = {md.name: ("Higher" if md.better == "higher" else "Lower") for md in base_w.metrics}
+    prefs = {md.name: ("Higher" if md.better == "higher" else "Lower") for md in extract_ops(wrs)}
     preferred = "Lower"       # the module's preference (getPreferredValue() of the first module)
     if prefs and all(p == "Higher" for p in prefs.values()):
         preferred = "Higher"
@@ -270,8 +392,9 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
             summ = {n: summarise(series[n][h] if n in series else [], pref) for n in ctx.names}
             title = summ[ctx.names[0]][0]
             for i, stat in ((1, title), (2, "Max")):
+                vals = mt.compare_cells({n: summ[n][i] for n in ctx.names}, ctx.base)
                 sec.rows.append(_fixed(Row(h, stat, "", "higher" if pref == "Higher" else "lower",
-                                           {n: clean(summ[n][i]) for n in ctx.names}), ctx.names))
+                                           {n: clean(v) for n, v in vals.items()}), ctx.names))
         out.append(sec)
     return out
 
@@ -312,7 +435,10 @@ def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
     """Every MMTests section of one benchmark, in compare-kernels.sh's order."""
     rules = rules_of(ctx)
     table, summaries = benchmark_section(ctx, label, wrs, measured, rules)
-    out = [table, duration_section(ctx, label, measured), vmstat_section(ctx, label, measured, rules),
+    out = [table]
+    if is_thpscale(wrs):
+        out += [thpscale_huge_section(ctx, label, measured), thpscale_locality_section(ctx, label, measured)]
+    out += [duration_section(ctx, label, measured), vmstat_section(ctx, label, measured, rules),
            schedstat_section(ctx, label, measured, rules), iostat_section(ctx, label, measured)]
     out += monitor_view_sections(ctx, label, measured)
     if ratio and ctx.multi:
