@@ -53,6 +53,9 @@ def _finite_all(a: list[float]) -> bool:
 
 def _scale(a: list[float]) -> float:
     """The largest magnitude (at least 1): dividing by it keeps sums of finite data finite."""
+    if len(a) > 10_000:   # the same maximum, found by numpy (a compare of 1 M-sample runs, issue 25)
+        np = _np()
+        return max(1.0, float(np.max(np.abs(np.asarray(a, dtype=np.float64)))))
     return max(1.0, max(abs(v) for v in a))
 
 

@@ -99,8 +99,12 @@ class Series:
     def iteration_percentiles(self) -> dict[int, list[float]]:
         """P50…P99 of each iteration's finite samples (iterations without any left out)."""
         out: dict[int, list[float]] = {q: [] for q in st.PERCENTILES}
-        for a in self.per_iter:
-            s = sorted(v for v in a if math.isfinite(v))
+        if self.arrays is not None:      # numpy sorts the finite values as sorted() does, 10x faster
+            import numpy as np
+            finite = [np.sort(a[np.isfinite(a)]).tolist() for a in self.arrays]
+        else:
+            finite = [sorted(v for v in a if math.isfinite(v)) for a in self.per_iter]
+        for s in finite:
             if s:
                 for q, v in zip(st.PERCENTILES, st.percentiles_of_sorted(s)):
                     out[q].append(v)
