@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "or built from source first: source, source:linux-source-6.1, tree:PATH, git:PATH@REF")
     add_build_args(r)
     r.add_argument("--baseline-kernel", metavar="KERNEL", help="with --baseline NAME: run the baseline on this "
-                   "kernel, alternating with --kernel round by round (A B A B ...), --iterations rounds")
+                   "kernel, alternating with --kernel round by round (A B, B A, ...), --iterations rounds")
     add_build_args(r, "baseline-")
     r.add_argument("--vm-memory", metavar="SIZE", help="guest memory, the machine under test (default 1G)")
     r.add_argument("--vm-cpus", type=_positive_int, metavar="N", help="guest CPUs (default 2)")
@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "iterations is fixed before any is measured, from --baseline or a 3-round pilot stored as warm-up")
     r.add_argument("--baseline", metavar="NAME", help="with --until: the run to compare against")
     r.add_argument("--baseline-set", action="append", default=[], metavar="KEY=VALUE",
-                   help="with --until: run the baseline as this configuration, alternating (A B A B ...)")
+                   help="with --until: run the baseline as this configuration, alternating (A B, B A, ...)")
     r.add_argument("--max-iterations", type=_positive_int, metavar="N", help="with --until (default 30)")
     r.add_argument("--max-time", metavar="DURATION", help="with --until: stop adding rounds after this long")
     r.add_argument("--check", action="store_true", help="only validate the suite, its sizes and settings; run nothing")

@@ -1,7 +1,7 @@
 """Adaptive repetitions (`mmbench run --until`): the intervals, the plan (a fixed number of measured
 iterations decided before any is seen: from a stored baseline, or from a pilot stored as warm-up),
 and real runs that stop as planned on a loose target, at --max-iterations on an unreachable one,
-and interleave A B A B."""
+and interleave A B, B A, A B ..."""
 
 from __future__ import annotations
 
@@ -99,7 +99,8 @@ def test_baseline_configuration_interleaved(results):
         for res in (results / name / "faultin").glob("iter-*/result.json"):
             starts.append((json.loads(res.read_text())["started"], name))
         assert json.loads((results / name / "run.json").read_text())["status"] == "complete"
-    assert [n for _, n in sorted(starts)] == ["nothp", "thp"] * (3 + 3)   # pilot, then 3 measured
+    # pilot, then 3 measured; counterbalanced: A B, B A, A B ...
+    assert [n for _, n in sorted(starts)] == ["nothp", "thp", "thp", "nothp"] * 3
     settings = json.loads((results / "nothp" / "run.json").read_text())["settings"]
     assert settings.get("thp.enabled") == "never"
 
@@ -239,8 +240,8 @@ def test_a_guest_panic_reruns_its_round_once_and_is_said(tmp_path, monkeypatch):
     status, why = campaign.run_adaptive(lambda sets: suite, [], "new", store, until=None, baseline="old",
                                         baseline_sets=[], max_iterations=3, max_time=None, force=True,
                                         progress=log, run_suite=None, arm_runners={"old": runner, "new": runner})
-    assert calls[:4] == ["old.round0", "new.round0", "old.round1", "new.round1"]
-    assert calls[4] == "new.round1.retry"                    # the panic's round, once more
+    assert calls[:4] == ["old.round0", "new.round0", "new.round1", "new.round1.retry"]   # round 1: B A
+    assert calls[4] == "old.round1"                          # the panic's round ran once more first
     warned = [l for l in log.lines if l.startswith("WARN")]
     assert len(warned) == 2 and "panicked" in warned[0] and "running the round once more" in warned[0]
     assert calls[-2:] == ["new.round2", "new.round2.retry"]  # another round's panic: rerun too

@@ -646,7 +646,7 @@ def test_guest_crash_comes_back_with_the_run(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root: runs the smoke suite on the host")
 def test_ab_kernels_interleave_one_boot_per_kernel_per_round(tmp_path, monkeypatch):
-    """--baseline-kernel: rounds of one guest boot per kernel, baseline first (A B A B A B), each
+    """--baseline-kernel: rounds of one guest boot per kernel, counterbalanced (A B, B A, A B), each
     boot running one iteration (warm-up only in the first round), both runs stored whole.  The
     boot is replaced by the same suite run on the host, recording which kernel it was given."""
     import mmbench.vm.runner as vm_runner
@@ -666,7 +666,7 @@ def test_ab_kernels_interleave_one_boot_per_kernel_per_round(tmp_path, monkeypat
                "--iterations", "3", "new"])
     assert rc == 0
     assert [(k, n) for k, n, _ in boots] == [("debian:linux-image-old", "old.round0"), ("debian:linux-image-new", "new.round0"),
-                                             ("debian:linux-image-old", "old.round1"), ("debian:linux-image-new", "new.round1"),
+                                             ("debian:linux-image-new", "new.round1"), ("debian:linux-image-old", "old.round1"),
                                              ("debian:linux-image-old", "old.round2"), ("debian:linux-image-new", "new.round2")]
     for _, name, argv in boots:
         assert argv[-1] == name and argv[argv.index("--iterations") + 1] == "1"

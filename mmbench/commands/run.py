@@ -113,7 +113,7 @@ def _check_until_args(args: argparse.Namespace) -> None:
         # A pilot round (--until) is stored as warm-up only, which a guest's `mmbench run` cannot
         # express (a workload runs at least 1 measured iteration), so A/B kernels take a fixed count.
         raise UsageError("--until: not available with --baseline-kernel (its pilot rounds cannot run in a "
-                         "guest yet); give --iterations N (rounds, A B A B)")
+                         "guest yet); give --iterations N (rounds, A B then B A)")
     if getattr(args, "until", None) is None:
         for flag in ("baseline", "baseline_set", "max_iterations", "max_time"):
             if getattr(args, flag, None) not in (None, []) and not (ab_kernels and flag in ("baseline", "max_time")):
@@ -191,7 +191,7 @@ def _vm_options(suite: Any, kernel_spec: str, guest_kernel: Any) -> Any:
 
 def _run_ab_kernels(args: argparse.Namespace, suite: Any, progress: Any) -> str:
     """``--kernel A --baseline NAME --baseline-kernel B``: both kernels built first, then rounds of
-    one iteration per kernel, one guest boot each, baseline first (A B A B ...; campaign.py), so
+    one iteration per kernel, one guest boot each, the order turned round each round (A B, B A, ...; campaign.py), so
     drift of the machine hits both; ``--iterations N`` rounds, or with --until until the
     headline intervals are narrow enough."""
     from mmbench.campaign import DEFAULT_MAX_ITERATIONS, run_adaptive
