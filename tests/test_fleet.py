@@ -371,10 +371,10 @@ def test_interleave_runs_alternately(tmp_path, pg_url):
     short, long_ = store.load_run("short"), store.load_run("long")
     s_its, l_its = short.workloads[0].iterations, long_.workloads[0].iterations
     assert [it.index for it in s_its if not it.warmup] and len([i for i in l_its if not i.warmup]) == 2
-    # A B A B: each round of "short" started before the same round of "long", and after the previous one
+    # A B, B A: "short" first in round 1, "long" first in round 2, each round after the previous one
     starts = sorted([(it.started, "short") for it in s_its if not it.warmup] +
                     [(it.started, "long") for it in l_its if not it.warmup])
-    assert [k for _, k in starts] == ["short", "long", "short", "long"]
+    assert [k for _, k in starts] == ["short", "long", "long", "short"]
     assert len(json.loads((folder / "short" / "fingerprint.json").read_text())["rounds"]) == 2
     # compare summarises the rounds (issue 23: kilobytes of per-round fingerprints on one line)
     text = mmbench("compare", "--results", str(folder), "short", "long", check=True).stdout

@@ -373,13 +373,15 @@ def _remove_dead_agents_work(root: Path) -> None:
 
 def _interleave(job: dict[str, Any], work: Path, results: str, log: Any, lease: Lease | None = None,
                 stats: dict[str, float] | None = None) -> int:
-    """Rounds of one iteration of each configuration, A B A B ..., then one run per configuration."""
+    """Rounds of one iteration of each configuration, the order turned round every round (A B,
+    B A, A B ...: a position effect in the round hits every arm, campaign.py), then one run per
+    configuration."""
     from mmbench.store import open_store
     from mmbench.store.transfer import join_interleaved
     parts_dir = work / "parts"
     parts: dict[str, list[str]] = {c["name"]: [] for c in job["configs"]}
     for rnd in range(int(job["rounds"])):
-        for spec in job["configs"]:
+        for spec in (job["configs"] if rnd % 2 == 0 else job["configs"][::-1]):
             part = f"{spec['name']}.round{rnd}"
             later = [] if rnd == 0 else ["warmup=0"]    # warm-ups in the first round only
             argv = _run_argv(spec, work, part, ["--iterations", "1", *(a for s in later for a in ("--set", s))])
