@@ -95,6 +95,7 @@ def _spec_lines(cap: Capture, dump: Path | None) -> list[str]:
         lines.append(f"kind {i} {int(k in sa.RECLAIM_KINDS)} {k}")
     lines += [f"who {w}" for w in KTHREADS]
     roles = event_roles()
+    spec_masks = speculative_masks(cap)
     for order, (fmt, st, cols) in enumerate(event_table(cap.formats)):
         if dump is not None:
             role, kind = R_DUMP, 0
@@ -117,7 +118,7 @@ def _spec_lines(cap: Capture, dump: Path | None) -> list[str]:
         if fmt.name in sa.HIGH_ORDER_EVENTS and "order" in cols:
             off, size, signed = fmt.fields["order"]
             line = f"order {fmt.id} {off} {size} {int(signed)}"
-            masks = speculative_masks(cap).get(fmt.name)
+            masks = spec_masks.get(fmt.name)
             if masks is not None and "gfp_flags" in cols:
                 goff, gsize, _ = fmt.fields["gfp_flags"]
                 line += f" {goff} {gsize} {masks[0]} {masks[1]}"

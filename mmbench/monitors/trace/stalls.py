@@ -27,6 +27,7 @@ from mmbench.model.lazy import numpy as np
 
 from mmbench.model.quirks import KTHREADS
 from mmbench.model.results import MetricDef
+from mmbench.monitors.trace.formats import EventFormat, flag_bits
 
 # kind → (begin event, end event, label)
 PAIRS: dict[str, tuple[str, str, str]] = {
@@ -241,11 +242,10 @@ KSWAPD_WAKE_ROWS = {
 }
 
 
-def speculative_masks(fmt: Any) -> tuple[int, int] | None:
+def speculative_masks(fmt: EventFormat) -> tuple[int, int] | None:
     """(bits that must be set, bits that must be clear) in ``fmt``'s gfp_flags for a speculative
     high-order attempt, from the kernel's own flag names; None when the format has no gfp_flags
     field or does not name those flags."""
-    from mmbench.monitors.trace.formats import flag_bits
     if "gfp_flags" not in fmt.fields or "order" not in fmt.fields:
         return None
     bits = flag_bits(fmt, "gfp_t", "__GFP_")
