@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Sequence
 
+from mmbench.model.perl import perl_num
+
 Rules = Literal["v0.25", "v1.00", "head"]
 RULES: tuple[Rules, ...] = ("v0.25", "v1.00", "head")
 SummaryType = Literal["Multiops", "Variabletime", "Singleops"]
@@ -499,17 +501,6 @@ PROC_VMSTAT_GAUGES = frozenset((
     "nr_isolated_file", "nr_kernel_stack", "nr_mapped", "nr_mlock", "nr_page_table_pages", "nr_shmem",
     "nr_slab_reclaimable", "nr_slab_unreclaimable", "nr_unevictable", "nr_unstable", "nr_writeback",
     "nr_writeback_temp", "nr_dirty_background_threshold"))
-
-
-_PERL_NUM = re.compile(r"^\s*([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))")
-
-
-def perl_num(text: str | None) -> float:
-    """A string as Perl uses it in arithmetic: its leading number, else 0 (undef is 0 too)."""
-    if text is None:
-        return 0.0
-    m = _PERL_NUM.match(text)
-    return float(m.group(1)) if m else 0.0
 
 
 def _num(text: str) -> float | None:

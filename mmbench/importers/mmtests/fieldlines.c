@@ -2,21 +2,23 @@
  * fieldlines: the fast path of import-mmtests for logs with a line per sample (thpscale's
  * "fault <tid> <huge|base> <latency_us> <sec.usec> <local>", millions of lines a tree).
  *
- * Usage: fieldlines PREFIX KINDCOL VALUECOL KIND... < log
+ * Usage: fieldlines PREFIX KINDCOL VALUECOL[,VALUECOL...] KIND... < log
  * Reads stdin; a line that starts with PREFIX is a sample (as the Python reader and MMTests'
  * ExtractThpscale.pm /^fault/ take it): field KINDCOL
- * (counted from 0) must be one of the KINDs and field VALUECOL a finite number (strtod).  Writes to
- * stdout, in native byte order: u64 n, n bytes (each sample's KIND index), n float64 (the values).
+ * (counted from 0) must be one of the KINDs and each field VALUECOL a finite number (strtod).
+ * Writes to stdout, in native byte order: u64 n, n bytes (each sample's KIND index), then for each
+ * VALUECOL in turn n float64 (its values): one pass over a log for every column a reader needs.
  * Exit 0; 2 with "line N: ..." on stderr at the first sample line it cannot read (the caller's
  * line-by-line reader then names the line in its own words).
  */
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define MAXV 8
 
 static char *slurp(size_t *len)
 {
@@ -43,14 +45,24 @@ static inline int is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; 
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: fieldlines PREFIX KINDCOL VALUECOL KIND...\n");
+		fprintf(stderr, "usage: fieldlines PREFIX KINDCOL VALUECOL[,VALUECOL...] KIND...\n");
 		return 1;
 	}
 	const char *prefix = argv[1];
 	size_t plen = strlen(prefix);
-	int kcol = atoi(argv[2]), vcol = atoi(argv[3]);
+	int kcol = atoi(argv[2]), vcol[MAXV], nv = 0, maxcol = kcol;
+	for (char *c = argv[3]; c; c = strchr(c, ',') ? strchr(c, ',') + 1 : NULL) {
+		int v = atoi(c);
+		if (nv == MAXV || v < 1 || v > 62) {
+			nv = 0;              /* a bad column: refuse the whole list */
+			break;
+		}
+		vcol[nv++] = v;
+		if (v > maxcol)
+			maxcol = v;
+	}
 	int nkinds = argc - 4;
-	if (kcol < 1 || vcol < 1 || kcol > 62 || vcol > 62 || nkinds > 255) {
+	if (kcol < 1 || kcol > 62 || nv == 0 || nkinds > 255) {
 		fprintf(stderr, "fieldlines: bad arguments\n");
 		return 1;
 	}
@@ -58,7 +70,7 @@ int main(int argc, char **argv)
 	char *buf = slurp(&len);
 	size_t cap = len / 16 + 16, n = 0;
 	uint8_t *kinds = malloc(cap);
-	double *vals = malloc(cap * sizeof(double));
+	double *vals = malloc(cap * nv * sizeof(double));      /* n rows of nv values */
 	if (!kinds || !vals) { perror("fieldlines: malloc"); return 1; }
 	char *p = buf, *end = buf + len;
 	unsigned long long line = 0;
@@ -84,7 +96,7 @@ int main(int argc, char **argv)
 				*x = 0;        /* eol is '\n' or the terminating 0: writable */
 				x++;
 			}
-			if (nf <= kcol || nf <= vcol) {
+			if (nf <= maxcol) {
 				fprintf(stderr, "line %llu: %d fields\n", line, nf);
 				return 2;
 			}
@@ -92,30 +104,40 @@ int main(int argc, char **argv)
 			for (int i = 0; i < nkinds; i++)
 				if (!strcmp(f[kcol], argv[4 + i]))
 					k = i;
-			char *e;
-			errno = 0;
-			double v = strtod(f[vcol], &e);
-			if (k < 0 || *e || e == f[vcol] || !isfinite(v)) {
-				fprintf(stderr, "line %llu: not a sample line\n", line);
-				return 2;
-			}
 			if (n == cap) {
 				cap *= 2;
 				kinds = realloc(kinds, cap);
-				vals = realloc(vals, cap * sizeof(double));
+				vals = realloc(vals, cap * nv * sizeof(double));
 				if (!kinds || !vals) { perror("fieldlines: realloc"); return 1; }
 			}
+			for (int j = 0; j < nv; j++) {
+				char *e;
+				double v = strtod(f[vcol[j]], &e);
+				if (k < 0 || *e || e == f[vcol[j]] || !isfinite(v)) {
+					fprintf(stderr, "line %llu: not a sample line\n", line);
+					return 2;
+				}
+				vals[n * nv + j] = v;
+			}
 			kinds[n] = (uint8_t)k;
-			vals[n] = v;
 			n++;
 		}
 		p = eol + 1;
 	}
 	uint64_t nn = n;
-	if (fwrite(&nn, 8, 1, stdout) != 1 || (n && fwrite(kinds, 1, n, stdout) != n) ||
-	    (n && fwrite(vals, sizeof(double), n, stdout) != n)) {
+	if (fwrite(&nn, 8, 1, stdout) != 1 || (n && fwrite(kinds, 1, n, stdout) != n)) {
 		perror("fieldlines: write");
 		return 1;
+	}
+	double *col = malloc((n ? n : 1) * sizeof(double));
+	if (!col) { perror("fieldlines: malloc"); return 1; }
+	for (int j = 0; j < nv; j++) {           /* column by column */
+		for (size_t i = 0; i < n; i++)
+			col[i] = vals[i * nv + j];
+		if (n && fwrite(col, sizeof(double), n, stdout) != n) {
+			perror("fieldlines: write");
+			return 1;
+		}
 	}
 	return fflush(stdout) ? 1 : 0;
 }

@@ -18,12 +18,13 @@ and how many had field 6 (``<local>``) equal to 1 (local) or 0 (remote), as Perl
 from __future__ import annotations
 
 import math
-import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, number, numbered, read_bytes, read_lines,
                                                scaling_files)
+from mmbench.model.perl import perl_num
 from mmbench.model.results import MetricDef
 
 # the MMTests summary type of its extract module (compare --convention mmtests)
@@ -31,25 +32,14 @@ SUMMARY = "Multiops"
 NAME = "thpscale"
 
 
-def _locality_fast(path: Path, n: int, out: Parsed) -> bool:
-    """The locality counts of one log (field 6 of each fault line) through fieldlines.c; False when
-    a fault line has no number there (the line-by-line count then takes it as Perl does)."""
-    import numpy as np
-    from mmbench.run.build import binary_for
-    exe = binary_for(Path(__file__).with_name("fieldlines.c"))
-    proc = subprocess.run([exe, "fault", "2", "5", "huge", "base"], input=read_bytes(path), capture_output=True)
-    if proc.returncode != 0:
-        return False
-    count = int(np.frombuffer(proc.stdout, dtype=np.uint64, count=1)[0])
-    huge = np.frombuffer(proc.stdout, dtype=np.uint8, count=count, offset=8) == 0
-    loc = np.frombuffer(proc.stdout, dtype=np.float64, count=count, offset=8 + count)
+def _locality_table(huge: Any, loc: Any, n: int, out: Parsed) -> None:
+    """The locality counts of one log from its fault lines' kinds and field 6 (read_fast)."""
     table = {}
     for kind, sel in (("base", ~huge), ("huge", huge)):
         x = loc[sel]
         table[kind] = [int(x.size), int((x == 1).sum()), int((x == 0).sum())]
-    table["uncertain"] = int(count - sum(table[k][1] + table[k][2] for k in ("base", "huge")))
+    table["uncertain"] = int(loc.size - sum(table[k][1] + table[k][2] for k in ("base", "huge")))
     out.imported.setdefault(LOCALITY, {})[str(n)] = table
-    return True
 
 
 def _locality_slow(path: Path, n: int, out: Parsed) -> None:
@@ -59,8 +49,7 @@ def _locality_slow(path: Path, n: int, out: Parsed) -> None:
             continue
         f = line.split()
         kind = "base" if len(f) > 2 and f[2] == "base" else "huge"      # as ExtractThpscalelocality.pm
-        m = _PERL_NUM.match(f[5]) if len(f) > 5 else None
-        v = float(m.group(1)) if m else 0.0
+        v = perl_num(f[5] if len(f) > 5 else None)
         table[kind][0] += 1
         if v == 1:
             table[kind][1] += 1
@@ -72,24 +61,25 @@ def _locality_slow(path: Path, n: int, out: Parsed) -> None:
 
 
 LOCALITY = "mmtests_thpscale_locality"
-_PERL_NUM = re.compile(r"\s*([+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))")
 
 
 def read_fast(path: Path, n: int, out: Parsed) -> bool:
     """The fault lines of one log split in C (fieldlines.c; a thpscale log has a line per 2 MiB
-    fault: millions) instead of a Python loop per line.  False when any fault line is not one it
-    reads exactly (the line-by-line reader then names the bad line)."""
+    fault: millions) instead of a Python loop per line, field 6 (locality) in the same pass.
+    False when any fault line is not one it reads exactly (the line-by-line readers then name the
+    bad line, or take a locality field that is no number as Perl does)."""
     import numpy as np
     from mmbench.run.build import binary_for     # built on first use, cached by the source's hash
     exe = binary_for(Path(__file__).with_name("fieldlines.c"))
-    proc = subprocess.run([exe, "fault", "2", "3", "huge", "base"], input=read_bytes(path), capture_output=True)
+    proc = subprocess.run([exe, "fault", "2", "3,5", "huge", "base"], input=read_bytes(path), capture_output=True)
     if proc.returncode != 0:
         return False
     count = int(np.frombuffer(proc.stdout, dtype=np.uint64, count=1)[0])
-    if count == 0:
-        return True
     huge = np.frombuffer(proc.stdout, dtype=np.uint8, count=count, offset=8) == 0
     lat = np.frombuffer(proc.stdout, dtype=np.float64, count=count, offset=8 + count)
+    _locality_table(huge, np.frombuffer(proc.stdout, dtype=np.float64, count=count, offset=8 + 9 * count), n, out)
+    if count == 0:
+        return True
     defs = {k: MetricDef(f"fault-{k}-{n}", "us", "lower", "latency",
                          description=f"{k} fault + 2 MiB memset latency, {n} threads")
             for k in ("base", "huge", "both")}
@@ -107,10 +97,9 @@ def read(logs: Path) -> Parsed:
         raise MissingLog(f"{logs}/threads-<N>.log[.gz|.xz] is missing")
     out = Parsed()
     for n, path in files:
-        if not _locality_fast(path, n, out):
-            _locality_slow(path, n, out)
         if read_fast(path, n, out):
             continue
+        _locality_slow(path, n, out)
         defs = {k: MetricDef(f"fault-{k}-{n}", "us", "lower", "latency",
                              description=f"{k} fault + 2 MiB memset latency, {n} threads")
                 for k in ("base", "huge", "both")}
