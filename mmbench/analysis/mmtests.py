@@ -182,14 +182,15 @@ def _hmean(a: Any) -> float:
     return arr.size / _sum(1.0 / arr)
 
 
-def _stddev(a: Any, mean_name: str, rules: Rules) -> float:
+def _stddev(a: Any, mean_name: str, rules: Rules, amean: float | None = None) -> float:
     """calc_stddev: the amean-based sample stddev (n−1); HEAD/v1.00's hmean-based HStddev
-    √(H⁴·Σ(1/x − 1/H)²/n).  v0.25 always uses the amean form."""
+    √(H⁴·Σ(1/x − 1/H)²/n).  v0.25 always uses the amean form.  ``amean``: the data's
+    :func:`_amean`, when the caller has it."""
     import numpy as np
     arr = np.asarray(a, dtype=np.float64)
     n = arr.size
     if rules == "v0.25" or mean_name == "amean":
-        m = _amean(arr)
+        m = _amean(arr) if amean is None else amean
         if m != m or n <= 1:
             return NAN
         d = arr - m
@@ -214,9 +215,35 @@ def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferre
         data = data[::-1]
     funcs, ratio_funcs = _STATS[(summary, rules)]
     mean_name = "hmean" if preferred == "Higher" else "amean"
+    # Every mean here is of ``data`` or of its best k values, summed left to right from the best:
+    # one running sum of the data (and of their reciprocals) gives them all, as Perl adds them.
+    # The stddevs, asked for by several rows, are computed once.
+    cache: dict[Any, Any] = {}
 
-    def mean_of(a: Sequence[float]) -> float:
-        return _hmean(a) if mean_name == "hmean" else _amean(a)
+    def prefix_amean(k: int) -> float:
+        if "sum" not in cache:
+            cache["sum"] = np.cumsum(data)
+        return float(cache["sum"][k - 1]) / k
+
+    def prefix_hmean(k: int) -> float:
+        """_hmean of the best k: NaN when one of them is <= 0."""
+        if "recip" not in cache:
+            bad = np.flatnonzero(data <= 0)
+            cache["positive"] = int(bad[0]) if bad.size else data.size    # the best values > 0
+            cache["recip"] = np.cumsum(1.0 / data[:cache["positive"]])
+        return k / float(cache["recip"][k - 1]) if k <= cache["positive"] else NAN
+
+    def amean_all(a: Any = None) -> float:
+        return prefix_amean(data.size)
+
+    def mean_of(a: Any = None) -> float:
+        return prefix_hmean(data.size) if mean_name == "hmean" else prefix_amean(data.size)
+
+    def stddev(arg: str) -> float:
+        key = ("sd", arg)
+        if key not in cache:
+            cache[key] = _stddev(data, arg, rules, amean_all() if data.size else NAN)
+        return cache[key]
 
     def value(func: str) -> float:
         if not data.size:
@@ -230,22 +257,22 @@ def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferre
         if base == "max":
             return float(data.max())
         if f in ("amean", "hmean"):
-            return mean_of(data) if rules != "v0.25" or f == mean_name else _amean(data)
+            return mean_of() if rules != "v0.25" or f == mean_name else amean_all()
         if base == "stddev":
-            return _stddev(data, arg or "amean", rules)
+            return stddev(arg or "amean")
         if base == "coeffvar":
-            m = mean_of(data) if (arg or "amean") == mean_name else _amean(data)
+            m = mean_of() if (arg or "amean") == mean_name else amean_all()
             if rules == "v0.25":
-                m = _amean(data)
-            sd = _stddev(data, arg or "amean", rules)
+                m = amean_all()
+            sd = stddev(arg or "amean")
             sd = 0.0 if sd != sd else sd
             m = 0.0 if m != m else m
             return sd * 100 / m if m else 0.0
         if base == "percentile":
             return float(data[_k(len(data), float(arg)) - 1])
         if base in ("amean", "hmean") and arg:
-            sub = data[:_k(len(data), float(arg))]
-            return _hmean(sub) if base == "hmean" else _amean(sub)
+            k = _k(len(data), float(arg))
+            return prefix_hmean(k) if base == "hmean" else prefix_amean(k)
         raise ValueError(f"MMTests statistic {func!r} is not reproduced")
 
     def ci() -> tuple[float, float] | None:
@@ -257,8 +284,8 @@ def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferre
             n = len(data)
             lo, hi = qbinom(ALPHA / 2, n - 1, p / 100), qbinom(1 - ALPHA / 2, n - 1, p / 100)
             return float(data[lo]), float(data[hi])
-        m = mean_of(data)
-        sd = _stddev(data, mean_name, rules)
+        m = mean_of()
+        sd = stddev(mean_name)
         if m != m or sd != sd:
             return None
         q = r_printed(Z975 * sd)
@@ -268,8 +295,8 @@ def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferre
     idx = funcs.index(ratio_funcs[0]) if len(ratio_funcs) == 3 and ratio_funcs[0] in funcs else None
     t_data = None
     if rules == "v0.25" and data.size:
-        sd = _stddev(data, "amean", rules)
-        t_data = (mean_of(data), 0.0 if sd != sd else sd, int(data.size))
+        sd = stddev("amean")
+        t_data = (mean_of(), 0.0 if sd != sd else sd, int(data.size))
     ratio_sd = None
     if len(ratio_funcs) == 2 and data.size:
         sd = value(ratio_funcs[1])

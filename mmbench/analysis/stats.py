@@ -12,7 +12,9 @@ iteration means when there are at least two iterations, else the samples of the 
 The arithmetic is plain Python on lists (``math.fsum``): a comparison holds a few to a few
 thousand values per series, and importing numpy alone costs more (0.1 s) than a whole two-run
 compare (issue 13 item 9).  Inputs may be lists or numpy arrays.  Data holding a NaN or an
-infinity take numpy's code path, so those edge cases keep numpy's exact semantics.
+infinity take numpy's code path, so those edge cases keep numpy's exact semantics.  A large array
+(stored samples of a long run, issue 25) is summed in place by :mod:`exactsum`, with the very
+result math.fsum gives.
 """
 
 from __future__ import annotations
@@ -64,8 +66,21 @@ def _np() -> Any:
     return np
 
 
+# arrays at least this long are summed by exactsum (below it a ctypes call costs more than it saves)
+BIG_ARRAY = 512
+
+
+def _big(x: Any) -> bool:
+    return hasattr(x, "ravel") and x.size >= BIG_ARRAY
+
+
 def amean(x: Values) -> float:
     """Arithmetic mean; NaN when empty or when a value is NaN."""
+    if _big(x):
+        from mmbench.analysis import exactsum
+        total = exactsum.fsum(x)
+        if total is not None:
+            return total / x.size
     a = floats(x)
     if not a:
         return _NAN
@@ -127,8 +142,23 @@ def _stddev(a: list[float]) -> float:
     return math.sqrt(math.fsum((v - m) * (v - m) for v in a) / (len(a) - 1))
 
 
+def _stddev_array(x: Any) -> float | None:
+    """:func:`_stddev` of a large finite array, summed in place; None where exactsum declines."""
+    from mmbench.analysis import exactsum
+    total = exactsum.fsum(x)
+    if total is None or max(1.0, float(abs(x).max())) > 1e150:
+        return None
+    m = total / x.size
+    sq = exactsum.fsum_sqdev(x, m)
+    return None if sq is None else math.sqrt(sq / (x.size - 1))
+
+
 def stddev(x: Values) -> float:
     """Sample standard deviation with n−1 in the denominator; NaN if n < 2."""
+    if _big(x):
+        sd = _stddev_array(x)
+        if sd is not None:
+            return sd
     return _stddev(floats(x))
 
 
@@ -178,7 +208,7 @@ def sorted_values(a: list[float]) -> list[float]:
 
 def _bmean_of_sorted(s: list[float], pct: float, better: Better, kind: MeanKind,
                      convention: Convention = "mmbench") -> float:
-    if not s:
+    if not len(s):
         return _NAN
     k = bmean_k(len(s), pct, convention)
     return mean(s[:k] if better == "lower" else s[len(s) - k:], kind)
@@ -198,18 +228,18 @@ def _percentile_of_sorted(s: list[float], p: float) -> float:
     vi = (n - 1) * (p / 100.0)
     lo = math.floor(vi)
     if lo >= n - 1:
-        return s[n - 1]
+        return float(s[n - 1])
     if lo < 0:
-        return s[0]
+        return float(s[0])
     g = vi - lo
-    a, b = s[lo], s[lo + 1]
+    a, b = float(s[lo]), float(s[lo + 1])
     d = b - a
     return b - d * (1.0 - g) if g >= 0.5 else a + d * g
 
 
 def percentiles_of_sorted(s: list[float], ps: Sequence[float] = PERCENTILES) -> list[float]:
-    """Percentiles of already sorted data (see :func:`percentile`)."""
-    if not s:
+    """Percentiles of already sorted data, a list or an array (see :func:`percentile`)."""
+    if not len(s):
         return [_NAN] * len(ps)
     if s[-1] != s[-1] or not math.isfinite(s[0]) or not math.isfinite(s[-1]):
         np = _np()
@@ -281,7 +311,7 @@ def summarise(per_iter: Sequence[Values], *, kind: MeanKind = "amean",
     are of all samples pooled (MMTests pools every iteration, Summarise.pm:362) and B-means floor
     their k (:func:`bmean_k`).
     """
-    s = pooled_sorted if pooled_sorted is not None else sorted_values(pooled(per_iter))
+    s = pooled_sorted if pooled_sorted is not None else sorted_values(pooled(per_iter))   # list or array
     if convention == "mmtests":
         u = pooled(per_iter)
     elif iteration_means is not None and len(iteration_means) >= 2:
@@ -291,13 +321,13 @@ def summarise(per_iter: Sequence[Values], *, kind: MeanKind = "amean",
     m = mean(u, kind)
     sd = _stddev(u)
     cv = _NAN if (math.isnan(sd) or math.isnan(m) or m == 0) else 100.0 * (sd / abs(m))
-    has_nan = bool(s) and s[-1] != s[-1]
+    has_nan = len(s) > 0 and s[-1] != s[-1]
     rows = [
-        ("Min", _NAN if not s or has_nan else s[0]),
+        ("Min", _NAN if not len(s) or has_nan else float(s[0])),
         (mean_label(kind), m),
         ("Stddev", sd),
         ("CoeffVar", cv),
-        ("Max", _NAN if not s or has_nan else s[-1]),
+        ("Max", _NAN if not len(s) or has_nan else float(s[-1])),
         (bmean_label(kind), _bmean_of_sorted(s, BMEAN_PCT, better, kind, convention)),
     ]
     if latency:

@@ -27,14 +27,27 @@ def cache_dir() -> Path:
 
 def binary_for(source: str | Path) -> str:
     """Path of the compiled program for ``source`` (a .c file), building it if needed."""
-    source = Path(source)
+    return _build(Path(source), CFLAGS, LIBS, "")
+
+
+# a library loaded into Python with ctypes: position-independent, and no fused multiply-add, so
+# its arithmetic rounds as Python's does (analysis/exactsum.c)
+LIB_CFLAGS = ["-O2", "-Wall", "-Wextra", "-shared", "-fPIC", "-ffp-contract=off"]
+
+
+def library_for(source: str | Path) -> str:
+    """Path of the shared library built from ``source`` (a .c file), building it if needed."""
+    return _build(Path(source), LIB_CFLAGS, ["-lm"], ".so")
+
+
+def _build(source: Path, cflags: list[str], libs: list[str], suffix: str) -> str:
     text = source.read_bytes()
     # the headers beside the source (mmbench_util.h) are part of every program built there
     # (and the shared mmbench_util.h, which the monitors' programs include from workloads/)
     shared = Path(__file__).resolve().parent.parent / "workloads" / "mmbench_util.h"
     headers = b"".join(h.read_bytes() for h in sorted({*source.parent.glob("*.h"), shared}))
-    digest = hashlib.sha256(text + headers + " ".join(CFLAGS + LIBS).encode()).hexdigest()[:16]
-    out = cache_dir() / f"{source.stem}-{digest}"
+    digest = hashlib.sha256(text + headers + " ".join(cflags + libs).encode()).hexdigest()[:16]
+    out = cache_dir() / f"{source.stem}-{digest}{suffix}"
     if out.exists():
         return str(out)
     cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
@@ -43,7 +56,7 @@ def binary_for(source: str | Path) -> str:
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{source.stem}-")
     os.close(fd)
-    proc = subprocess.run([cc, *CFLAGS, "-o", tmp, str(source), *LIBS], capture_output=True, text=True)
+    proc = subprocess.run([cc, *cflags, "-o", tmp, str(source), *libs], capture_output=True, text=True)
     if proc.returncode != 0:
         os.unlink(tmp)
         raise EnvironmentUnsupported(f"building {source.name} failed:\n{proc.stderr.strip()}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from mmbench.analysis import stats as st
 from mmbench.analysis.compare.model import Row, Section
@@ -70,14 +71,18 @@ class Series:
     """One metric of one run: the samples of each measured iteration (``indices`` are the
     iterations' numbers) and, computed on first use and only once, the iteration means (the
     units of the mean row and of Welch's test), the sorted pooled samples and the per-iteration
-    percentiles (before, the baseline's were recomputed for every run and quantile)."""
+    percentiles (before, the baseline's were recomputed for every run and quantile).
 
-    def __init__(self, per_iter: list[list[float]], indices: list[int], kind: st.MeanKind,
+    ``per_iter`` holds lists, or float64 arrays where the samples were stored as such (a long
+    run's: issue 25); ``arrays`` are then the iterations' arrays that have samples, and the
+    sorting and summing is done on them in place, with the results the lists would give."""
+
+    def __init__(self, per_iter: list, indices: list[int], kind: st.MeanKind,
                  arrays: list | None = None):
         self.per_iter = per_iter
         self.indices = indices
         self.kind = kind
-        self.arrays = arrays      # the same samples as float64 arrays, when they were stored as such
+        self.arrays = arrays
 
     @property
     def has_samples(self) -> bool:
@@ -89,23 +94,38 @@ class Series:
         return st.iteration_values(self.per_iter, self.kind)
 
     @cached_property
-    def pooled_sorted(self) -> list[float]:
-        if self.arrays is not None:      # numpy sorts as sorted_values does (NaNs last), 10x faster
+    def _sorted_finite(self) -> list:
+        """Each iteration's finite samples, sorted by numpy (as sorted() sorts them)."""
+        import numpy as np
+        return [np.sort(a if self._all_finite else a[np.isfinite(a)]) for a in self.arrays or []]
+
+    @cached_property
+    def _all_finite(self) -> bool:
+        import numpy as np
+        return all(bool(np.isfinite(a).all()) for a in self.arrays or [])
+
+    @cached_property
+    def pooled_sorted(self) -> list[float] | Any:
+        """All samples sorted, NaNs last: a list, or an array for array-backed series."""
+        if self.arrays is not None:
             import numpy as np
-            return np.sort(np.concatenate(self.arrays)).tolist() if self.arrays else []
+            if not self.arrays:
+                return []
+            if self._all_finite:      # the sorted iterations merged: timsort finds their runs
+                return np.sort(np.concatenate(self._sorted_finite), kind="stable")
+            return np.sort(np.concatenate(self.arrays))    # NaNs last, as sorted_values puts them
         return st.sorted_values(st.pooled(self.per_iter))
 
     @cached_property
     def iteration_percentiles(self) -> dict[int, list[float]]:
         """P50…P99 of each iteration's finite samples (iterations without any left out)."""
         out: dict[int, list[float]] = {q: [] for q in st.PERCENTILES}
-        if self.arrays is not None:      # numpy sorts the finite values as sorted() does, 10x faster
-            import numpy as np
-            finite = [np.sort(a[np.isfinite(a)]).tolist() for a in self.arrays]
+        if self.arrays is not None:
+            finite = self._sorted_finite
         else:
             finite = [sorted(v for v in a if math.isfinite(v)) for a in self.per_iter]
         for s in finite:
-            if s:
+            if len(s):
                 for q, v in zip(st.PERCENTILES, st.percentiles_of_sorted(s)):
                     out[q].append(v)
         return out

@@ -52,11 +52,11 @@ def workload_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
 
 def _series(its: list[IterationResult], md: MetricDef) -> Series:
     raw = [it.samples.get(md.name, ()) for it in its]
-    arrays = None
     if any(hasattr(x, "ravel") for x in raw):      # large stored samples come back as float64 arrays
         import numpy as np
-        arrays = [np.asarray(x, dtype=np.float64) for x in raw if len(x)]
-    return Series([st.floats(x) for x in raw], [it.index for it in its], md.mean_kind, arrays)
+        per_iter = [np.asarray(x, dtype=np.float64) for x in raw]
+        return Series(per_iter, [it.index for it in its], md.mean_kind, [a for a in per_iter if len(a)])
+    return Series([st.floats(x) for x in raw], [it.index for it in its], md.mean_kind)
 
 
 def metric_rows(ctx: Context, label: str, sec: Section, md: MetricDef,
@@ -102,8 +102,8 @@ def sample_spread_rows(ctx: Context, sec: Section, md: MetricDef, series: dict[s
     for n in ctx.names:
         s = series.get(n)
         pooled = s.pooled_sorted if s is not None else []   # sorted once already for the summary
-        sd[n] = clean(st.stddev(pooled)) if pooled else None
-        m = st.mean(pooled, md.mean_kind) if pooled else math.nan
+        sd[n] = clean(st.stddev(pooled)) if len(pooled) else None
+        m = st.mean(pooled, md.mean_kind) if len(pooled) else math.nan
         cv[n] = clean(100.0 * sd[n] / abs(m)) if sd[n] is not None and math.isfinite(m) and m != 0 else None
     ctx.note(SAMPLE_SPREAD_NOTE)     # once per comparison
     return [Row(md.name, "Stddev.samples", md.unit, "lower", sd),
