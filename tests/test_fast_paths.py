@@ -202,3 +202,27 @@ def test_json_import_orjson_and_json_agree(tmp_path):
     p.write_text(json.dumps(recs)[:-5])
     with pytest.raises(UsageError, match=r"s\.json: line 1: invalid JSON"):
         samples.read_samples_file(p)
+
+
+def test_threaded_sorts_give_mmtests_own_cells(tmp_path, capsys, monkeypatch):
+    """The pooled arrays sorted on two threads (forced here for a small tree) still give every
+    cell of MMTests' own compare-kernels.sh report of the real v0.25 thpscale tree."""
+    import json
+    from pathlib import Path
+    import mmtests_report as report
+    from mmbench.analysis.compare.sections import mmtests as mm_section
+    from mmbench.cli import main
+    data = Path(__file__).parent / "data" / "mmtests" / "v0.25-thpscale"
+    results = tmp_path / "results"
+    assert main(["import-mmtests", "--results", str(results), str(data / "log")]) == 0
+    monkeypatch.setattr(mm_section, "THREADED_SORT_MIN", 0)
+    calls = []
+    real_pool = __import__("concurrent.futures").futures.ThreadPoolExecutor
+    monkeypatch.setattr("concurrent.futures.ThreadPoolExecutor", lambda n: calls.append(n) or real_pool(n))
+    capsys.readouterr()
+    from test_import_mmtests_real import RUNS
+    assert main(["compare", "--results", str(results), "--convention", "mmtests", "--format", "json", *RUNS]) == 0
+    out = json.loads(capsys.readouterr().out)
+    blocks = report.parse((data / "compare-kernels.txt").read_text(), RUNS)
+    assert report.check(blocks, out, ["thpscale"]) >= 328
+    assert calls, "the threaded sort was not used"

@@ -207,10 +207,11 @@ def _k(n: int, pct: float) -> int:
 
 
 def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferred, rules: Rules,
-              opname: str = "Ops") -> Summary:
-    """The rows MMTests prints for one op whose samples (all iterations pooled) are ``values``."""
+              opname: str = "Ops", presorted: bool = False) -> Summary:
+    """The rows MMTests prints for one op whose samples (all iterations pooled) are ``values``
+    (``presorted``: a float64 array sorted ascending already)."""
     import numpy as np
-    data = np.sort(np.asarray(values, dtype=np.float64))        # best first
+    data = values if presorted else np.sort(np.asarray(values, dtype=np.float64))   # best first
     if preferred == "Higher":
         data = data[::-1]
     funcs, ratio_funcs = _STATS[(summary, rules)]
