@@ -214,7 +214,7 @@ def test_damaged_file_is_one_line_naming_it(tmp_path, which, kind):
 def test_store_written_by_newer_mmbench_is_refused(tmp_path):
     results = imported(tmp_path, "a")
     meta = json.loads((results / "a" / "run.json").read_text())
-    assert meta["format"] == 1
+    assert meta["format"] == 2
     meta["format"] = 99
     (results / "a" / "run.json").write_text(json.dumps(meta))
     one_line_error(mmbench("show", "--results", str(results), "a"), 2, "newer mmbench")

@@ -19,14 +19,17 @@ from __future__ import annotations
 import json
 import base64
 import math
+import re
 from collections import OrderedDict
 from hashlib import blake2b
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from mmbench.errors import UsageError
 
-STORE_FORMAT = 1          # bump when a stored file changes meaning; readers refuse newer formats
+# bump when a stored file changes meaning; readers refuse newer formats.  2 (2026-11-27): packed
+# samples live in a sidecar file beside result.json (SAMPLES_FILE), no longer base64 inside it.
+STORE_FORMAT = 2
 MAX_FILE_BYTES = 256 << 20   # no stored JSON file is this large; a bigger one is not ours
 
 
@@ -178,35 +181,101 @@ def read_object(path: Path) -> dict[str, Any]:
     return data
 
 
-# Samples of a metric above this many are stored as one base64 string of little-endian float64
-# (issue 25: 1 M samples read back in milliseconds, no float parsed per sample); fewer stay a JSON
-# list a person can read.  Both forms are read.
+# Samples of a metric above this many are packed: their little-endian float64 bytes go into the
+# iteration's sidecar file (SAMPLES_FILE), and result.json holds where, ``{"file", "offset",
+# "count"}`` (issue 25: 1 M samples read back in milliseconds, no number parsed or base64 decoded
+# per sample); fewer stay a JSON list a person can read.  Format 1's ``{"f8": base64}`` is read too.
 PACKED_MIN = 256
+# the sidecar's name: its content's digest, so a rewritten iteration never leaves a result.json
+# pointing into another write's samples; a name, never a path
+SAMPLES_FILE = re.compile(r"samples-[0-9a-f]{16}\.f8")
 
 
-def pack_samples(values: Any) -> list[float | None] | dict[str, str]:
-    """One metric's samples as stored in result.json: a list (non-finite values as null) or, for
-    more than PACKED_MIN values, ``{"f8": base64 of little-endian float64}`` (NaN kept)."""
-    n = len(values)
-    if n <= PACKED_MIN:
-        vals = values.tolist() if hasattr(values, "tolist") else values
-        return [None if (isinstance(v, float) and not math.isfinite(v)) else v for v in vals]
-    import numpy as np
-    arr = np.asarray(values, dtype="<f8")
-    return {"f8": base64.b64encode(arr.tobytes()).decode("ascii")}
+def pack_samples(values: Any) -> list[float | None]:
+    """A few samples as stored in result.json: a list (non-finite values as null)."""
+    vals = values.tolist() if hasattr(values, "tolist") else values
+    return [None if (isinstance(v, float) and not math.isfinite(v)) else v for v in vals]
 
 
-def unpack_samples(stored: Any) -> Any:
-    """A metric's stored samples back to floats: a list (``null`` is NaN) or a float64 array."""
-    if isinstance(stored, dict):
+def pack_iteration_samples(samples: dict[str, Any]) -> tuple[dict[str, Any], bytes, str]:
+    """An iteration's samples as result.json holds them, the sidecar's bytes and its file name
+    (``b""`` and ``""`` when every metric has at most PACKED_MIN samples)."""
+    out: dict[str, Any] = {}
+    arrays, refs, at = [], [], 0
+    for name, values in samples.items():
+        if len(values) <= PACKED_MIN:
+            out[name] = pack_samples(values)
+            continue
         import numpy as np
-        return np.frombuffer(base64.b64decode(stored["f8"]), dtype="<f8")
+        arr = np.ascontiguousarray(values, dtype="<f8")
+        out[name] = ref = {"file": "", "offset": at, "count": int(arr.size)}
+        refs.append(ref)
+        arrays.append(arr)
+        at += arr.size
+    if not arrays:
+        return out, b"", ""
+    blob = b"".join(a.tobytes() for a in arrays)
+    file = f"samples-{blake2b(blob, digest_size=8).hexdigest()}.f8"
+    for ref in refs:
+        ref["file"] = file
+    return out, blob, file
+
+
+def read_samples_file(path: Path) -> Any:
+    """A sidecar's samples as one read-only float64 array, or a StoreError naming the file."""
+    import numpy as np
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise StoreError(f"{path}: missing (its result.json keeps samples there)") from None
+    except OSError as e:
+        raise StoreError(f"{path}: cannot read: {e.strerror or e}") from None
+    if len(raw) % 8:
+        raise StoreError(f"{path}: {len(raw)} bytes, not whole float64 samples (truncated?)")
+    return np.frombuffer(raw, dtype="<f8")
+
+
+SampleFiles = Callable[[str], Any]   # a sidecar's name → its samples (read_samples_file)
+
+
+def unpack_samples(stored: Any, sidecar: SampleFiles | None = None, where: str = "result.json",
+                   metric: str = "") -> Any:
+    """A metric's stored samples back to floats: a list (``null`` is NaN) or a float64 array,
+    from the sidecar ``sidecar`` reads by name, or from format 1's base64."""
+    if isinstance(stored, dict):
+        if "f8" in stored:
+            import numpy as np
+            return np.frombuffer(base64.b64decode(stored["f8"]), dtype="<f8")
+        file, offset, count = stored.get("file"), stored.get("offset"), stored.get("count")
+        if (not isinstance(file, str) or not SAMPLES_FILE.fullmatch(file) or type(offset) is not int
+                or type(count) is not int or offset < 0 or count < 0):
+            raise StoreError(f"{where}: samples.{metric}: {json.dumps(stored)[:120]} is not a place "
+                             f"in this iteration's samples-<digest>.f8")
+        if sidecar is None:
+            raise StoreError(f"{where}: samples.{metric}: kept in {file}, which was not given")
+        data = sidecar(file)
+        if offset + count > data.size:
+            raise StoreError(f"{where}: samples.{metric}: samples {offset}..{offset + count} of {file}, "
+                             f"which holds {data.size} (truncated?)")
+        return data[offset:offset + count]
     return [math.nan if v is None else float(v) for v in stored]
 
 
-def samples_from_json(samples: dict[str, Any]) -> dict[str, Any]:
+def samples_from_json(samples: dict[str, Any], sidecar: SampleFiles | None = None,
+                      where: str = "result.json") -> dict[str, Any]:
     """Stored samples back to floats (see :func:`unpack_samples`)."""
-    return {k: unpack_samples(vals) for k, vals in samples.items()}
+    return {k: unpack_samples(vals, sidecar, where, k) for k, vals in samples.items()}
+
+
+def sidecar_reader(folder: Path) -> SampleFiles:
+    """Reads (once each) the sidecar files of the iteration folder ``folder``."""
+    cache: dict[str, Any] = {}
+
+    def read(name: str) -> Any:
+        if name not in cache:
+            cache[name] = read_samples_file(folder / name)
+        return cache[name]
+    return read
 
 
 def kernel_release(fingerprint: dict[str, Any]) -> str:

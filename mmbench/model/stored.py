@@ -78,8 +78,9 @@ class ResultFile(_Stored):
     warmup: bool
     status: Literal["ok", "failed", "oom"]
     reason: str | None = None
-    # a list, or {"f8": base64 float64} for many samples (model/files.py pack_samples)
-    samples: dict[str, list[float | None] | dict[str, str]] = {}
+    # a list, or for many samples where they are in the sidecar, {"file", "offset", "count"}
+    # (format 1: {"f8": base64 float64}; model/files.py pack_iteration_samples)
+    samples: dict[str, list[float | None] | dict[str, str | int]] = {}
     duration: dict[str, float] = {}
     vmstat_delta: dict[str, int] = {}
     memcg: dict[str, Any] = {}

@@ -7,6 +7,7 @@ Layout (docs/results-format.md)::
     <results>/<run>/suite.toml, suite-effective.json, fingerprint.json
     <results>/<run>/<workload>/workload.json     plugin, params, metric definitions
     <results>/<run>/<workload>/iter-<N>/result.json, raw/, vmstat-before, vmstat-after, monitors/
+    <results>/<run>/<workload>/iter-<N>/samples-<digest>.f8   packed samples (float64) result.json names
 
 JSON files are the truth (written to a temporary name, fsynced, renamed) and are read through
 the validated models of ``model/files.py``: a damaged file is one line naming it.  The SQLite
@@ -42,8 +43,9 @@ from mmbench import __version__
 from mmbench.model.kernel import proc_start_time
 from mmbench.errors import UsageError
 from mmbench.model.store import RunWriter, Store, durable_writes, validate_run_name
-from mmbench.model.files import (STORE_FORMAT, StoreError, StoreFull, kernel_release, pack_samples, read_checked,
-                                 read_json, read_object, remember_checked_files, samples_from_json)
+from mmbench.model.files import (SAMPLES_FILE, STORE_FORMAT, StoreError, StoreFull, kernel_release,
+                                 pack_iteration_samples, read_checked, read_json, read_object,
+                                 remember_checked_files, samples_from_json, sidecar_reader)
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 # result.json's keys that make an IterationResult (the rest are kept in the file, unread)
@@ -72,11 +74,20 @@ def write_json(path: Path, data: Any) -> None:
     """Durable write: temporary file, fsync, rename, fsync of the directory (no fsync for an
     import: ``copied_runs``).  A write that fails leaves no temporary file; a full filesystem is
     a ``StoreFull`` naming the folder."""
+    _write_durably(path, lambda fh: json.dump(data, fh, indent=1, default=_json_default, allow_nan=False), "w")
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """:func:`write_json`'s durable write, of bytes (an iteration's sidecar of samples)."""
+    _write_durably(path, lambda fh: fh.write(data), "wb")
+
+
+def _write_durably(path: Path, write: Any, mode: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     durable = durable_writes()   # (an import is a copy: model/store.py copied_runs)
     try:
-        with open(tmp, "w") as fh:
-            json.dump(data, fh, indent=1, default=_json_default, allow_nan=False)
+        with open(tmp, mode) as fh:
+            write(fh)
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
@@ -193,9 +204,11 @@ class FileRunWriter(RunWriter):
         itdir = self.iteration_dir(result.workload, result.index)
         staging = self.staging_dir(result.workload, result.index)
         data = result.to_dict()
-        data["samples"] = {k: pack_samples(v) for k, v in result.samples.items()}
+        data["samples"], blob, sidecar = pack_iteration_samples(result.samples)
         try:
             if staging.is_dir():   # result.json last, then one rename: the iteration appears whole
+                if blob:
+                    write_bytes(staging / sidecar, blob)
                 write_json(staging / "result.json", data)
                 if itdir.exists():
                     shutil.rmtree(itdir)
@@ -204,7 +217,12 @@ class FileRunWriter(RunWriter):
                     _fsync_dir(itdir.parent)
             else:
                 itdir.mkdir(parents=True, exist_ok=True)
+                if blob:           # before the result.json that points into it
+                    write_bytes(itdir / sidecar, blob)
                 write_json(itdir / "result.json", data)
+                for old in itdir.glob("samples-*.f8"):     # an earlier write's, no longer read
+                    if old.name != sidecar:
+                        old.unlink(missing_ok=True)
         except OSError as e:
             raise store_write_error(e, itdir) from None
         self._check(itdir / "result.json", "result")
@@ -307,8 +325,8 @@ def indexed_files(run_dir: Path) -> dict[str, tuple[int, int]]:
                     note(w, f"{e.name}/workload.json")
                 elif w.name.startswith("iter-") and w.is_dir(follow_symlinks=False):
                     for r in scan(w.path):
-                        if r.name == "result.json":
-                            note(r, f"{e.name}/{w.name}/result.json")
+                        if r.name == "result.json" or SAMPLES_FILE.fullmatch(r.name):
+                            note(r, f"{e.name}/{w.name}/{r.name}")
     return out
 
 
@@ -581,7 +599,7 @@ class FileStore(Store):
                     raise StoreError(f"{rfile}: says workload {d['workload']!r} iteration {d['index']}, but it "
                                      f"is in {w['label']}/{rfile.parent.name} (a copied or foreign file)")
                 fields = {k: d[k] for k in RESULT_FIELDS}
-                fields["samples"] = samples_from_json(d["samples"])
+                fields["samples"] = samples_from_json(d["samples"], sidecar_reader(rfile.parent), str(rfile))
                 its.append(IterationResult(**fields))
             wr.iterations = sorted(its, key=lambda it: it.index)
             rec.workloads.append(wr)

@@ -123,6 +123,18 @@ OLD_VERSION_SECONDS = 600
 NEW_VERSION = "gen_random_uuid()::text"
 
 
+def _sidecar_in(files: dict[str, bytes], folder: str) -> Any:
+    """Reads an iteration's sidecar of samples from a run's files (fs.py writes them)."""
+    def read(file: str) -> Any:
+        import numpy as np
+        data = files.get(f"{folder}/{file}")
+        if data is None or len(data) % 8:
+            raise StoreError(f"{folder}/{file}: " + ("missing (its result.json keeps samples there)" if data is None
+                                                      else f"{len(data)} bytes, not whole float64 samples"))
+        return np.frombuffer(data, dtype="<f8")
+    return read
+
+
 class Unreachable(UsageError):
     """The PostgreSQL server cannot be reached (one line, exit 2)."""
 
@@ -548,7 +560,9 @@ class PgStore(Store):
             if rel.endswith("/result.json") and rel.count("/") == 2:
                 d = json.loads(data)
                 results.append(d)
-                it = IterationResult.from_dict({**d, "samples": samples_from_json(d.get("samples", {}))})
+                folder = rel.rsplit("/", 1)[0]
+                it = IterationResult.from_dict({**d, "samples": samples_from_json(
+                    d.get("samples", {}), _sidecar_in(by_path, folder), f"{name}/{rel}")})
                 values += [(name, it.workload, m, it.index, it.warmup, it.status, v)
                            for m, v in _iteration_means(it).items()]
         status = meta.get("status", "incomplete")
