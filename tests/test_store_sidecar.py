@@ -143,3 +143,14 @@ def test_postgres_store_reads_sidecars_from_a_runs_files(tmp_path, lat):
     assert np.asarray(got["lat"]).tobytes() == (lat + 1).astype("<f8").tobytes()
     with pytest.raises(StoreError, match="missing"):
         samples_from_json(doc["samples"], _sidecar_in({}, "wl/iter-1"))
+
+
+@pytest.mark.parametrize("f8", ["not base64!", base64.b64encode(b"1234567").decode()])
+def test_damaged_format_1_base64_is_one_line(tmp_path, lat, f8):
+    root = tmp_path / "res"
+    write_run(root, lat)
+    res = root / "r" / "wl" / "iter-0" / "result.json"
+    doc = json.loads(res.read_text())
+    doc["samples"]["lat"] = {"f8": f8}
+    res.write_text(json.dumps(doc))
+    one_line_error(cli("show", "--results", str(root), "r"), 2, "is not base64 of whole float64 samples")

@@ -244,8 +244,13 @@ def unpack_samples(stored: Any, sidecar: SampleFiles | None = None, where: str =
     from the sidecar ``sidecar`` reads by name, or from format 1's base64."""
     if isinstance(stored, dict):
         if "f8" in stored:
+            import binascii
             import numpy as np
-            return np.frombuffer(base64.b64decode(stored["f8"]), dtype="<f8")
+            try:
+                return np.frombuffer(base64.b64decode(stored["f8"], validate=True), dtype="<f8")
+            except (binascii.Error, ValueError, TypeError):
+                raise StoreError(f"{where}: samples.{metric}: \"f8\" is not base64 of whole float64 "
+                                 f"samples (damaged?)") from None
         file, offset, count = stored.get("file"), stored.get("offset"), stored.get("count")
         if (not isinstance(file, str) or not SAMPLES_FILE.fullmatch(file) or type(offset) is not int
                 or type(count) is not int or offset < 0 or count < 0):
