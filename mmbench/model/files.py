@@ -223,15 +223,22 @@ def pack_iteration_samples(samples: dict[str, Any]) -> tuple[dict[str, Any], byt
 
 def read_samples_file(path: Path) -> Any:
     """A sidecar's samples as one read-only float64 array, or a StoreError naming the file."""
-    import numpy as np
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise StoreError(f"{path}: missing (its result.json keeps samples there)") from None
+        raw = None
     except OSError as e:
         raise StoreError(f"{path}: cannot read: {e.strerror or e}") from None
+    return samples_from_bytes(raw, str(path))
+
+
+def samples_from_bytes(raw: bytes | None, where: str) -> Any:
+    """A sidecar's bytes (None: not there) as one read-only float64 array, or a StoreError."""
+    import numpy as np
+    if raw is None:
+        raise StoreError(f"{where}: missing (its result.json keeps samples there)")
     if len(raw) % 8:
-        raise StoreError(f"{path}: {len(raw)} bytes, not whole float64 samples (truncated?)")
+        raise StoreError(f"{where}: {len(raw)} bytes, not whole float64 samples (truncated?)")
     return np.frombuffer(raw, dtype="<f8")
 
 

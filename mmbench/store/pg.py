@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from mmbench.model.cache import cache_root
 from mmbench.errors import EnvironmentUnsupported, UsageError
-from mmbench.model.files import StoreError, samples_from_json
+from mmbench.model.files import StoreError, samples_from_bytes, samples_from_json
 from mmbench.model.store import RunWriter, Store, run_summary, validate_run_name
 from mmbench.store.fs import FileRunWriter, FileStore, pid_alive
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
@@ -125,14 +125,7 @@ NEW_VERSION = "gen_random_uuid()::text"
 
 def _sidecar_in(files: dict[str, bytes], folder: str) -> Any:
     """Reads an iteration's sidecar of samples from a run's files (fs.py writes them)."""
-    def read(file: str) -> Any:
-        import numpy as np
-        data = files.get(f"{folder}/{file}")
-        if data is None or len(data) % 8:
-            raise StoreError(f"{folder}/{file}: " + ("missing (its result.json keeps samples there)" if data is None
-                                                      else f"{len(data)} bytes, not whole float64 samples"))
-        return np.frombuffer(data, dtype="<f8")
-    return read
+    return lambda file: samples_from_bytes(files.get(f"{folder}/{file}"), f"{folder}/{file}")
 
 
 class Unreachable(UsageError):
