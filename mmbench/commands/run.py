@@ -56,6 +56,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     args.set = list(args.set or []) + _vm_sets(args)
     suite = load_suite(args.config, args.set, args.iterations)
     progress = make_progress(quiet=args.quiet, json_log=args.json_log)
+    one_run = False
     try:
         from mmbench.guest import in_guest
         if getattr(args, "baseline_kernel", None) is not None:
@@ -65,15 +66,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         elif getattr(args, "until", None) is not None:
             status = _run_adaptive(args, progress, run_suite)
         else:
+            one_run = True
             status = run_suite(suite, args.name, store_of(args), force=args.force, progress=progress)
     except (KeyboardInterrupt, Interrupted) as e:
         by = "SIGINT" if isinstance(e, KeyboardInterrupt) else str(e)
         if not last_restore:   # stopped while queueing for the machine: nothing was changed
             print(f"mmbench: stopped by {by} before the run started; nothing was changed", file=sys.stderr)
         else:
-            kept = ("completed iterations are kept" if last_restore.get("stored") else "no run was stored")
-            print(f"mmbench: stopped by {by}; {kept} (run {args.name!r}: "
-                  f"{last_restore.get('status')})", file=sys.stderr)
+            if one_run and last_restore.get("stored") and last_restore.get("status") in ("complete", "failed"):
+                # it came after the run had been stored and the machine put back, while the
+                # runner was saying so: the status is final, nothing was cut short (one run: in
+                # rounds, an earlier round's record would say so of a run still going)
+                said = f"stopped by {by} as the run ended; nothing was cut short"
+            else:
+                said = f"stopped by {by}; " + ("completed iterations are kept" if last_restore.get("stored")
+                                               else "no run was stored")
+            print(f"mmbench: {said} (run {args.name!r}: {last_restore.get('status')})", file=sys.stderr)
             # the last line says exactly what was and was not put back
             print("mmbench: " + ("machine restored: " if last_restore.get("restored")
                                  else "machine NOT fully restored: ") + str(last_restore.get("summary")),
