@@ -37,24 +37,20 @@ def _contiguous(a: Any) -> Any:
 
 def fsum(a: Any) -> float | None:
     """math.fsum of a float64 array, or None (see the module's docstring)."""
-    lib = _load()
-    if not lib:
-        return None
-    arr = _contiguous(a)
-    out = ctypes.c_double()
-    if lib.mmbench_fsum(arr.ctypes.data, arr.size, ctypes.byref(out)) != 0 or out.value == 0.0:
-        return None
-    return out.value
+    return _call("mmbench_fsum", a)
 
 
 def fsum_sqdev(a: Any, m: float) -> float | None:
     """math.fsum of the squared deviations (v - m) * (v - m) of a float64 array, or None."""
+    return _call("mmbench_fsum_sqdev", a, ctypes.c_double(m))
+
+
+def _call(name: str, a: Any, *extra: Any) -> float | None:
     lib = _load()
     if not lib:
         return None
     arr = _contiguous(a)
     out = ctypes.c_double()
-    if (lib.mmbench_fsum_sqdev(arr.ctypes.data, arr.size, ctypes.c_double(m), ctypes.byref(out)) != 0
-            or out.value == 0.0):
+    if getattr(lib, name)(arr.ctypes.data, arr.size, *extra, ctypes.byref(out)) != 0 or out.value == 0.0:
         return None
     return out.value

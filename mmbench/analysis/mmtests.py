@@ -234,10 +234,10 @@ def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferre
             cache["recip"] = np.cumsum(1.0 / data[:cache["positive"]])
         return k / float(cache["recip"][k - 1]) if k <= cache["positive"] else NAN
 
-    def amean_all(a: Any = None) -> float:
+    def amean_all() -> float:
         return prefix_amean(data.size)
 
-    def mean_of(a: Any = None) -> float:
+    def mean_of() -> float:
         return prefix_hmean(data.size) if mean_name == "hmean" else prefix_amean(data.size)
 
     def stddev(arg: str) -> float:
