@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--vm-memory", metavar="SIZE", help="guest memory, the machine under test (default 1G)")
     r.add_argument("--vm-cpus", type=_positive_int, metavar="N", help="guest CPUs (default 2)")
     r.add_argument("--vm-numa", type=_positive_int, metavar="N", help="guest NUMA nodes (default 1)")
+    r.add_argument("--vm-clock", choices=("auto", "instructions", "host"),
+                   help="the guest's clock under TCG: instructions (deterministic: time counts the work "
+                        "done; the default under TCG) or host (emulated time, drifts with the host's load)")
     r.add_argument("--until", metavar="ci<PCT%", help="size the run so the headline metrics' 95%% "
                    "interval is within ±PCT (of the mean, or of the ratio to --baseline): the number of "
                    "iterations is fixed before any is measured, from --baseline or a 3-round pilot stored as warm-up")

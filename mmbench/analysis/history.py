@@ -38,7 +38,7 @@ PSEUDO_FIELDS = {
     "suite": "the suite's name",
     "config": "digest of the effective suite (after --set), iteration counts and settings left out",
     "settings": "the settings the run applied (KEY=VALUE, ...)",
-    "vm-shape": "memory, CPUs, NUMA nodes and accelerator of the guest ('host': no VM)",
+    "vm-shape": "memory, CPUs, NUMA nodes, accelerator and clock of the guest ('host': no VM)",
     "arm": "which configuration of an interleave ('arm 1 of 2'); '' when not interleaved",
     "kernel": "the kernel release with its patches and build (the point label)",
     "run": "the run's name",
@@ -133,8 +133,9 @@ def _vm_shape(fp: dict[str, Any]) -> str:
     vm = fp.get("vm") if isinstance(fp.get("vm"), dict) else {}
     if "guest_host" not in fp and "accelerator" not in vm:
         return "host"
+    clock = ", instruction clock" if vm.get("clock") == "instructions" else ""
     return (f"{vm.get('memory_mb', '?')} MiB, {vm.get('cpus', '?')} CPUs, {vm.get('numa_nodes', 1)} node(s), "
-            f"{vm.get('accelerator', '?')}")
+            f"{vm.get('accelerator', '?')}{clock}")
 
 
 def run_fields(name: str, row: dict[str, Any], summary: dict[str, Any]) -> dict[str, str]:

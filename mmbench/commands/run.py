@@ -149,10 +149,14 @@ def _vm_sets(args: argparse.Namespace) -> list[str]:
     if getattr(args, "kernel", None) is not None and not args.kernel.strip():
         raise UsageError("--kernel: empty; give a Debian package (debian:linux-image-...), a bzImage/vmlinuz "
                          "path or a kernel build tree")
-    for flag, key in (("kernel", "kernel"), ("vm_memory", "memory"), ("vm_cpus", "cpus"), ("vm_numa", "numa")):
+    for flag, key in (("kernel", "kernel"), ("vm_memory", "memory"), ("vm_cpus", "cpus"), ("vm_numa", "numa"),
+                      ("vm_clock", "clock")):
         value = getattr(args, flag, None)
         if value is not None:
             out.append(f"vm.{key}={value}")
+    if getattr(args, "kernel", None) is None and getattr(args, "vm_clock", None) is not None:
+        raise UsageError("--vm-clock: does not apply to a run on this machine (no --kernel): the instruction "
+                         "clock is a TCG guest's; a host run's times are real time")
     if getattr(args, "kernel", None) is None and any(getattr(args, f, None) is not None
                                                      for f in ("vm_memory", "vm_cpus", "vm_numa")):
         raise UsageError("--vm-memory/--vm-cpus/--vm-numa go with --kernel (or a [vm] table in the suite)")
@@ -194,7 +198,7 @@ def _vm_options(suite: Any, kernel_spec: str, guest_kernel: Any) -> Any:
     vm = suite.vm
     return VmOptions(kernel=kernel_spec, memory_mb=vm["memory_mb"], cpus=vm["cpus"], numa=vm["numa"],
                      disk_gb=vm["disk_gb"], timeout=vm["timeout_s"], accel=vm["accel"], append=vm["append"],
-                     guest_kernel=guest_kernel)
+                     guest_kernel=guest_kernel, clock=vm["clock"], clock_shift=vm["clock_shift"])
 
 
 def _run_ab_kernels(args: argparse.Namespace, suite: Any, progress: Any) -> str:

@@ -92,6 +92,11 @@ class VmSpec(_Strict):
     disk: str | int = "16G"
     timeout: str | float = "2h"
     accel: Literal["auto", "kvm", "tcg"] = "auto"
+    # the guest's clock under TCG: "instructions" (QEMU icount: time counts instructions executed,
+    # 2^clock_shift ns each, deterministic) or "host" (emulated time drifts with the host's load);
+    # "auto" is the instruction clock under TCG; a KVM guest always runs on the host's clock
+    clock: Literal["auto", "host", "instructions"] = "auto"
+    clock_shift: int = Field(0, ge=0, le=10)
     append: str = ""
     # shipped config fragments a kernel built for this suite needs (both kernels of a comparison
     # get them), e.g. ["irqsoff"]: mmbench/configs/kernel/NAME.config

@@ -36,6 +36,7 @@ from mmbench.kbuild.patches import (Patch, apply_series, file_times, restore_tim
 from mmbench.kbuild.source import (Source, describe_source, kbuild_root, locked, prepare, read_journal,
                                    write_journal)
 from mmbench.kbuild.spec import SourceSpec, parse_spec
+from mmbench.kbuild.symbols import FILE as SYMBOLS_FILE, write_symbol_groups
 
 FORMAT = 1                      # bump when what goes into an image changes
 BASE = "tinyconfig"
@@ -300,6 +301,7 @@ def _build_locked(request: BuildRequest, source: Source, wanted: dict[str, str],
         shutil.copy2(obj / ".config", tmp / "config")
         if (obj / "System.map").exists():
             shutil.copy2(obj / "System.map", tmp / "System.map")
+        meta["symbol_groups"] = _symbol_groups(obj, tmp, release)
         (tmp / "build.json").write_text(json.dumps(meta, indent=1) + "\n")
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
@@ -312,6 +314,31 @@ def _build_locked(request: BuildRequest, source: Source, wanted: dict[str, str],
             revert_series(source.path, applied)
             restore_times(source.path, times)
             write_journal(source, [])
+
+
+def _symbol_groups(obj: Path, image_dir: Path, release: str) -> dict[str, Any]:
+    """The mm function groups' address ranges beside the image (kbuild/symbols.py), or why not."""
+    try:
+        return write_symbol_groups(obj, image_dir / SYMBOLS_FILE, release)
+    except (OSError, RuntimeError) as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def ensure_symbol_groups(built: BuiltKernel) -> Path | None:
+    """The image's ranges file; for an image cached before they were written, made now from its object
+    tree while that tree still holds this very kernel (its System.map is the image's), else None."""
+    path = built.dir / SYMBOLS_FILE
+    if path.is_file():
+        return path
+    obj = Path(str(built.meta.get("objdir", "")))
+    try:
+        same = (obj / "System.map").read_bytes() == (built.dir / "System.map").read_bytes()
+    except OSError:
+        return None
+    if not same:
+        return None
+    record = _symbol_groups(obj, built.dir, built.release)
+    return path if "error" not in record and path.is_file() else None
 
 
 def _sync_objects(vanilla: Path, patched: Path, log: Callable[[str], None]) -> None:
@@ -422,4 +449,5 @@ def guest_kernel(built: BuiltKernel, spec_text: str) -> "GuestKernel":
     """What the VM runner boots: the cached image, its config and its provenance (no modules:
     the guest fragment builds everything in)."""
     from mmbench.vm.kernel import GuestKernel
-    return GuestKernel(spec_text, built.image, built.release, None, built.config, build=dict(built.meta))
+    return GuestKernel(spec_text, built.image, built.release, None, built.config, build=dict(built.meta),
+                       symbols=ensure_symbol_groups(built))

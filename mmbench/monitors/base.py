@@ -107,6 +107,9 @@ class Monitor:
     # suite's `[suite] primary` may name from this monitor (config/primary.py).  Keep them
     # matching when a row is added or renamed.
     row_patterns: ClassVar[tuple[str, ...]] = ()
+    # Started after every other monitor and stopped before them, so that what it measures brackets
+    # the workload as closely as it can (insn-count).
+    innermost: ClassVar[bool] = False
 
     def unavailable_reason(self) -> str | None:
         """None when the monitor can run here, else a plain sentence why not."""

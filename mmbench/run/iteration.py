@@ -142,7 +142,8 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
                                 whole_machine=plan.sandbox_mode == "none").create()
         ctx = IterationContext(params=plan.params, budget=plan.budget, workdir=workdir, rawdir=rawdir,
                                sandbox=sandbox, journal=journal, log=log)
-        for spec in plan.monitors:
+        # innermost monitors start last and stop first (_teardown stops them in that order)
+        for spec in sorted(plan.monitors, key=lambda m: bool(getattr(m.cls, "innermost", False))):
             mon = spec.cls()
             reason = mon.unavailable_reason()
             if reason:
@@ -264,7 +265,7 @@ def _teardown(plan: IterationPlan, result: IterationResult, running: list[tuple[
               workdir: Path, log: Callable[[str], None]) -> None:
     itdir = plan.itdir
     recorded = plan.recorded_dir or itdir
-    for spec, mon in running:
+    for spec, mon in sorted(running, key=lambda r: not getattr(r[0].cls, "innermost", False)):
         try:
             meta = mon.stop()
         except Exception as e:

@@ -41,6 +41,7 @@ class GuestKernel:
     modules: Path | None          # the directory holding modules.dep (lib/modules/REL), if modular
     config: Path | None           # the kernel's .config, if known
     build: dict | None = None     # built by mmbench (kbuild/): its provenance (source, patches, config)
+    symbols: Path | None = None   # the mm function groups' address ranges (kbuild/symbols.py), if built here
 
     def config_values(self) -> dict[str, str]:
         """The mm-relevant options of the kernel's config (all of them are in ``config_all``)."""

@@ -54,9 +54,29 @@ def qemu_version() -> str:
     return out.splitlines()[0] if out else "unknown"
 
 
-def _accel_args(accel: str) -> list[str]:
+def _accel_args(accel: str, clock: str = "host", shift: int = 0) -> list[str]:
     # TCG's default CPU (qemu64) lacks AVX2, which numpy's wheels need: the guest would get SIGILL.
-    return ["-accel", "kvm", "-cpu", "host"] if accel == "kvm" else ["-accel", "tcg", "-cpu", "max"]
+    if accel == "kvm":
+        return ["-accel", "kvm", "-cpu", "host"]
+    args = ["-accel", "tcg", "-cpu", "max"]
+    if clock == "instructions":
+        # the guest's clock advances 2^shift ns per instruction executed, never with the host's time;
+        # sleep=off: an idle guest's clock jumps to its next timer instead of waiting in real time
+        args += ["-icount", f"shift={shift},sleep=off,align=off"]
+    return args
+
+
+@dataclass
+class InsnPlugin:
+    """The TCG instruction-counting plugin (vm/insn_plugin.c) and what it is given."""
+    library: Path
+    log: Path                      # where it writes its counts (in the share: the guest names it too)
+    marks: int                     # the user address it watches for the guest's requests
+    symbols: Path | None = None    # the kernel's function groups (kbuild/symbols.py), if known
+
+    def arg(self) -> str:
+        arg = f"{self.library},out={self.log},marks={self.marks:#x}"
+        return arg + (f",symbols={self.symbols}" if self.symbols else "")
 
 
 def probe_accelerator(kernel: GuestKernel, cache: Path, log: Callable[[str], None]) -> str:
@@ -106,6 +126,9 @@ class GuestSpec:
     disk: Path | None    # ext4 image for /var/tmp
     append: str = ""
     trees: list[TreeDisk] = field(default_factory=list)   # host trees as read-only disks
+    clock: str = "host"            # "host" or "instructions" (TCG icount)
+    clock_shift: int = 0
+    plugin: InsnPlugin | None = None
 
 
 @dataclass
@@ -181,13 +204,16 @@ class Guest:
             time.sleep(0.05)
         cmdline = (f"console=ttyS0 quiet loglevel=1 panic=-1 mmbench.share={spec.share} "
                    f"mmbench.cmd={spec.cmdfile} {spec.append}").strip()
-        argv = [QEMU, *_accel_args(spec.accel), "-m", f"{spec.memory_mb}M", "-smp", str(spec.cpus),
+        argv = [QEMU, *_accel_args(spec.accel, spec.clock, spec.clock_shift), "-m", f"{spec.memory_mb}M",
+                "-smp", str(spec.cpus),
                 *numa_args(spec.memory_mb, spec.cpus, spec.numa), "-nographic", "-no-reboot",
                 "-chardev", f"socket,id=c0,path={socks['hostroot']}",
                 "-device", "vhost-user-fs-pci,chardev=c0,tag=hostroot",
                 "-chardev", f"socket,id=c1,path={socks['mmbench']}",
                 "-device", "vhost-user-fs-pci,chardev=c1,tag=mmbench",
                 "-kernel", str(spec.kernel.image), "-initrd", str(initrd), "-append", cmdline]
+        if spec.plugin is not None:
+            argv += ["-plugin", spec.plugin.arg()]
         if spec.disk is not None:
             argv += ["-drive", f"file={spec.disk},if=none,id=scratch,format=raw",
                      "-device", f"virtio-blk-pci,drive=scratch,serial={SCRATCH_SERIAL}"]

@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from mmbench.errors import UsageError
-from mmbench.guest import GUEST_ENV
+from mmbench.guest import GUEST_ENV, INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARKS, INSN_MARKS_ENV
 from mmbench.model.store import Store, copy_runs, validate_run_name
 from mmbench.vm.kernel import GuestKernel, cache_root, resolve_kernel
-from mmbench.vm.qemu import Guest, GuestSpec, probe_accelerator, qemu_version
+from mmbench.vm.qemu import Guest, GuestSpec, InsnPlugin, probe_accelerator, qemu_version
 from mmbench.vm.trees import TreeDisk, suite_trees, tree_disks
 
 BOOT_ALLOWANCE = 120.0            # seconds added to the run's timeout for boot and copying back
+DEFAULT_SHIFT = 0                 # icount: 2^shift ns of guest time per instruction
 
 
 @dataclass
@@ -47,6 +48,19 @@ class VmOptions:
     accel: str = "auto"
     append: str = ""
     guest_kernel: GuestKernel | None = None   # already resolved (a kernel mmbench built: kbuild/)
+    clock: str = "auto"           # the guest's clock under TCG: "instructions", "host" or "auto"
+    clock_shift: int = DEFAULT_SHIFT
+
+
+def resolve_clock(requested: str, accel: str, warn: Callable[[str], None]) -> str:
+    """The guest clock a run gets: under TCG ``auto`` is the instruction clock; a KVM guest runs on
+    the host's clock whatever was asked (said once when the instruction clock was asked for)."""
+    if accel != "tcg":
+        if requested == "instructions":
+            warn("--vm-clock instructions does not apply to a KVM guest: it runs on the host's clock "
+                 "(the instruction clock is QEMU's TCG icount); its times are real time")
+        return "host"
+    return "host" if requested == "host" else "instructions"
 
 
 def _guest_argv(run_argv: list[str], results: Path, suite_copy: Path) -> list[str]:
@@ -74,7 +88,7 @@ def _mount_trees(trees: Sequence[TreeDisk]) -> list[str]:
 
 
 def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None,
-                  trees: Sequence[TreeDisk] = ()) -> Path:
+                  trees: Sequence[TreeDisk] = (), extra_env: dict[str, str] | None = None) -> Path:
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
            GUEST_ENV: "1", "PYTHONDONTWRITEBYTECODE": "1", "MMBENCH_CACHE": str(share_run.parent / "guest-cache"),
            "MMBENCH_LOCK_WAIT": "0", "LC_ALL": "C.UTF-8",
@@ -86,6 +100,7 @@ def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None,
     for k in ("PYTHONPATH",):
         if os.environ.get(k):
             env[k] = os.environ[k]
+    env.update(extra_env or {})
     lines = ["#!/bin/sh", "# written by mmbench run --kernel: what the guest runs after boot"]
     lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     lines += ["mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null",
@@ -194,14 +209,20 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
         suite_copy.write_text(suite.text)
         # host trees the workloads read (kernbench's source): read-only disks, not virtiofs
         trees = tree_disks(suite_trees(suite, progress.info), cache / "trees", progress.info)
-        cmd = _command_file(workdir, _guest_argv(run_argv, results, suite_copy), kernel.modules, trees)
+        clock = resolve_clock(opts.clock, accel, progress.warn)
+        plugin, guest_env = _insn_plugin(suite, accel, kernel, workdir, progress.info)
+        cmd = _command_file(workdir, _guest_argv(run_argv, results, suite_copy), kernel.modules, trees, guest_env)
         spec = GuestSpec(kernel, opts.memory_mb, opts.cpus, opts.numa, accel, cache, cmd, disk, opts.append,
-                         trees)
+                         trees, clock=clock, clock_shift=opts.clock_shift, plugin=plugin)
         progress.info(f"booting {kernel.release} ({accel.upper()}, {opts.memory_mb} MiB, {opts.cpus} CPUs, "
                       f"{opts.numa} NUMA node(s)); the suite runs inside the guest")
-        if accel == "tcg":
-            progress.warn("TCG emulation: times are emulated (8-10x slower than hardware); counts and "
-                          "ratios between runs under the same emulator stay comparable")
+        if clock == "instructions":
+            progress.info(f"guest clock: instructions (QEMU icount, {1 << opts.clock_shift} ns per instruction): "
+                          f"times count the work the guest did and do not drift with the host's load")
+        elif accel == "tcg":
+            progress.warn("TCG emulation on the host's clock: times are emulated (8-10x slower than hardware) "
+                          "and drift with the host's load; counts and ratios between runs stay comparable "
+                          "(--vm-clock instructions makes times deterministic)")
 
         def journal_pid(pid: int) -> None:
             journal.record("process", pid=pid, start=proc_start_time(pid), group=True)
@@ -211,6 +232,8 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
         result = guest.run(opts.timeout + BOOT_ALLOWANCE, _relay(progress, suite.path.stem, current))
         progress.info(f"guest finished in {result.wall:.1f} s ({'exit ' + str(result.exit_code) if result.exit_code is not None else result.reason().split(';')[0]})")
         vm_facts = {"kernel_spec": opts.kernel, "kernel_release": kernel.release, "accelerator": accel,
+                    "clock": clock, **({"clock_ns_per_instruction": 1 << opts.clock_shift}
+                                       if clock == "instructions" else {}),
                     "qemu": qver, "memory_mb": opts.memory_mb, "cpus": opts.cpus, "numa_nodes": opts.numa,
                     "kernel_config": kernel.config_values(), "host": socket.gethostname(),
                     "host_kernel": os.uname().release, "host_thp": host_thp(), "wall_s": round(result.wall, 1),
@@ -232,6 +255,25 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
         for p in problems:
             progress.warn(p)
         progress.close()
+
+
+def _insn_plugin(suite: Any, accel: str, kernel: GuestKernel, workdir: Path, log: Callable[[str], None]
+                 ) -> tuple[InsnPlugin | None, dict[str, str]]:
+    """The instruction-counting plugin when the suite records insn-count in a TCG guest, and the
+    environment that tells the guest's monitor where it is (none otherwise: under KVM the monitor
+    counts with the guest's PMU)."""
+    if accel != "tcg" or not any(m.name == "insn-count" for m in suite.monitors):
+        return None, {}
+    from mmbench.run.build import library_for
+    from mmbench.kbuild.symbols import read_group_names
+    library = Path(library_for(Path(__file__).with_name("insn_plugin.c")))
+    groups = read_group_names(kernel.symbols) if kernel.symbols else []
+    if not groups:
+        log("insn-count: no per-subsystem split of kernel instructions: the kernel was not built by "
+            "mmbench here (its function groups come from the build's objects)")
+    plugin = InsnPlugin(library, workdir / "insn.log", INSN_MARKS, kernel.symbols)
+    return plugin, {INSN_LOG_ENV: str(plugin.log), INSN_MARKS_ENV: f"{INSN_MARKS:x}",
+                    INSN_GROUPS_ENV: ";".join(groups)}
 
 
 def finish_deferred_monitors(rundir: Path, log: Callable[[str], None]) -> None:

@@ -63,15 +63,25 @@ def vm_notes(runs: list[RunRecord], names: list[str]) -> list[str]:
     vms = {n: (r.fingerprint or {}).get("vm") for r, n in zip(runs, names)}
     out = []
     tcg = [n for n, v in vms.items() if v and v.get("accelerator") == "tcg"]
-    if tcg:
-        out.append(f"{', '.join(tcg)}: ran in a QEMU guest under TCG emulation: times are emulated (8-10x "
-                   f"slower than hardware, unevenly); counts and ratios between runs under the same "
-                   f"emulator stay meaningful")
+    counted = [n for n in tcg if vms[n].get("clock") == "instructions"]
+    emulated = [n for n in tcg if n not in counted]
+    if counted:
+        ns = sorted({str(vms[n].get("clock_ns_per_instruction", 1)) for n in counted})
+        out.append(f"{', '.join(counted)}: ran in a QEMU guest under TCG on the instruction clock ({'/'.join(ns)} ns "
+                   f"per instruction executed): times count the guest's work and do not drift with the host's "
+                   f"load, but they are not hardware times (a cache miss, memory bandwidth or lock contention "
+                   f"costs no more than any instruction; docs/examples.md)")
+    if emulated:
+        out.append(f"{', '.join(emulated)}: ran in a QEMU guest under TCG emulation on the host's clock: times "
+                   f"are emulated (8-10x slower than hardware, unevenly, drifting with the host's load); counts "
+                   f"and ratios between runs under the same emulator stay meaningful")
     in_vm = {n: v for n, v in vms.items() if v}
     if in_vm and len(in_vm) < len(vms):
         out.append(f"only {', '.join(in_vm)} ran in a VM; {', '.join(n for n in vms if n not in in_vm)} "
                    f"ran on a host: their times and capacities are not comparable")
-    for key, what in (("accelerator", "accelerator"), ("host", "host machine"), ("memory_mb", "guest memory"),
+    for key, what in (("accelerator", "accelerator"), ("clock", "guest clock (times are not comparable)"),
+                      ("clock_ns_per_instruction", "instruction clock's ns per instruction"),
+                      ("host", "host machine"), ("memory_mb", "guest memory"),
                       ("numa_nodes", "guest NUMA nodes"), ("qemu", "QEMU version")):
         seen = {str(v.get(key)) for v in in_vm.values()}
         if len(seen) > 1:
