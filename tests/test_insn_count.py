@@ -192,7 +192,7 @@ def test_clock_arguments_and_a_kvm_guest():
     assert resolve_clock("instructions", "kvm", said.append) == "host"
     assert said and "does not apply to a KVM guest" in said[0]
     assert resolve_clock("auto", "kvm", said.append) == "host" and len(said) == 1
-    assert resolve_clock("auto", "tcg", said.append) == "instructions"
+    assert resolve_clock("auto", "tcg", said.append) == "host"
     assert resolve_clock("host", "tcg", said.append) == "host"
 
 

@@ -53,14 +53,14 @@ class VmOptions:
 
 
 def resolve_clock(requested: str, accel: str, warn: Callable[[str], None]) -> str:
-    """The guest clock a run gets: under TCG ``auto`` is the instruction clock; a KVM guest runs on
+    """The guest clock a run gets: under TCG ``auto`` is (for now) the host's clock; a KVM guest runs on
     the host's clock whatever was asked (said once when the instruction clock was asked for)."""
     if accel != "tcg":
         if requested == "instructions":
             warn("--vm-clock instructions does not apply to a KVM guest: it runs on the host's clock "
                  "(the instruction clock is QEMU's TCG icount); its times are real time")
         return "host"
-    return "host" if requested == "host" else "instructions"
+    return "instructions" if requested == "instructions" else "host"
 
 
 def _guest_argv(run_argv: list[str], results: Path, suite_copy: Path) -> list[str]:
