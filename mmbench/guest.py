@@ -26,3 +26,4 @@ INSN_GROUPS_ENV = "MMBENCH_INSN_GROUPS"    # the kernel function groups, in plug
 INSN_MARKS = 0x4D4D42000000                # that address: 4096 slots of 16 bytes, well inside user space
 INSN_MARK_STRIDE = 16
 INSN_MARK_SLOTS = 4096
+GUEST_CLOCK_ENV = "MMBENCH_GUEST_CLOCK"     # "instructions:NS" on the instruction clock, else unset

@@ -66,3 +66,24 @@ def test_stat_cpu_seconds_counts_after_the_last_parenthesis():
     fields[11], fields[12] = b"250", b"50"
     odd = b"77 (a) b (c)) " + b" ".join(fields)            # comm with spaces and parentheses
     assert stat_cpu_seconds(odd) == 300 / TICKS
+
+
+def test_kthread_cpu_time_is_the_schedulers_own_account():
+    """The CPU-time clock of a pid gives the scheduler's run time in ns (not 4 ms ticks): for this
+    process it agrees with process_time()."""
+    import os
+    import time as _time
+    from mmbench.monitors.kthreads import cpu_seconds, sched_cpu_clock
+    sum(i * i for i in range(200_000))
+    a, b = cpu_seconds(os.getpid()), _time.process_time()
+    assert abs(a - b) < 0.05
+    assert _time.clock_gettime(sched_cpu_clock(os.getpid())) >= a
+
+
+def test_kthread_instructions_on_the_instruction_clock():
+    import numpy as np
+    from mmbench.monitors.kthreads import Kthreads
+    arr = np.array([[0.0, 1.0], [1.0, 1.25], [2.0, 1.5]])
+    rows = {m.name: v for m, v in Kthreads.summarise_table(["kswapd0"], arr, {"ns_per_instruction": 1}).metrics}
+    assert rows["kswapd0 instructions"] == [5e8] and rows["kswapd0 CPU (s)"] == [0.5]
+    assert "kswapd0 instructions" not in {m.name for m, _ in Kthreads.summarise_table(["kswapd0"], arr, {}).metrics}

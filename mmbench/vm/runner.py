@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from mmbench.errors import UsageError
-from mmbench.guest import GUEST_ENV, INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARKS, INSN_MARKS_ENV
+from mmbench.guest import GUEST_CLOCK_ENV, GUEST_ENV, INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARKS, INSN_MARKS_ENV
 from mmbench.model.store import Store, copy_runs, validate_run_name
 from mmbench.vm.kernel import GuestKernel, cache_root, resolve_kernel
 from mmbench.vm.qemu import Guest, GuestSpec, InsnPlugin, probe_accelerator, qemu_version
@@ -211,6 +211,8 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
         trees = tree_disks(suite_trees(suite, progress.info), cache / "trees", progress.info)
         clock = resolve_clock(opts.clock, accel, progress.warn)
         plugin, guest_env = _insn_plugin(suite, accel, kernel, workdir, progress.info)
+        if clock == "instructions":
+            guest_env[GUEST_CLOCK_ENV] = f"instructions:{1 << opts.clock_shift}"
         cmd = _command_file(workdir, _guest_argv(run_argv, results, suite_copy), kernel.modules, trees, guest_env)
         spec = GuestSpec(kernel, opts.memory_mb, opts.cpus, opts.numa, accel, cache, cmd, disk, opts.append,
                          trees, clock=clock, clock_shift=opts.clock_shift, plugin=plugin)
