@@ -21,11 +21,14 @@ def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, for
     files: dict[str, bytes] = {}
     next_index: dict[str, int] = {}
     rounds: list[dict[str, Any]] = []
+    timings: list[dict[str, Any]] = []
     statuses = []
     for n, part in enumerate(parts):
         part_files = dict(src.run_files(part))
         meta = json.loads(part_files["run.json"])
         statuses.append(meta.get("status"))
+        if meta.get("vm_timing"):   # each round's guest boot: host wall time, per iteration too
+            timings.append({"run": part, **meta["vm_timing"]})
         rounds.append({"run": part, "created": meta.get("created"),
                        "fingerprint": json.loads(part_files.get("fingerprint.json", b"{}"))})
         renumber: dict[tuple[str, str], str] = {}
@@ -54,6 +57,8 @@ def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, for
     meta["name"] = name
     meta["status"] = status or ("complete" if all(s == "complete" for s in statuses) else "incomplete")
     meta["interleaved_from"] = parts
+    if timings:
+        meta["vm_timing_rounds"] = timings
     if arm is not None:
         meta["interleave"] = {"arm": arm[0], "arms": arm[1]}
     files["run.json"] = json.dumps(meta, indent=1).encode()

@@ -121,9 +121,11 @@ def _command_file(share_run: Path, argv: list[str], kernel_modules: Path | None,
     return path
 
 
-def _relay(progress: Any, suite_name: str, current: dict[str, Any]) -> Any:
+def _relay(progress: Any, suite_name: str, current: dict[str, Any],
+           walls: list[dict[str, Any]] | None = None) -> Any:
     """Guest console line → host progress (the guest's JSON events; anything else only on error).
-    ``current`` keeps the iteration in progress, the one a guest that dies takes with it."""
+    ``current`` keeps the iteration in progress, the one a guest that dies takes with it; ``walls``
+    gets each finished iteration's host wall time (the guest's own clock may count instructions)."""
     def on_line(line: str) -> None:
         text = line.strip()
         if not text.startswith("{"):
@@ -134,9 +136,13 @@ def _relay(progress: Any, suite_name: str, current: dict[str, Any]) -> Any:
             return
         kind = ev.get("event")
         if kind == "iteration-start":
-            current.update(workload=ev["workload"], index=ev["iteration"], warmup=ev.get("warmup", False))
+            current.update(workload=ev["workload"], index=ev["iteration"], warmup=ev.get("warmup", False),
+                           host_t0=time.monotonic())
             progress.start_iteration(suite_name, ev["workload"], ev["iteration"], ev["of"], ev.get("warmup", False))
         elif kind == "iteration-end":
+            if walls is not None and "host_t0" in current:
+                walls.append({"workload": ev["workload"], "iteration": ev["iteration"],
+                              "host_wall_s": round(time.monotonic() - current["host_t0"], 2)})
             current.clear()
             progress.end_iteration(ev["workload"], ev["iteration"], ev["status"], ev.get("reason"),
                                    float(ev.get("elapsed_s") or 0.0))
@@ -231,7 +237,8 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
         guest = Guest(spec, workdir, journal_pid)
         t0 = time.monotonic()
         current: dict[str, Any] = {}
-        result = guest.run(opts.timeout + BOOT_ALLOWANCE, _relay(progress, suite.path.stem, current))
+        walls: list[dict[str, Any]] = []
+        result = guest.run(opts.timeout + BOOT_ALLOWANCE, _relay(progress, suite.path.stem, current, walls))
         progress.info(f"guest finished in {result.wall:.1f} s ({'exit ' + str(result.exit_code) if result.exit_code is not None else result.reason().split(';')[0]})")
         vm_facts = {"kernel_spec": opts.kernel, "kernel_release": kernel.release, "accelerator": accel,
                     "clock": clock, **({"clock_ns_per_instruction": 1 << opts.clock_shift}
@@ -239,7 +246,7 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
                     "qemu": qver, "memory_mb": opts.memory_mb, "cpus": opts.cpus, "numa_nodes": opts.numa,
                     "kernel_config": kernel.config_values(), "host": socket.gethostname(),
                     "host_kernel": os.uname().release, "host_thp": host_thp(), "wall_s": round(result.wall, 1),
-                    "boot_to_exit_s": round(time.monotonic() - t0, 1)}
+                    "boot_to_exit_s": round(time.monotonic() - t0, 1), "iterations_wall": walls}
         vm_facts["console_log"] = str(workdir / "console.log")
         if kernel.build:
             vm_facts["kernel_build"] = kernel.build
@@ -331,7 +338,7 @@ def _store_guest_run(guest_store: Any, store: Any, name: str, result: Any, vm: d
                  "fingerprint.json": json.dumps({"kernel": {"release": vm["kernel_release"]}}).encode()}
     vm = dict(vm)
     console = Path(vm.pop("console_log", "") or "/nonexistent")
-    timing = {k: vm.pop(k) for k in ("wall_s", "boot_to_exit_s") if k in vm}  # per run: not environment
+    timing = {k: vm.pop(k) for k in ("wall_s", "boot_to_exit_s", "iterations_wall") if k in vm}  # per run
     meta = json.loads(files["run.json"])
     meta["vm_timing"] = timing
     meta.setdefault("workload_order", [w.label for w in suite.workloads])  # written at the end inside
