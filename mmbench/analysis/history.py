@@ -134,6 +134,8 @@ def _vm_shape(fp: dict[str, Any]) -> str:
     if "guest_host" not in fp and "accelerator" not in vm:
         return "host"
     clock = ", instruction clock" if vm.get("clock") == "instructions" else ""
+    if vm.get("below_4g_mb"):
+        clock += f", {vm['below_4g_mb']} MiB below 4 GiB"
     return (f"{vm.get('memory_mb', '?')} MiB, {vm.get('cpus', '?')} CPUs, {vm.get('numa_nodes', 1)} node(s), "
             f"{vm.get('accelerator', '?')}{clock}")
 

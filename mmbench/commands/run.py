@@ -198,7 +198,8 @@ def _vm_options(suite: Any, kernel_spec: str, guest_kernel: Any) -> Any:
     vm = suite.vm
     return VmOptions(kernel=kernel_spec, memory_mb=vm["memory_mb"], cpus=vm["cpus"], numa=vm["numa"],
                      disk_gb=vm["disk_gb"], timeout=vm["timeout_s"], accel=vm["accel"], append=vm["append"],
-                     guest_kernel=guest_kernel, clock=vm["clock"], clock_shift=vm["clock_shift"])
+                     guest_kernel=guest_kernel, clock=vm["clock"], clock_shift=vm["clock_shift"],
+                     below_4g_mb=vm["below_4g_mb"])
 
 
 def _run_ab_kernels(args: argparse.Namespace, suite: Any, progress: Any) -> str:

@@ -458,10 +458,14 @@ def _vm_options(sf: SuiteFile, where: str) -> dict[str, Any]:
         vm["memory_mb"] = parse_size(vm["memory"], None) >> 20
         vm["disk_gb"] = max(1, parse_size(vm["disk"], None) >> 30)
         vm["timeout_s"] = parse_duration(vm["timeout"])
+        vm["below_4g_mb"] = parse_size(vm["max_ram_below_4g"], None) >> 20 if vm["max_ram_below_4g"] else None
     except (ValueError, TypeError) as e:
         raise UsageError(f"{where}: vm: {e}") from None
     if vm["memory_mb"] < 128:
         raise UsageError(f"{where}: vm.memory: {vm['memory']} is too small for a guest (minimum 128M)")
+    if vm["below_4g_mb"] is not None and not 64 <= vm["below_4g_mb"] < min(vm["memory_mb"], 3584):
+        raise UsageError(f"{where}: vm.max_ram_below_4g: {vm['max_ram_below_4g']} must be at least 64M and less "
+                         f"than the guest's memory ({vm['memory']}) and 3.5G, or there is no memory above 4 GiB")
     if vm["numa"] > 1 and vm["memory_mb"] // vm["numa"] < 64:
         raise UsageError(f"{where}: vm.numa: {vm['numa']} nodes of {vm['memory_mb'] // vm['numa']} MiB each "
                          f"is too small (give vm.memory at least 64M per node)")

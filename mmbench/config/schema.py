@@ -87,7 +87,8 @@ class VmSpec(_Strict):
     """``[vm]``: run the suite inside a QEMU guest booting ``kernel`` (``mmbench run --kernel``)."""
     kernel: str | None = None
     memory: str | int = "1G"
-    cpus: int = Field(2, ge=1, le=64)
+    # None: 1 on the instruction clock (QEMU runs a TCG guest's vCPUs in turns there), else 2
+    cpus: int | None = Field(None, ge=1, le=64)
     numa: int = Field(1, ge=1, le=8)
     disk: str | int = "16G"
     timeout: str | float = "2h"
@@ -97,6 +98,9 @@ class VmSpec(_Strict):
     # "auto" is the instruction clock under TCG; a KVM guest always runs on the host's clock
     clock: Literal["auto", "host", "instructions"] = "auto"
     clock_shift: int = Field(0, ge=0, le=10)
+    # guest RAM below 4 GiB (QEMU's pc machine max-ram-below-4g): the rest sits above 4 GiB, so the
+    # guest gets a Normal zone beside DMA32 (a 1 GiB guest otherwise has only DMA and DMA32)
+    max_ram_below_4g: str | None = None
     append: str = ""
     # shipped config fragments a kernel built for this suite needs (both kernels of a comparison
     # get them), e.g. ["irqsoff"]: mmbench/configs/kernel/NAME.config

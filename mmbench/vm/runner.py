@@ -30,7 +30,7 @@ from mmbench.errors import UsageError
 from mmbench.guest import GUEST_CLOCK_ENV, GUEST_ENV, INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARKS, INSN_MARKS_ENV
 from mmbench.model.store import Store, copy_runs, validate_run_name
 from mmbench.vm.kernel import GuestKernel, cache_root, resolve_kernel
-from mmbench.vm.qemu import Guest, GuestSpec, InsnPlugin, probe_accelerator, qemu_version
+from mmbench.vm.qemu import Guest, GuestSpec, InsnPlugin, probe_accelerator, probe_icount_smp, qemu_version
 from mmbench.vm.trees import TreeDisk, suite_trees, tree_disks
 
 BOOT_ALLOWANCE = 120.0            # seconds added to the run's timeout for boot and copying back
@@ -41,7 +41,7 @@ DEFAULT_SHIFT = 0                 # icount: 2^shift ns of guest time per instruc
 class VmOptions:
     kernel: str
     memory_mb: int = 1024
-    cpus: int = 2
+    cpus: int | None = None       # None: 1 on the instruction clock, else 2
     numa: int = 1
     disk_gb: int = 16
     timeout: float = 7200.0
@@ -50,6 +50,7 @@ class VmOptions:
     guest_kernel: GuestKernel | None = None   # already resolved (a kernel mmbench built: kbuild/)
     clock: str = "auto"           # the guest's clock under TCG: "instructions", "host" or "auto"
     clock_shift: int = DEFAULT_SHIFT
+    below_4g_mb: int | None = None    # RAM below 4 GiB (the rest above: a Normal zone), None: QEMU's split
 
 
 def resolve_clock(requested: str, accel: str, warn: Callable[[str], None]) -> str:
@@ -61,6 +62,25 @@ def resolve_clock(requested: str, accel: str, warn: Callable[[str], None]) -> st
                  "(the instruction clock is QEMU's TCG icount); its times are real time")
         return "host"
     return "instructions" if requested == "instructions" else "host"
+
+
+def resolve_cpus(cpus: int | None, clock: str, requested_clock: str, smp_problem: Callable[[int], str | None],
+                 info: Callable[[str], None]) -> tuple[int, str]:
+    """(vCPUs, clock): 1 vCPU on the instruction clock unless more were asked for and this QEMU can run
+    them there; an explicit instruction clock with more vCPUs than QEMU can run is an error, an
+    automatic one falls back to the host's clock and says so."""
+    if clock != "instructions":
+        return (cpus or 2), clock
+    if not cpus or cpus == 1:
+        return 1, clock
+    why = smp_problem(cpus)
+    if why is None:
+        return cpus, clock
+    if requested_clock == "instructions":
+        raise UsageError(f"--vm-cpus {cpus} with --vm-clock instructions: {why}; give --vm-cpus 1 or "
+                         f"--vm-clock host")
+    info(f"guest clock: the host's, not instructions: {why}")
+    return cpus, "host"
 
 
 def _guest_argv(run_argv: list[str], results: Path, suite_copy: Path) -> list[str]:
@@ -216,13 +236,15 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
         # host trees the workloads read (kernbench's source): read-only disks, not virtiofs
         trees = tree_disks(suite_trees(suite, progress.info), cache / "trees", progress.info)
         clock = resolve_clock(opts.clock, accel, progress.warn)
+        cpus, clock = resolve_cpus(opts.cpus, clock, opts.clock,
+                                   lambda n: probe_icount_smp(kernel, cache, n, progress.info), progress.info)
         plugin, guest_env = _insn_plugin(suite, accel, kernel, workdir, progress.info)
         if clock == "instructions":
             guest_env[GUEST_CLOCK_ENV] = f"instructions:{1 << opts.clock_shift}"
         cmd = _command_file(workdir, _guest_argv(run_argv, results, suite_copy), kernel.modules, trees, guest_env)
-        spec = GuestSpec(kernel, opts.memory_mb, opts.cpus, opts.numa, accel, cache, cmd, disk, opts.append,
-                         trees, clock=clock, clock_shift=opts.clock_shift, plugin=plugin)
-        progress.info(f"booting {kernel.release} ({accel.upper()}, {opts.memory_mb} MiB, {opts.cpus} CPUs, "
+        spec = GuestSpec(kernel, opts.memory_mb, cpus, opts.numa, accel, cache, cmd, disk, opts.append,
+                         trees, clock=clock, clock_shift=opts.clock_shift, plugin=plugin, below_4g_mb=opts.below_4g_mb)
+        progress.info(f"booting {kernel.release} ({accel.upper()}, {opts.memory_mb} MiB, {cpus} CPUs, "
                       f"{opts.numa} NUMA node(s)); the suite runs inside the guest")
         if clock == "instructions":
             progress.info(f"guest clock: instructions (QEMU icount, {1 << opts.clock_shift} ns per instruction): "
@@ -243,7 +265,8 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
         vm_facts = {"kernel_spec": opts.kernel, "kernel_release": kernel.release, "accelerator": accel,
                     "clock": clock, **({"clock_ns_per_instruction": 1 << opts.clock_shift}
                                        if clock == "instructions" else {}),
-                    "qemu": qver, "memory_mb": opts.memory_mb, "cpus": opts.cpus, "numa_nodes": opts.numa,
+                    "qemu": qver, "memory_mb": opts.memory_mb, "cpus": cpus, "numa_nodes": opts.numa,
+                    **({"below_4g_mb": opts.below_4g_mb} if opts.below_4g_mb else {}),
                     "kernel_config": kernel.config_values(), "host": socket.gethostname(),
                     "host_kernel": os.uname().release, "host_thp": host_thp(), "wall_s": round(result.wall, 1),
                     "boot_to_exit_s": round(time.monotonic() - t0, 1), "iterations_wall": walls}

@@ -82,7 +82,8 @@ def vm_notes(runs: list[RunRecord], names: list[str]) -> list[str]:
     for key, what in (("accelerator", "accelerator"), ("clock", "guest clock (times are not comparable)"),
                       ("clock_ns_per_instruction", "instruction clock's ns per instruction"),
                       ("host", "host machine"), ("memory_mb", "guest memory"),
-                      ("numa_nodes", "guest NUMA nodes"), ("qemu", "QEMU version")):
+                      ("numa_nodes", "guest NUMA nodes"), ("below_4g_mb", "guest RAM below 4 GiB (zones)"),
+                      ("qemu", "QEMU version")):
         seen = {str(v.get(key)) for v in in_vm.values()}
         if len(seen) > 1:
             out.append(f"the VM runs differ in {what}: " + ", ".join(f"{n}={v.get(key)}" for n, v in in_vm.items()))
