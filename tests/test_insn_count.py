@@ -192,7 +192,7 @@ def test_clock_arguments_and_a_kvm_guest():
     assert resolve_clock("instructions", "kvm", said.append) == "host"
     assert said and "does not apply to a KVM guest" in said[0]
     assert resolve_clock("auto", "kvm", said.append) == "host" and len(said) == 1
-    assert resolve_clock("auto", "tcg", said.append) == "host"
+    assert resolve_clock("auto", "tcg", said.append) == "instructions"
     assert resolve_clock("host", "tcg", said.append) == "host"
 
 
@@ -210,3 +210,20 @@ def test_compare_says_when_runs_used_different_clocks():
     assert any(n.startswith("a: ran in a QEMU guest under TCG on the instruction clock") for n in notes), notes
     assert any(n.startswith("b: ran in a QEMU guest under TCG emulation on the host's clock") for n in notes)
     assert any("differ in guest clock" in n and "a=instructions" in n and "b=host" in n for n in notes), notes
+
+
+def test_vcpus_on_the_instruction_clock():
+    from mmbench.errors import UsageError
+    from mmbench.vm.runner import resolve_cpus
+    said: list[str] = []
+    never = lambda n: pytest.fail("no probe for one vCPU")  # noqa: E731
+    assert resolve_cpus(None, "instructions", "auto", never, said.append) == (1, "instructions")
+    assert resolve_cpus(None, "host", "host", never, said.append) == (2, "host")
+    assert resolve_cpus(4, "host", "auto", never, said.append) == (4, "host")
+    cannot = lambda n: f"QEMU x cannot run {n}"  # noqa: E731
+    assert resolve_cpus(2, "instructions", "auto", cannot, said.append) == (2, "host")
+    assert said == ["guest clock: the host's, not instructions: QEMU x cannot run 2"]
+    with pytest.raises(UsageError, match="--vm-cpus 2 with --vm-clock instructions: QEMU x cannot run 2; give "
+                                         "--vm-cpus 1 or --vm-clock host"):
+        resolve_cpus(2, "instructions", "instructions", cannot, said.append)
+    assert resolve_cpus(2, "instructions", "instructions", lambda n: None, said.append) == (2, "instructions")

@@ -97,7 +97,7 @@ class VmSpec(_Strict):
     # 2^clock_shift ns each, deterministic) or "host" (emulated time drifts with the host's load);
     # "auto" is the instruction clock under TCG; a KVM guest always runs on the host's clock
     clock: Literal["auto", "host", "instructions"] = "auto"
-    clock_shift: int = Field(0, ge=0, le=10)
+    clock_shift: int = Field(3, ge=0, le=10)
     # guest RAM below 4 GiB (QEMU's pc machine max-ram-below-4g): the rest sits above 4 GiB, so the
     # guest gets a Normal zone beside DMA32 (a 1 GiB guest otherwise has only DMA and DMA32)
     max_ram_below_4g: str | None = None

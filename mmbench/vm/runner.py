@@ -34,7 +34,7 @@ from mmbench.vm.qemu import Guest, GuestSpec, InsnPlugin, probe_accelerator, pro
 from mmbench.vm.trees import TreeDisk, suite_trees, tree_disks
 
 BOOT_ALLOWANCE = 120.0            # seconds added to the run's timeout for boot and copying back
-DEFAULT_SHIFT = 0                 # icount: 2^shift ns of guest time per instruction
+DEFAULT_SHIFT = 3                 # icount: 2^shift ns of guest time per instruction
 
 
 @dataclass
@@ -54,14 +54,15 @@ class VmOptions:
 
 
 def resolve_clock(requested: str, accel: str, warn: Callable[[str], None]) -> str:
-    """The guest clock a run gets: under TCG ``auto`` is (for now) the host's clock; a KVM guest runs on
-    the host's clock whatever was asked (said once when the instruction clock was asked for)."""
+    """The guest clock a run gets: under TCG ``auto`` is the instruction clock (docs/kernels.md: the
+    figures that chose it); a KVM guest runs on the host's clock whatever was asked (said once when
+    the instruction clock was asked for)."""
     if accel != "tcg":
         if requested == "instructions":
             warn("--vm-clock instructions does not apply to a KVM guest: it runs on the host's clock "
                  "(the instruction clock is QEMU's TCG icount); its times are real time")
         return "host"
-    return "instructions" if requested == "instructions" else "host"
+    return "host" if requested == "host" else "instructions"
 
 
 def resolve_cpus(cpus: int | None, clock: str, requested_clock: str, smp_problem: Callable[[int], str | None],
