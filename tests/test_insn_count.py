@@ -227,3 +227,36 @@ def test_vcpus_on_the_instruction_clock():
                                          "--vm-cpus 1 or --vm-clock host"):
         resolve_cpus(2, "instructions", "instructions", cannot, said.append)
     assert resolve_cpus(2, "instructions", "instructions", lambda n: None, said.append) == (2, "instructions")
+
+
+REAL = REPO / "tests" / "data" / "insn"
+
+
+def test_a_real_guest_log_gives_the_counts_the_run_stored():
+    """The plugin's log from a real guest boot (tests/data/insn: five allocfree iterations on a
+    6.1 kernel mmbench built) read again: every iteration's counts equal what the run stored, the
+    kernel did most of the work, the page allocator's share is non-zero and below the kernel's."""
+    meta = json.loads((REAL / "meta.json").read_text())
+    for it in meta["iterations"]:
+        start, end = ic.read_plugin_marks(REAL / "insn.log", it["marks"])
+        counts = ic.counts_between(start, end, it["groups"])
+        assert counts == it["counts"]
+        cpu = counts["cpus"][0]
+        assert cpu["kernel"] > cpu["user"] > 1_000_000
+        assert 0 < cpu["groups"]["page allocator"] < sum(cpu["groups"].values()) < cpu["kernel"]
+        rows = {m.name: v for m, v in ic.insn_metrics(counts, it["work"])[0]}
+        per_page = rows["Page allocator instructions per page allocated"][0]
+        pages = sum(v for k, v in it["work"].items() if k.startswith("pgalloc_"))
+        assert per_page == pytest.approx(cpu["groups"]["page allocator"] / pages, rel=1e-9)
+        assert 200 < per_page < 2000   # a 6.1 order-0 allocation and free take hundreds of instructions
+
+
+def test_a_real_guest_log_cut_short_names_the_missing_request(tmp_path):
+    """The same log without its last iteration's closing line: that iteration's counts are an
+    error naming the request, not a number."""
+    lines = (REAL / "insn.log").read_text().splitlines()
+    cut = tmp_path / "insn.log"
+    cut.write_text("\n".join(lines[:-2]) + "\n")
+    last = json.loads((REAL / "meta.json").read_text())["iterations"][-1]
+    with pytest.raises(ValueError, match=r"no counts for request\(s\) \[9\]"):
+        ic.read_plugin_marks(cut, last["marks"])
