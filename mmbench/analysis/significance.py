@@ -27,6 +27,7 @@ import alone costs 0.1 s of a compare); Mann–Whitney and the bootstrap import 
 
 from __future__ import annotations
 
+import itertools
 import math
 import zlib
 from dataclasses import dataclass
@@ -181,20 +182,27 @@ def count_dispersion(b: list[float], n: list[float]) -> float:
 
 
 def _split_sums(values: list[int], k: int) -> dict[int, int]:
-    """How many ways each sum arises from k of ``values`` (a multiset): a count per distinct value
-    and its multiplicity, so ties (the zeros of a bursty counter) cost nothing."""
+    """How many of the C(N, k) ways to pick k of ``values`` give each sum.  Counted per distinct
+    value and its multiplicity (a knapsack over the distinct values, in place) when ties are many
+    (the zeros of a bursty counter: a handful of states), else by enumerating the k-subsets
+    (distinct page counts: C(N, k) sums of k values, cheaper than the knapsack's states)."""
+    mult = _multiplicities(values)
+    if len(mult) > len(values) // 2:
+        out: dict[int, int] = {}
+        for combo in itertools.combinations(values, k):
+            t = sum(combo)
+            out[t] = out.get(t, 0) + 1
+        return out
     layers: list[dict[int, int]] = [{0: 1}] + [{} for _ in range(k)]
-    seen = 0
-    for v, c in sorted(_multiplicities(values).items()):
-        new: list[dict[int, int]] = [{} for _ in range(k + 1)]
-        for j in range(min(seen, k) + 1):
-            for total, ways in layers[j].items():
-                for t in range(min(c, k - j) + 1):
-                    d = new[j + t]
-                    key = total + t * v
-                    d[key] = d.get(key, 0) + ways * math.comb(c, t)
-        layers = new
-        seen += c
+    for v, c in mult.items():
+        for j in range(k, 0, -1):              # descending: each layer reads the ones below as they were
+            d = layers[j]
+            for t in range(1, min(c, j) + 1):
+                ways_t = math.comb(c, t)
+                shift = t * v
+                for total, ways in layers[j - t].items():
+                    key = total + shift
+                    d[key] = d.get(key, 0) + ways * ways_t
     return layers[k]
 
 
@@ -208,22 +216,20 @@ def _multiplicities(values: list[int]) -> dict[int, int]:
 def _permutation_p(b: list[int], n: list[int]) -> tuple[float, float]:
     """Two-sided exact permutation test of the difference of the runs' mean counts: the share of
     all C(N, k) splits of the pooled iterations whose difference is at least as large as the
-    observed one.  Returns (p, the smallest p any split of these values can give)."""
+    observed one.  Returns (p, the smallest p any split of these values can give).  The difference
+    of a split whose k-run sums to s is (s·N − k·T) / (k·(N − k)): compared as the integer |s·N − k·T|,
+    exactly."""
     k = min(len(b), len(n))
     small = b if len(b) == k else n
     pool = b + n
-    total, rest = sum(pool), len(pool) - k
+    big, total = len(pool), sum(pool)
     sums = _split_sums(pool, k)
-    splits = math.comb(len(pool), k)
-
-    def gap(s: int) -> float:
-        return abs(s / k - (total - s) / rest)
-
-    obs = gap(sum(small))
-    widest = max(gap(s) for s in sums)
-    tol = 1e-9 * max(1.0, widest)
-    p = sum(w for s, w in sums.items() if gap(s) >= obs - tol) / splits
-    floor = sum(w for s, w in sums.items() if gap(s) >= widest - tol) / splits
+    splits = math.comb(big, k)
+    obs = abs(sum(small) * big - k * total)
+    devs = [(abs(s * big - k * total), w) for s, w in sums.items()]
+    widest = max(d for d, _ in devs)
+    p = sum(w for d, w in devs if d >= obs) / splits
+    floor = sum(w for d, w in devs if d == widest) / splits
     return min(1.0, p), floor
 
 

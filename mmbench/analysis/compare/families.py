@@ -30,7 +30,6 @@ from mmbench.analysis.compare.context import MEAN_STATS, Context, section_names_
 from mmbench.analysis.compare.model import Comparison, PrimaryLine, Row, Section
 from mmbench.config import primary as pr
 from mmbench.errors import UsageError
-from mmbench.model.params import close_match
 from mmbench.model.results import RunRecord
 
 # the JSON key and the [suite] key of each declared family
@@ -203,6 +202,7 @@ def _check_chosen(option: str, entries: list, hits: list[list[tuple[Section, Row
             if same_name:
                 raise UsageError(f"{option} {e.text!r}: no row of that name in the section named; it is in "
                                  + "; ".join(sorted({s.title for s, _ in same_name})))
+            from mmbench.model.params import close_match     # difflib: only on this error path
             by_low = {r.metric.lower(): r.metric for _, r in rows}
             hint = close_match(e.name, list(by_low))
             hint = f" (did you mean {by_low[hint.split(chr(39))[1]]!r}?)" if hint else ""
