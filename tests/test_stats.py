@@ -328,10 +328,11 @@ def test_count_test_equals_an_exact_permutation_test():
     # independent reference: every split of the pooled iterations enumerated
     import itertools
     rng = np.random.default_rng(4)
-    for nb, nn in ((3, 3), (4, 6), (5, 5), (2, 10), (3, 12)):
+    for nb, nn, zeros in ((3, 3, 0.5), (4, 6, 0.5), (5, 5, 0.5), (2, 10, 0.5), (3, 12, 0.5), (3, 12, 0.0),
+                          (7, 7, 0.0), (3, 25, 0.0), (6, 7, 0.2)):    # ties (knapsack), distinct (numpy)
         for _ in range(5):
-            b = list(np.where(rng.random(nb) < 0.5, 0, rng.poisson(200, nb)))
-            n = list(np.where(rng.random(nn) < 0.5, 0, rng.poisson(200, nn)))
+            b = [int(x) for x in np.where(rng.random(nb) < zeros, 0, rng.poisson(2000, nb))]
+            n = [int(x) for x in np.where(rng.random(nn) < zeros, 0, rng.poisson(2000, nn))]
             if min(b + n) == max(b + n):
                 continue
             pool, k = b + n, nb

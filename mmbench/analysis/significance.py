@@ -206,6 +206,34 @@ def _split_sums(values: list[int], k: int) -> dict[int, int]:
     return layers[k]
 
 
+# Beyond this many splits of distinct values, numpy sums them (0.2 ms for 3,432 splits of 7 vs 7
+# against 10-18 ms in Python; numpy is imported only then).
+_NUMPY_SPLITS = 1000
+
+
+@lru_cache(maxsize=64)
+def _split_index(n: int, k: int) -> Any:
+    """Every k-subset of range(n) as rows of an index array (cached per n, k)."""
+    import numpy as np
+    flat = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n), k)), dtype=np.intp,
+                       count=math.comb(n, k) * k)
+    return flat.reshape(-1, k)
+
+
+def _permutation_p_numpy(values: list[int], k: int, obs_sum: int) -> tuple[float, float] | None:
+    """:func:`_permutation_p` for distinct values beyond _NUMPY_SPLITS splits, in int64 (None when
+    the products could overflow it: the caller counts with Python ints)."""
+    big, total = len(values), sum(values)
+    if max(values) * k * big >= 2 ** 62 or total * k >= 2 ** 62:
+        return None
+    import numpy as np
+    sums = np.asarray(values, dtype=np.int64)[_split_index(big, k)].sum(axis=1)
+    devs = np.abs(sums * big - k * total)
+    obs = abs(obs_sum * big - k * total)
+    return min(1.0, float(np.count_nonzero(devs >= obs)) / devs.size), \
+        float(np.count_nonzero(devs == devs.max())) / devs.size
+
+
 def _multiplicities(values: list[int]) -> dict[int, int]:
     out: dict[int, int] = {}
     for v in values:
@@ -223,6 +251,10 @@ def _permutation_p(b: list[int], n: list[int]) -> tuple[float, float]:
     small = b if len(b) == k else n
     pool = b + n
     big, total = len(pool), sum(pool)
+    if math.comb(big, k) > _NUMPY_SPLITS and len(_multiplicities(pool)) > big // 2:
+        got = _permutation_p_numpy(pool, k, sum(small))
+        if got is not None:
+            return got
     sums = _split_sums(pool, k)
     splits = math.comb(big, k)
     obs = abs(sum(small) * big - k * total)
