@@ -587,14 +587,18 @@ def match_entry(text: str, rows: SuiteRows, where: str) -> tuple[list[str], str 
 
 
 def _labelled(text: str, hit: str) -> str:
-    """``text`` with the section of ``hit`` ("NAME (vmstat: LABEL)", "NAME (LABEL)") as its prefix:
-    the kind and the label ("vmstat:LABEL:NAME")."""
+    """``text`` with the section of ``hit`` ("NAME (vmstat: LABEL)", "NAME (monitor insn-count:
+    LABEL)", "NAME (LABEL)") as its prefix: the kind or monitor and the label ("vmstat:LABEL:NAME",
+    "insn-count:LABEL:NAME"), the name (and @STAT) as ``text`` wrote it."""
     name, _, section = hit.rpartition(" (")
     section = section.rstrip(")")
     kind, colon, label = section.partition(": ")
+    written = text.rsplit(":", 1)[-1].strip()
+    if written.partition("@")[0].strip().lower() == name.lower():
+        name = written
     if not colon:
         return f"workload:{section}:{name}"
-    return f"{kind.split(' ')[0]}:{label}:{name}"
+    return f"{kind.split(' ')[-1]}:{label}:{name}"
 
 
 def _bad_stat(where: str, why: str) -> bool:
