@@ -121,7 +121,16 @@ def test_an_entry_naming_several_rows_asks_for_a_section(suite_file):
     with pytest.raises(UsageError) as e:
         load_suite(suite_file(two.format('"Compaction stalls"')))
     msg = str(e.value)
-    assert "matches 2 rows" in msg and "vmstat: one" in msg and "vmstat: two" in msg and "'vmstat:one:" in msg
+    assert "matches 2 rows" in msg and "vmstat: one" in msg and "vmstat: two" in msg
+    assert "e.g. 'vmstat:one:Compaction stalls'" in msg
+    # a monitor's row: the hint names the monitor (an accepted section) and keeps the entry's spelling,
+    # and the hinted entry loads
+    kthreads = two + "[monitors.kthreads]\n"
+    with pytest.raises(UsageError) as e:
+        load_suite(suite_file(kthreads.format('"kthreads:kswapd0 CPU (s)"')))
+    assert "e.g. 'kthreads:one:kswapd0 CPU (s)'" in str(e.value), str(e.value)
+    assert load_suite(suite_file(kthreads.format('"kthreads:one:kswapd0 CPU (s)"'))).primary == [
+        "kthreads:one:kswapd0 CPU (s)"]
     s = load_suite(suite_file(two.format('"one:Compaction stalls", "duration:two:System"')))
     assert s.primary == ["one:Compaction stalls", "duration:two:System"]
     # the cap counts rows: the default of a two-workload suite names one row per entry
