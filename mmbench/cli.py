@@ -41,6 +41,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _family_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--primary", metavar="ROW[,ROW...]", action="append",
+                   help="the outcome rows, chosen now instead of the runs' stored [suite] primary (same syntax: "
+                        "[SECTION:]NAME[@STAT], each naming one row, at most 6; repeat the option or write \\, "
+                        "for a comma inside a name); the only rows --fail-on-regression reads")
+    p.add_argument("--mechanisms", metavar="ROW[,ROW...]", action="append",
+                   help="the mechanism rows (moved up or down, never gating), chosen now instead of the runs' "
+                        "stored [suite] mechanisms")
+
+
 def _threshold(text: str) -> float:
     """A percentage ≥ 0: nan, inf or a negative number would turn the regression gate off or on."""
     try:
@@ -119,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--convention", choices=["mmbench", "mmtests"], default="mmbench",
                    help="summary definitions: mmbench's (docs/statistics.md) or MMTests' (samples of all "
                    "iterations pooled, B-means floored; docs/mmtests-import.md)")
+    _family_args(c)
     c.add_argument("--fail-on-regression", action="store_true",
                    help="exit 1 if any significant change in the bad direction exceeds --threshold")
     c.add_argument("--threshold", type=_threshold, default=0.0, metavar="PCT",
@@ -174,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="write a self-contained HTML report")
     results_arg(rp)
     rp.add_argument("-o", "--output", required=True, metavar="FILE.html", help="a regular file, or - for stdout")
+    _family_args(rp)
     rp.add_argument("baseline")
     rp.add_argument("others", nargs="*")
     rp.set_defaults(func=cmd_report)

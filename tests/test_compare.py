@@ -83,9 +83,10 @@ def test_rows_values_and_pct():
     h = rows[(TPUT.name, "Hmean")]
     assert h.values == {"a": 100.0, "b": 110.0}
     assert h.pct["a"] == 0.0 and h.pct["b"] == pytest.approx(10.0)
-    # two constant series that differ: no variance, no test, no star (issue 22 item 2)
-    assert h.significant == {"a": False, "b": False} and h.p["b"] is None
-    assert "no variance: not tested" in h.note
+    # two constant series that differ by more than the row's resolution: judged deterministic,
+    # a change without a test (issue 33 item 4; before: "no variance: not tested", never starred)
+    assert h.family == "primary" and h.significant == {"a": False, "b": True} and h.p["b"] is None
+    assert h.judged == {"b": "deterministic"} and "judged deterministic: 100 vs 110" in h.note
     sd = rows[(TPUT.name, "Stddev")]
     assert sd.better == "lower" and sd.pct["b"] == 0.0 and not sd.note   # 0 against 0: no change
 
@@ -252,25 +253,29 @@ def test_regressions():
     assert regressions(build_comparison([b, a]), 5.0) == []   # an improvement is not a regression
 
 
-def test_constant_series_are_not_starred():
-    # issue 22 item 2: `7 7 7` vs `7.00000001 x3` printed "-0.00%* p=0"; a constant time row
-    # has no variance to test against: "no variance: not tested", no star, no regression
+def test_constant_series_judged_at_their_resolution():
+    # issue 22 item 2: `7 7 7` vs `7.00000001 x3` printed "-0.00%* p=0": float noise is no change
     a = make_run("a", {TIME.name: [[7.0]] * 3}, metrics=(TIME,))
     b = make_run("b", {TIME.name: [[7.00000001]] * 3}, metrics=(TIME,))
     c = build_comparison([a, b])
     r = rows_of(c)[(TIME.name, "Amean")]
     assert not r.significant["b"] and r.p["b"] is None and r.pct["b"] == 0.0
     assert "(-0.00%)" not in exporters()["text"].render(c, {})
+    # issue 33 item 4: 7 s in every iteration against 8 s (a deterministic guest clock) is a change
+    # that gates like a starred row, and says how it was judged
     b8 = make_run("b", {TIME.name: [[8.0]] * 10}, metrics=(TIME,))
     a10 = make_run("a", {TIME.name: [[7.0]] * 10}, metrics=(TIME,))
-    r = rows_of(build_comparison([a10, b8]))[(TIME.name, "Amean")]
-    assert r.p["b"] is None and "no variance: not tested" in r.note
-    assert regressions(build_comparison([a10, b8]), 5.0) == []
-    # a count goes through the count test and its family: 7 vs 8 events is no evidence
+    c = build_comparison([a10, b8])
+    r = rows_of(c)[(TIME.name, "Amean")]
+    assert r.p["b"] is None and r.significant["b"] and "judged deterministic: 7 vs 8" in r.note
+    assert [x.metric for x in regressions(c, 5.0)] == [TIME.name]
+    # a count 7 7 7 vs 8 8 8: constant (Poisson noise would rarely be), one event apart: within
+    # the resolution of a count, no change
     cnt = MetricDef("Events", "events", "lower", "count")
     r = rows_of(build_comparison([make_run("a", {"Events": [[7]] * 3}, metrics=(cnt,)),
                                   make_run("b", {"Events": [[8]] * 3}, metrics=(cnt,))]))[("Events", "Amean")]
-    assert r.test == "count" and r.p["b"] is not None and r.p["b"] > 0.5 and not r.significant["b"]
+    assert r.test == "deterministic" and r.p["b"] is None and not r.significant["b"]
+    assert r.why["b"].startswith("no change beyond the resolution 1")
 
 
 def test_undefined_mean_is_not_tested():

@@ -40,7 +40,7 @@ def test_vmstat_rows_tested_in_their_own_direction():
     assert major.significant["b"] and major.pct["b"] < -90          # twice the faults: worse
     assert thp.significant["b"] and thp.pct["b"] < -40              # half the THPs: worse
     assert major.ci["b"] is not None and major.mde["b"] is not None
-    assert major.test == "count" and thp.test == "count"             # counters: the count test
+    assert major.test == "count-exact" and thp.test == "count-exact"  # counters: the exact count test
     swap = rows[("Swap Ins", "Amean")]                               # 0 vs 0 everywhere: not tested
     assert swap.p["b"] is None and not swap.significant["b"] and swap.why["b"].startswith("no change")
     found = {(r.section, r.metric) for r in regressions(c, 10.0)}

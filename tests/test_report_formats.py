@@ -103,8 +103,16 @@ def test_csv(comparison):
 
 
 def _check_shape(d):
-    assert set(d) == {"schema", "baseline", "runs", "env_diff", "sections", "notes", "primary"}
-    assert set(d["primary"]) == {"entries", "source", "family_sizes", "rows"}
+    assert set(d) == {"schema", "baseline", "runs", "env_diff", "sections", "notes", "primary", "mechanisms",
+                      "families", "verdicts"}
+    assert set(d["primary"]) == {"entries", "source", "chosen_at_compare", "family_sizes", "rows"}
+    assert set(d["mechanisms"]) == {"entries", "source", "chosen_at_compare", "rows"}
+    # issue 36: each family's error rate is named in the JSON itself
+    assert set(d["families"]) == {"primary", "mechanism", "exploratory"}
+    for fam, info in d["families"].items():
+        assert info["false_discovery_rate"] == 0.05 and info["method"] == "Benjamini-Hochberg"
+        assert info["gates"] is (fam == "primary") and "5%" in info["error_rate"]
+    assert set(d["verdicts"]) == set(d["runs"][1:])
     assert d["schema"] == "mmbench-compare/1"
     assert d["baseline"] == d["runs"][0]
     assert isinstance(d["notes"], list) and all(isinstance(n, str) for n in d["notes"])
@@ -114,9 +122,13 @@ def _check_shape(d):
         assert set(s) == {"title", "rows"} and isinstance(s["title"], str)
         for r in s["rows"]:
             assert set(r) == {"metric", "stat", "unit", "better", "values", "pct", "significant", "p", "ci",
-                              "mde_pct", "family", "test", "p_raw", "lead", "why"}
-            assert r["family"] in ("primary", "exploratory", None)
-            assert r["better"] in ("higher", "lower")
+                              "mde_pct", "mde_why", "family", "test", "p_raw", "lead", "why", "judged", "resolution"}
+            assert r["family"] in ("primary", "mechanism", "exploratory", None)
+            assert r["better"] in ("higher", "lower") if r["family"] != "mechanism" else r["better"] is None
+            for n in d["runs"]:   # issue 36: an MDE is a number within 1000 %, or null with a reason
+                mde = r["mde_pct"][n]
+                assert mde is None or abs(mde) <= 1000
+                assert r["judged"][n] in ("test", "deterministic", None)
             for key in ("values", "pct", "significant", "p", "ci"):
                 assert set(r[key]) == set(d["runs"])
             for n in d["runs"]:

@@ -193,14 +193,25 @@ def test_means_equal_scipy():
 
 
 def _welch_ref(a, b):
-    """scipy's Welch t with the df of significance.welch_df: scipy's own p at equal sizes."""
+    """Welch's p as docs/statistics.md defines it, computed independently with scipy: scipy's own
+    ttest_ind(equal_var=False) at equal sizes; at unequal sizes its t on the smallest
+    Welch-Satterthwaite df over the interval of the variance ratio between F(fb, fn)'s g/2 and
+    1 - g/2 quantiles (scipy.stats.f.ppf), g = min(fb, fn) / max(fb, fn)."""
     from scipy import stats
     a, b = np.asarray(a, float), np.asarray(b, float)
+    ref = stats.ttest_ind(a, b, equal_var=False)
     if a.size == b.size:
-        return stats.ttest_ind(a, b, equal_var=False).pvalue
+        return ref.pvalue
+    fa, fb = a.size - 1, b.size - 1
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    t = (b.mean() - a.mean()) / np.sqrt(va + vb)
-    return 2 * stats.t.sf(abs(t), sig.welch_df(va, vb, a.size, b.size))
+    g = min(fa, fb) / max(fa, fb)
+    ratio = a.var(ddof=1) / b.var(ddof=1)
+
+    def ws(theta):
+        return (1 + theta) ** 2 / (theta ** 2 / fa + 1 / fb)
+    ends = [ratio / stats.f.ppf(q, fa, fb) * b.size / a.size for q in (g / 2, 1 - g / 2)]
+    df = min([(va + vb) ** 2 / (va ** 2 / fa + vb ** 2 / fb)] + [ws(t) for t in ends])
+    return 2 * stats.t.sf(abs(ref.statistic), df)
 
 
 def test_welch_equals_ttest_ind():
@@ -280,14 +291,19 @@ def test_min_detectable_effect():
 
 # ---- the count test (issue 22 items 0 and 2) -------------------------------------------------
 
-def test_count_test_finds_360_to_0_at_three_iterations():
-    # seed001 in the VM: compact_stall 347/387/343 vs 0/0/0; Welch raw p ~ 0.0015, one BH family
-    # over 102 rows printed q = 0.095.  The count test must reach far below 0.05 on its own.
+def test_count_test_is_exact_at_small_n():
+    # issue 36: 347/387/343 vs 0/0/0 is also what a counter that fires in half the iterations gives
+    # 3 % of the time; the exact test says 0.10 (2 of 20 splits) and that nothing lower is possible
     r = sig.count_test([347, 387, 343], [0, 0, 0])
-    assert r.ok and r.p < 1e-4 and r.test == "count"
-    # THP fault fallback 112/121/98 vs 132/158/157: about Welch's p (0.025), overdispersion used
+    assert r.ok and r.test == "count-exact" and r.p == pytest.approx(0.1) and r.p_floor == pytest.approx(0.1)
+    # at 5 vs 5 the same pattern is 2 of 252 splits: a primary family of up to 6 stars it
+    r5 = sig.count_test([0] * 5, [18, 32, 24, 18, 14])
+    assert r5.p == pytest.approx(2 / 252)
+    # the issue's command-line case: 0 0 0 vs 300 290 0 printed q=0.029 *; exact: 0.40
+    assert sig.count_test([0, 0, 0], [300, 290, 0]).p == pytest.approx(0.4)
+    # THP fault fallback 112/121/98 vs 132/158/157: fully separated, the smallest p of 3 vs 3
     f = sig.count_test([112, 121, 98], [132, 158, 157])
-    assert f.ok and 0.01 < f.p < 0.04
+    assert f.ok and f.p == pytest.approx(0.1)
     lo, hi = sig.count_ratio_ci([112, 121, 98], [132, 158, 157])
     assert 1.0 < lo < 1.35 < hi
     assert sig.count_ratio_ci([347, 387, 343], [0, 0, 0]) is None     # ln of a 0 rate
@@ -298,28 +314,60 @@ def test_count_test_states_and_floor():
     assert sig.count_test([-1, 2, 3], [1, 2, 3]).state == "not-counts"
     assert sig.count_test([3], [1, 2, 3]).state == "too-few-samples"
     assert sig.count_test([0, 0, 0], [0, 0, 0]).state == "same-constant"
-    # 7 7 7 vs 8 8 8: constant but counts: Poisson variance at least, no evidence of a change
-    assert sig.count_test([7, 7, 7], [8, 8, 8]).p > 0.5
     # one event in all can never be significant at this n: the floor says so
     one = sig.count_test([0, 0, 0], [1, 0, 0])
     assert one.ok and one.p_floor > 0.05
-    assert sig.count_test([0, 0, 0], [40, 41, 39]).p_floor < 1e-3
+    assert sig.count_test([0] * 6, [40, 41, 39, 42, 40, 38]).p_floor < 0.01
+    # beyond EXACT_SPLITS (10 vs 10: 184,756 splits): the pooled and Hsu t, Poisson's variance at least
+    big = sig.count_test([0] * 10, [40, 41, 39, 42, 40, 38, 44, 37, 41, 40])
+    assert big.test == "count" and big.p < 1e-6 and big.p_floor < 1e-6
+    assert sig.count_test([7] * 10, [8] * 10).p > 0.01    # Poisson-sized difference, no evidence
 
 
-def test_count_test_equals_quasi_poisson_glm():
-    # the same F statistic as a quasi-Poisson GLM's deviance test, written out: D / phi on F(1, N-2)
+def test_count_test_equals_an_exact_permutation_test():
+    # independent reference: every split of the pooled iterations enumerated
+    import itertools
+    rng = np.random.default_rng(4)
+    for nb, nn, zeros in ((3, 3, 0.5), (4, 6, 0.5), (5, 5, 0.5), (2, 10, 0.5), (3, 12, 0.5), (3, 12, 0.0),
+                          (7, 7, 0.0), (3, 25, 0.0), (6, 7, 0.2)):    # ties (knapsack), distinct (numpy)
+        for _ in range(5):
+            b = [int(x) for x in np.where(rng.random(nb) < zeros, 0, rng.poisson(2000, nb))]
+            n = [int(x) for x in np.where(rng.random(nn) < zeros, 0, rng.poisson(2000, nn))]
+            if min(b + n) == max(b + n):
+                continue
+            pool, k = b + n, nb
+            obs = abs(sum(b) / k - sum(n) / nn)
+            splits = list(itertools.combinations(range(nb + nn), k))
+            hits = sum(abs(sum(pool[i] for i in c) / k - (sum(pool) - sum(pool[i] for i in c)) / nn) >= obs - 1e-9
+                       for c in splits)
+            assert sig.count_test(b, n).p == pytest.approx(hits / len(splits), rel=1e-12), (b, n)
+
+
+def test_count_t_equals_scipy_beyond_exact():
+    # the parametric count test is the larger p of scipy's pooled t and of Welch's t on Hsu's df,
+    # each run's variance floored at the pooled mean (Poisson's)
     from scipy import stats
-    b, n = [12, 15, 9, 14], [20, 25, 18]
-    mb, mn, m = np.mean(b), np.mean(n), np.mean(b + n)
-    dev = 2 * (sum(b) * np.log(mb / m) + sum(n) * np.log(mn / m))
-    phi = max(1.0, (sum((np.array(b) - mb) ** 2 / mb) + sum((np.array(n) - mn) ** 2 / mn)) / (len(b) + len(n) - 2))
-    assert sig.count_test(b, n).p == pytest.approx(stats.f.sf(dev / phi, 1, len(b) + len(n) - 2), rel=1e-9)
+    b = [120, 95, 130, 101, 88, 140, 99, 117, 125, 108]
+    n = [150, 131, 170, 160, 122, 149, 151, 139, 165, 128]
+    p = sig.count_test(b, n).p
+    pooled = stats.ttest_ind(b, n, equal_var=True).pvalue
+    t = stats.ttest_ind(b, n, equal_var=False).statistic
+    hsu = 2 * stats.t.sf(abs(t), len(b) - 1)
+    assert sig.count_test(b, n).test == "count" and p == pytest.approx(max(pooled, hsu), rel=1e-9)
 
 
 def test_welch_df_bounded_at_unequal_n():
-    # issue 22 item 5: 3 vs 30 and 2 vs 10 covered 88.6-93 % with Welch-Satterthwaite's df
+    # issue 36: at unequal n the df is the smallest Welch-Satterthwaite df over an interval of the
+    # variance ratio; equal n: Welch-Satterthwaite itself (scipy's)
     assert sig.welch_df(1 / 3, 1 / 3, 3, 3) == pytest.approx(4.0)        # equal n: unchanged
     ws = (1 / 3 + 1 / 30) ** 2 / ((1 / 3) ** 2 / 2 + (1 / 30) ** 2 / 29)
-    assert sig.welch_df(1 / 3, 1 / 30, 3, 30) == pytest.approx(ws)          # true-variance case: same
+    assert sig.welch_df(1 / 3, 1 / 30, 3, 30) <= ws
     small = sig.welch_df(0.01 / 3, 1 / 30, 3, 30)                           # the small run happened quiet
     assert small < (0.01 / 3 + 1 / 30) ** 2 / ((0.01 / 3) ** 2 / 2 + (1 / 30) ** 2 / 29)
+    assert sig.welch_df(1.0, 0.0, 3, 10) == pytest.approx(2.0)             # all the spread in the 3-run
+
+
+def test_f_quantile_matches_scipy():
+    from scipy import stats
+    for d1, d2, q in ((1, 9, 0.05), (2, 9, 0.11), (2, 29, 0.035), (9, 1, 0.95), (4, 4, 0.5), (29, 2, 0.0345)):
+        assert sig._f_quantile(q, d1, d2) == pytest.approx(stats.f.ppf(q, d1, d2), rel=1e-9)

@@ -44,6 +44,12 @@ class RowDef:
         """A count of events or pages (tested with the count test), not a share or a velocity."""
         return self.unit not in ("%", "pages/s")
 
+    @property
+    def resolution(self) -> float:
+        """One event or page for a count, 0.01 of a share (its printed precision), none (float
+        noise only) for a velocity (docs/statistics.md §4, deterministic rows)."""
+        return 1.0 if self.count else 0.01 if self.unit == "%" else 0.0
+
 
 def _plain(name: str, unit: str, counter: str, numa: bool = False) -> RowDef:
     """A row that is one counter's delta; its direction comes from analysis/counters.py."""

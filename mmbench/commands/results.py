@@ -19,16 +19,24 @@ def _load_runs(args: argparse.Namespace, names: list[str]) -> list[Any]:
     return [store.load_run(n) for n in names]
 
 
+def _families(args: argparse.Namespace) -> dict[str, list[str] | None]:
+    """``--primary`` / ``--mechanisms``: the declared families chosen at compare time."""
+    from mmbench.analysis.compare.families import parse_override
+    return {"primary": parse_override("--primary", args.primary) if args.primary is not None else None,
+            "mechanisms": parse_override("--mechanisms", args.mechanisms) if args.mechanisms is not None else None}
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from mmbench.analysis.compare import build_comparison, regressions
     from mmbench.analysis.compare.stat_filter import keep_stats
     from mmbench.plugins import exporters
+    chosen = _families(args)
     runs = _load_runs(args, [args.baseline, *args.others])
     from mmbench.analysis.runstatus import run_status_notes
     for text in run_status_notes(runs, [r.name for r in runs]):   # also in the notes: said up front
         print(f"mmbench: warning: {text}", file=sys.stderr)
     comparison = build_comparison(runs, pvalues=args.pvalues, ratio=args.ratio,
-                                  convention=getattr(args, "convention", "mmbench"))
+                                  convention=getattr(args, "convention", "mmbench"), **chosen)
     # the gate reads every primary row, whatever --stats leaves in the printed tables
     bad = regressions(comparison, args.threshold) if args.fail_on_regression else []
     if args.stats:
@@ -157,8 +165,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from mmbench.report.html import write_report
     from mmbench.report.output import resolve_target
     resolve_target(args.output)   # a directory, device or FIFO is refused before any work
+    chosen = _families(args)
     runs = _load_runs(args, [args.baseline, *args.others])
-    where = write_report(runs, args.output)
+    where = write_report(runs, args.output, **chosen)
     print(f"wrote {where}", file=sys.stderr if where == "stdout" else sys.stdout)
     return 0
 

@@ -44,10 +44,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             validate_suite_settings(suite)
         print(f"{suite.path}: ok: {len(suite.workloads)} workload(s), {len(suite.settings)} setting(s), "
               f"{len(suite.monitors)} monitor(s); nothing was run")
-        print(f"primary rows ({'declared' if suite.primary_declared else 'default from the headline and aims'}): "
+        print(f"primary rows, the outcomes ({'declared' if suite.primary_declared else 'default from the headline and aims'}): "
               + ", ".join(suite.primary))
+        print(f"mechanism rows ({'declared' if suite.mechanisms_declared else 'default from the aims'}): "
+              + (", ".join(suite.mechanisms) or "none"))
         for note in suite.notes:
-            if note.startswith("suite.primary"):
+            if note.startswith(("suite.primary", "suite.mechanisms")):
                 print(f"note: {note}")
         return 0
     require_root()

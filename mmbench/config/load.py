@@ -77,8 +77,10 @@ class Suite:
     monitors: list[ResolvedMonitor]
     headline: list[str] = field(default_factory=list)
     vm: dict[str, Any] = field(default_factory=dict)
-    primary: list[str] = field(default_factory=list)   # [suite] primary, or the aims' default
+    primary: list[str] = field(default_factory=list)   # [suite] primary (outcomes), or the default
     primary_declared: bool = False                      # False: primary is the default
+    mechanisms: list[str] = field(default_factory=list)  # [suite] mechanisms, or the aims' default
+    mechanisms_declared: bool = False
 
 
 def shipped_suites() -> dict[str, Path]:
@@ -447,8 +449,7 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
                  scratch=Path(sf.suite.scratch).absolute(), settings=dict(sf.settings),
                  actions=sf.actions.model_dump(), swap=swap, workloads=workloads, monitors=monitors,
                  headline=_check_headline(sf.suite.headline, workloads, where), vm=_vm_options(sf, where),
-                 primary=_primary(sf, effective, workloads, monitors, mreg, notes, where),
-                 primary_declared=bool(sf.suite.primary))
+                 **_families(sf, effective, workloads, monitors, mreg, notes, where))
 
 
 def _vm_options(sf: SuiteFile, where: str) -> dict[str, Any]:
@@ -472,58 +473,132 @@ def _vm_options(sf: SuiteFile, where: str) -> dict[str, Any]:
     return vm
 
 
-def _primary(sf: SuiteFile, effective: dict[str, Any], workloads: list[ResolvedWorkload],
-             monitors: list[ResolvedMonitor], mreg: dict[str, Any], notes: list[str], where: str) -> list[str]:
-    """``[suite] primary`` checked against the rows this suite can produce (else the default from
-    its headline and aims); the resolved list is stored with the run (suite-effective.json).  A
-    row of a known monitor the suite does not run (``--set monitors.mm-trace=false``) is a note:
-    the report will say the row is missing."""
+def _families(sf: SuiteFile, effective: dict[str, Any], workloads: list[ResolvedWorkload],
+              monitors: list[ResolvedMonitor], mreg: dict[str, Any], notes: list[str], where: str) -> dict[str, Any]:
+    """``[suite] primary`` and ``[suite] mechanisms`` checked against the rows this suite can
+    produce (else the defaults of ``config/primary.default_families``); the resolved lists are
+    stored with the run (suite-effective.json).  Each entry must name exactly one row (a vmstat row
+    in a suite of two workloads is two rows: the entry needs a workload label), at most
+    ``MAX_PRIMARY`` rows a family, and no row in both families.  A row of a known monitor the suite
+    does not run (``--set monitors.mm-trace=false``) is a note: the report will say it is missing."""
     from mmbench.config import primary as pr
-    declared = list(sf.suite.primary)
-    if len(declared) > pr.MAX_PRIMARY:
-        raise UsageError(f"{where}: suite.primary: {len(declared)} rows; at most {pr.MAX_PRIMARY} (a family of "
-                         f"more has too little power at a few iterations: make the others exploratory)")
-    heads = list(sf.suite.headline) or [w.metrics[0].name for w in workloads if w.metrics]
-    names = declared or pr.default_primary(list(sf.suite.aims), heads)
-    metrics = {(w.label.lower(), w.plugin.lower()): w.metrics for w in workloads}
+    for field_name, declared in (("primary", sf.suite.primary), ("mechanisms", sf.suite.mechanisms)):
+        if len(declared) > pr.MAX_PRIMARY:
+            raise UsageError(f"{where}: suite.{field_name}: {len(declared)} rows; at most {pr.MAX_PRIMARY} (a family "
+                             f"of more has too little power at a few iterations: leave the others exploratory)")
+    heads = ([(w.label, h) for h in sf.suite.headline for w in workloads if any(m.name == h for m in w.metrics)]
+             or [(w.label, w.metrics[0].name) for w in workloads if w.metrics])
+    primary, mechanisms = pr.default_families(list(sf.suite.aims), heads, [w.label for w in workloads],
+                                              list(sf.suite.primary), list(sf.suite.mechanisms))
+    rows = suite_rows(workloads, monitors, mreg)
+    found: dict[str, dict[str, str]] = {}
+    for field_name, names, declared in (("primary", primary, bool(sf.suite.primary)),
+                                        ("mechanisms", mechanisms, bool(sf.suite.mechanisms))):
+        got: dict[str, str] = {}
+        for i, text in enumerate(names):
+            where_i = f"{where}: suite.{field_name}[{i}] {text!r}"
+            if not declared:
+                where_i += f" (the default for aims {', '.join(sf.suite.aims) or 'none'})"
+            hits, note = match_entry(text, rows, where_i)
+            if note:
+                notes.append(f"suite.{field_name}[{i}] {text!r}: {note}")
+            if len(hits) > 1:
+                raise UsageError(f"{where_i}: matches {len(hits)} rows ({'; '.join(hits)}): name one with its "
+                                 f"workload label as section, e.g. {_labelled(text, hits[0])!r}")
+            for h in hits:
+                got[h] = text
+        if len(got) > pr.MAX_PRIMARY:
+            raise UsageError(f"{where}: suite.{field_name}: {len(got)} rows; at most {pr.MAX_PRIMARY} (a family of "
+                             f"more has too little power at a few iterations: leave the others exploratory)")
+        found[field_name] = got
+    both = sorted(set(found["primary"]) & set(found["mechanisms"]))
+    if both:
+        raise UsageError(f"{where}: {both[0]} is in suite.primary ({found['primary'][both[0]]!r}) and in "
+                         f"suite.mechanisms ({found['mechanisms'][both[0]]!r}): a row is an outcome or a "
+                         f"mechanism, not both")
+    eff = effective.setdefault("suite", {})
+    eff["primary"] = list(primary)
+    eff["mechanisms"] = list(mechanisms)
+    return {"primary": list(primary), "primary_declared": bool(sf.suite.primary),
+            "mechanisms": list(mechanisms), "mechanisms_declared": bool(sf.suite.mechanisms)}
+
+
+@dataclass(frozen=True)
+class SuiteRows:
+    """The rows a suite can produce, as an entry of ``[suite] primary`` matches them."""
+    workloads: list[tuple[str, str, list[MetricDef]]]     # label, plugin, metrics
+    monitors: dict[str, tuple[str, ...]]                 # monitors it runs: their row patterns
+    absent: dict[str, tuple[str, ...]]                   # known monitors it does not run
+
+
+def suite_rows(workloads: list[ResolvedWorkload], monitors: list[ResolvedMonitor],
+               mreg: dict[str, Any]) -> SuiteRows:
     mons = {m.name.lower(): m.cls.row_patterns for m in monitors}
-    absent = {n.lower(): c.row_patterns for n, c in mreg.items() if n.lower() not in mons}
-    sections = {"vmstat", "duration"} | {k for pair in metrics for k in pair} | set(mons) | set(absent)
-    for i, text in enumerate(names):
-        e = pr.parse_entry(text, sections)
-        where_i = f"{where}: suite.primary[{i}] {text!r}"
-        if not e.name:
-            raise UsageError(f"{where_i}: empty row name")
-        found = False
-        if e.section in (None, "vmstat") and e.name in {n.lower() for n in pr.VMSTAT_ROWS}:
-            found = e.stat in (None, "mean") or _bad_stat(where_i, "a vmstat row has only its mean row")
-        if e.section in (None, "duration") and e.name in {n.lower() for n in pr.DURATION_ROWS}:
-            found = e.stat in (None, "mean") or _bad_stat(where_i, "a duration row has only its mean row")
-        for (label, plugin), mds in metrics.items():
-            if e.section not in (None, label, plugin):
-                continue
+    return SuiteRows([(w.label.lower(), w.plugin.lower(), list(w.metrics)) for w in workloads], mons,
+                     {n.lower(): c.row_patterns for n, c in mreg.items() if n.lower() not in mons})
+
+
+def match_entry(text: str, rows: SuiteRows, where: str) -> tuple[list[str], str | None]:
+    """The rows ``text`` names (as "NAME (section title)"), and a note for a row of a monitor the
+    suite does not run; a name that is no row of the suite, or a statistic the row lacks, is a
+    UsageError naming the entry."""
+    from mmbench.config import primary as pr
+    sections = ({"vmstat", "duration", "workload", "monitor"} | {k for lab, plug, _ in rows.workloads for k in (lab, plug)}
+                | set(rows.monitors) | set(rows.absent))
+    e = pr.parse_entry(text, sections)
+    if not e.name:
+        raise UsageError(f"{where}: empty row name")
+    hits: list[str] = []
+    vm_names = {n.lower(): n for n in pr.VMSTAT_ROWS}
+    dur_names = {n.lower(): n for n in pr.DURATION_ROWS}
+
+    def here(*names: str) -> bool:
+        return all(x in names for x in e.sections)
+
+    for label, plugin, mds in rows.workloads:
+        if e.name in vm_names and here("vmstat", label, plugin):
+            if e.stat not in (None, "mean"):
+                _bad_stat(where, "a vmstat row has only its mean row")
+            hits.append(f"{vm_names[e.name]} (vmstat: {label})")
+        if e.name in dur_names and here("duration", label, plugin):
+            if e.stat not in (None, "mean"):
+                _bad_stat(where, "a duration row has only its mean row")
+            hits.append(f"{dur_names[e.name]} (duration: {label})")
+        if here("workload", label, plugin):
             for md in mds:
                 if md.name.lower() == e.name:
                     if e.stat not in (None, "mean") and md.kind != "latency":
-                        _bad_stat(where_i, f"{md.name} is not a latency metric: it has no percentile rows")
-                    found = True
-        for mname, patterns in mons.items():
-            if e.section in (None, mname) and pr.pattern_match(patterns, e.name):
-                found = True
-        if not found and e.section in absent and pr.pattern_match(absent[e.section], e.name):
-            notes.append(f"suite.primary[{i}] {text!r}: the suite runs no {e.section} monitor, so this primary "
-                         f"row will be missing from the comparison")
-            found = True
-        if not found:
-            known = ([*pr.VMSTAT_ROWS, *pr.DURATION_ROWS] + [md.name for mds in metrics.values() for md in mds])
-            by_low = {k.lower(): k for k in known}
-            hint = close_match(e.name, list(by_low))
-            hint = (f" (did you mean {by_low[hint.split(chr(39))[1]]!r}?)" if hint else
-                    "; no workload metric, vmstat row, duration row or monitor row of this suite has that name")
-            raise UsageError(f"{where_i}: not a row of this suite{hint}"
-                             + ("" if declared else f" (the default for aims {', '.join(sf.suite.aims)})"))
-    effective.setdefault("suite", {})["primary"] = list(names)
-    return list(names)
+                        _bad_stat(where, f"{md.name} is not a latency metric: it has no percentile rows")
+                    hits.append(f"{md.name} ({label})")
+        for mname, patterns in rows.monitors.items():
+            if here("monitor", mname, label, plugin) and pr.pattern_match(patterns, e.name):
+                hits.append(f"{e.name} (monitor {mname}: {label})")
+    if hits:
+        return hits, None
+    missing = [x for x in e.sections if x in rows.absent]
+    if missing and pr.pattern_match(rows.absent[missing[0]], e.name):
+        return [], f"the suite runs no {missing[0]} monitor, so this row will be missing from the comparison"
+    known = ([*pr.VMSTAT_ROWS, *pr.DURATION_ROWS] + [md.name for _, _, mds in rows.workloads for md in mds])
+    by_low = {k.lower(): k for k in known}
+    hint = close_match(e.name, list(by_low))
+    hint = (f" (did you mean {by_low[hint.split(chr(39))[1]]!r}?)" if hint else
+            "; no workload metric, vmstat row, duration row or monitor row of this suite has that name")
+    raise UsageError(f"{where}: not a row of this suite{hint}")
+
+
+def _labelled(text: str, hit: str) -> str:
+    """``text`` with the section of ``hit`` ("NAME (vmstat: LABEL)", "NAME (monitor insn-count:
+    LABEL)", "NAME (LABEL)") as its prefix: the kind or monitor and the label ("vmstat:LABEL:NAME",
+    "insn-count:LABEL:NAME"), the name (and @STAT) as ``text`` wrote it."""
+    name, _, section = hit.rpartition(" (")
+    section = section.rstrip(")")
+    kind, colon, label = section.partition(": ")
+    written = text.rsplit(":", 1)[-1].strip()
+    if written.partition("@")[0].strip().lower() == name.lower():
+        name = written
+    if not colon:
+        return f"workload:{section}:{name}"
+    return f"{kind.split(' ')[-1]}:{label}:{name}"
 
 
 def _bad_stat(where: str, why: str) -> bool:

@@ -3,7 +3,7 @@
 Layout (docs/suites.md has the full reference)::
 
     [suite]      description, iterations, warmup, budget, sandbox, aims, scratch, timeout, headline,
-                 primary
+                 primary, mechanisms
     [settings]   vm.* / thp.* / zswap.* / kernel.* knobs for the whole run
     [actions]    sync, drop_caches, compact_memory: before every iteration
     [swap]       type = none|zram|file, size, compressor, path, priority, zswap, zswap_compressor
@@ -38,9 +38,12 @@ class SuiteMeta(_Strict):
     scratch: str = "/var/tmp/mmbench"
     timeout: str | float | int = "2h"   # per iteration; a workload running longer is stopped
     headline: list[str] = Field(default_factory=list)   # metrics `run --until` watches
-    # the rows the suite is about: one small Benjamini–Hochberg family, the only rows
-    # --fail-on-regression reads (config/primary.py; at most 6)
+    # the outcomes the suite is about: one small Benjamini–Hochberg family, the only rows
+    # --fail-on-regression reads (config/primary.py; at most 6 rows)
     primary: list[str] = Field(default_factory=list)
+    # how the kernel got there (scans, stalls, compaction): a small family of their own, reported
+    # as up or down, never gating (at most 6 rows; no row in both)
+    mechanisms: list[str] = Field(default_factory=list)
 
 
 class Actions(_Strict):

@@ -21,7 +21,9 @@ class MetricDef:
     """A metric a workload (or monitor) declares: its name, unit and which direction is better.
 
     ``kind`` decides the summary rows: ``latency`` gets percentiles, ``rate`` is summarised with the
-    harmonic mean unless ``mean`` says otherwise.
+    harmonic mean unless ``mean`` says otherwise.  ``resolution``: the smallest difference the
+    measurement can express, in ``unit`` (None: :func:`default_resolution`); a row constant at its
+    resolution within each of two runs, more than it apart, is a change (docs/statistics.md §4).
     """
 
     name: str
@@ -30,6 +32,11 @@ class MetricDef:
     kind: MetricKind = "time"
     mean: MeanKind | None = None
     description: str = ""
+    resolution: float | None = None
+
+    @property
+    def effective_resolution(self) -> float:
+        return self.resolution if self.resolution is not None else default_resolution(self.unit, self.kind)
 
     @property
     def mean_kind(self) -> MeanKind:
@@ -38,11 +45,35 @@ class MetricDef:
         return "hmean" if self.kind == "rate" else "amean"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if d["resolution"] is None:      # stated only when a metric states one
+            del d["resolution"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "MetricDef":
-        return cls(**{k: d[k] for k in ("name", "unit", "better", "kind", "mean", "description") if k in d})
+        return cls(**{k: d[k] for k in ("name", "unit", "better", "kind", "mean", "description", "resolution")
+                      if k in d})
+
+
+# The resolution of a metric that states none, by unit: a clock's nanosecond in the metric's time
+# unit, one event or page of a count, 0.01 of a percentage (its printed precision).  Rates, sizes
+# and other units: none beyond float noise (significance.REL_TOL of the value).
+_TIME_UNITS = {"ns": 1.0, "us": 1e-3, "µs": 1e-3, "ms": 1e-6, "s": 1e-9}
+_COUNT_UNITS = {"events", "pages", "faults", "stalls", "runs", "sections", "passes", "ops", "thps", "wakes",
+                "allocations", "instructions", "calls", "iterations"}
+
+
+def default_resolution(unit: str, kind: str = "time") -> float:
+    """The resolution of a metric that states none (``MetricDef.resolution``)."""
+    u = unit.strip().lower()
+    if kind == "count" or u in _COUNT_UNITS:
+        return 1.0
+    if kind == "rate" or "/" in u:
+        return 0.0
+    if u == "%" or kind == "percent":
+        return 0.01
+    return _TIME_UNITS.get(u, 0.0)
 
 
 IterationStatus = Literal["ok", "failed", "oom"]

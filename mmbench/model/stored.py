@@ -55,6 +55,7 @@ class MetricModel(_Stored):
     kind: Literal["time", "rate", "latency", "count", "percent", "size"] = "time"
     mean: Literal["amean", "hmean", "gmean"] | None = None
     description: str = ""
+    resolution: float | None = Field(None, ge=0, allow_inf_nan=False)
 
 
 class WorkloadFile(_Stored):

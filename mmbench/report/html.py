@@ -26,7 +26,8 @@ from typing import Any
 from mmbench import __version__
 from mmbench.analysis.compare import Comparison, Row, build_comparison
 from mmbench.report import figures as figs
-from mmbench.report.base import LEGEND, fmt_pct, fmt_value, primary_heading, primary_texts
+from mmbench.report.base import (LEGEND, fmt_pct, fmt_value, mechanism_heading, mechanism_texts, primary_heading,
+                                 primary_texts, verdict_texts)
 from mmbench.model.results import RunRecord
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -86,7 +87,7 @@ def _run_info(run: RunRecord, name: str, color: str) -> dict[str, Any]:
 def _cell(row: Row, run: str, multi: bool, base: str) -> dict[str, str]:
     pct = row.pct.get(run) if multi else None
     cls = ""
-    if multi and row.significant.get(run):
+    if multi and row.significant.get(run) and row.family != "mechanism":   # a mechanism is neither
         cls = "good" if pct is not None and pct > 0 else ("bad" if pct is not None and pct < 0 else "")
     tips = []
     p = row.p.get(run)
@@ -101,7 +102,7 @@ def _cell(row: Row, run: str, multi: bool, base: str) -> dict[str, str]:
         tips.append(f"95% CI of {run}/{base}: [{ci[0]:.4g}, {ci[1]:.4g}]")
     mde = row.mde.get(run)
     if mde is not None:
-        tips.append(f"minimum detectable effect: a true change of {mde:.1f}% is marked 80% of the time "
+        tips.append(f"minimum detectable effect: a true change of {mde:+.1f}% is marked 80% of the time "
                     f"(this row's test, at its family's level)")
     return {"value": fmt_value(row.values.get(run)), "pct": fmt_pct(pct) if multi and run != base else "",
             "cls": cls, "title": "; ".join(tips), "mark": row.mark(run) if multi else ""}
@@ -138,9 +139,11 @@ def _dedupe_ids(figures: list[figs.Figure]) -> None:
             f.id = f"{f.id}-{k}"
 
 
-def render_report(runs: list[RunRecord], comparison: Comparison | None = None) -> str:
-    """The report page as a string (``write_report`` writes it)."""
-    cmp = comparison or build_comparison(runs, pvalues=True)
+def render_report(runs: list[RunRecord], comparison: Comparison | None = None,
+                  primary: list[str] | None = None, mechanisms: list[str] | None = None) -> str:
+    """The report page as a string (``write_report`` writes it); ``primary``/``mechanisms``: the
+    declared families chosen at report time (``report --primary``)."""
+    cmp = comparison or build_comparison(runs, pvalues=True, primary=primary, mechanisms=mechanisms)
     names = list(cmp.runs)
     skipped: list[str] = []
     figures = figs.collect(runs, names, skipped)
@@ -164,6 +167,10 @@ def render_report(runs: list[RunRecord], comparison: Comparison | None = None) -
         "warnings": list(cmp.warnings),
         "primary_heading": primary_heading(cmp) if cmp.primary else "",
         "primary": [t.__dict__ for t in primary_texts(cmp)] if len(cmp.runs) > 1 else [],
+        "mechanism_heading": mechanism_heading(cmp) if cmp.mechanisms.lines else "",
+        "mechanisms": [t.__dict__ for t in mechanism_texts(cmp)] if len(cmp.runs) > 1 else [],
+        "verdicts": verdict_texts(cmp) if len(cmp.runs) > 1 else [],
+        "baseline": cmp.baseline,
         "legend": list(LEGEND),
         "nfigures": len(figures),
         "css": Markup((TEMPLATES / "report.css").read_text()),
@@ -179,8 +186,9 @@ def _safe_script(js: str) -> str:
     return js
 
 
-def write_report(runs: list[RunRecord], path: str | Path) -> str:
+def write_report(runs: list[RunRecord], path: str | Path, primary: list[str] | None = None,
+                 mechanisms: list[str] | None = None) -> str:
     """Write the self-contained HTML report of ``runs`` (the first is the baseline) to ``path``
     (a regular file, or ``-`` for stdout: report/output.py); returns where it went."""
     from mmbench.report.output import write_output
-    return write_output(str(path), render_report(runs))
+    return write_output(str(path), render_report(runs, primary=primary, mechanisms=mechanisms))

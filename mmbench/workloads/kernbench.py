@@ -183,9 +183,9 @@ class Kernbench(Workload):
         "build_limit": Param("duration", "30m", "limit for one build"),
     }
     metrics = [
-        MetricDef("Elapsed", "s", "lower", "time", description="wall-clock time of make -jN"),
-        MetricDef("User", "s", "lower", "time", description="user CPU time of make and its children"),
-        MetricDef("System", "s", "lower", "time", description="system CPU time of make and its children"),
+        MetricDef("Elapsed", "s", "lower", "time", description="wall-clock time of make -jN", resolution=0.01),
+        MetricDef("User", "s", "lower", "time", description="user CPU time of make and its children", resolution=0.01),
+        MetricDef("System", "s", "lower", "time", description="system CPU time of make and its children", resolution=0.01),
     ]
 
     @staticmethod
@@ -204,7 +204,8 @@ class Kernbench(Workload):
         rungs = self.job_ladder(params) if params else None
         if rungs is None:
             return list(self.metrics)
-        return [MetricDef(f"{m.name}-{j}", m.unit, m.better, m.kind, description=f"{m.description}, make -j{j}")
+        return [MetricDef(f"{m.name}-{j}", m.unit, m.better, m.kind, description=f"{m.description}, make -j{j}",
+                          resolution=m.resolution)
                 for m in self.metrics for j in rungs]
 
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:

@@ -64,8 +64,8 @@ class ThpAvail(Workload):
         "fill_timeout": Param("duration", "60s", "start anyway after waiting this long for memory to fill"),
     }
     metrics = [
-        MetricDef("System Time", "s", "lower", "time", description="system CPU time of the fault-in loop (getrusage)"),
-        MetricDef("User Time", "s", "lower", "time", description="user CPU time of the fault-in loop (getrusage)"),
+        MetricDef("System Time", "s", "lower", "time", description="system CPU time of the fault-in loop (getrusage)", resolution=0.01),
+        MetricDef("User Time", "s", "lower", "time", description="user CPU time of the fault-in loop (getrusage)", resolution=0.01),
         MetricDef("Elapsed Time", "s", "lower", "time", description="wall-clock time of the fault-in loop"),
         MetricDef("THP Active", "pages", "higher", "count", description="huge pages backing the mapping afterwards (its smaps AnonHugePages / 2 MiB)"),
         MetricDef("Fault Alloc", "faults", "higher", "count", description="thp_fault_alloc delta around the touch loop"),

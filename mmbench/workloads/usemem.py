@@ -49,8 +49,8 @@ class Usemem(Workload):
     }
     metrics = [
         MetricDef("Elapsed", "s", "lower", "time", description="wall-clock time of all passes"),
-        MetricDef("User", "s", "lower", "time", description="user CPU time of all passes"),
-        MetricDef("System", "s", "lower", "time", description="system CPU time of all passes"),
+        MetricDef("User", "s", "lower", "time", description="user CPU time of all passes", resolution=0.01),
+        MetricDef("System", "s", "lower", "time", description="system CPU time of all passes", resolution=0.01),
         MetricDef("Throughput", "MB/s", "higher", "rate", description="bytes written per second, one sample per pass"),
         MetricDef("Throughput first pass", "MB/s", "higher", "rate", description="first pass only (fault-in, no refaults)"),
         MetricDef("Major faults", "faults", "lower", "count", description="major faults (swap-ins, file reads) of all passes"),

@@ -4,7 +4,9 @@ confidence intervals, outlier and exclusion notes (definitions in docs/statistic
 The first run is the baseline.  Exporters in ``mmbench/report/`` render a :class:`Comparison`
 (``model.py``, the result model they read); ``Comparison.to_dict()`` is the ``mmbench-compare/1``
 JSON shape.  ``builder.py`` drives one ``sections/`` module per section kind; ``selection.py``
-decides which test decides which row; ``environment.py`` diffs the runs' environments;
+decides which test decides which row; ``families.py`` the primary (outcome), mechanism and
+exploratory families; ``verdict.py`` the one-line verdict per run; ``environment.py`` diffs the
+runs' environments;
 ``regressions.py`` serves ``--fail-on-regression``.
 """
 

@@ -12,6 +12,7 @@ from mmbench.analysis.compare.environment import env_diff, interleave_notes, mem
 from mmbench.analysis.compare.model import Comparison, Section
 from mmbench.analysis.compare.power import headline_warnings, suite_headline
 from mmbench.analysis.compare.percent import PCT_BASE_NEG, PCT_BASE_ZERO, pct_diff
+from mmbench.analysis.compare.verdict import verdict_line
 from mmbench.analysis.compare.sections.duration import duration_section
 from mmbench.analysis.compare.sections.mmtests import is_mmtests_run, mmtests_sections
 from mmbench.analysis.compare.sections.monitor import monitor_sections
@@ -23,10 +24,13 @@ from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
 
 
 def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: bool = False,
-                     seed: int = 0, convention: st.Convention = "mmbench") -> Comparison:
+                     seed: int = 0, convention: st.Convention = "mmbench",
+                     primary: list[str] | None = None, mechanisms: list[str] | None = None) -> Comparison:
     """Compare ``runs`` (the first is the baseline).  ``pvalues`` is recorded for the exporters
     (p-values are always computed); ``ratio`` adds the per-workload ratio sections.
-    ``convention="mmtests"`` summarises metrics as MMTests does (see :func:`stats.summarise`)."""
+    ``convention="mmtests"`` summarises metrics as MMTests does (see :func:`stats.summarise`).
+    ``primary``/``mechanisms``: entries chosen at compare time, replacing the runs' stored
+    families (``compare --primary``; families.parse_override splits the option)."""
     if not runs:
         raise ValueError("build_comparison needs at least one run")
     runs = list(runs)
@@ -37,7 +41,7 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
             f"{r.name} → {n}" for r, n in zip(runs, ctx.names) if r.name != n))
     cmp.env_diff = env_diff(runs, ctx.names)
     ctx.headline = suite_headline(runs)
-    families.resolve(ctx, cmp)
+    families.resolve(ctx, cmp, primary, mechanisms)
     for text in memcg_notes(runs, ctx.names) + vm_notes(runs, ctx.names) + interleave_notes(runs, ctx.names):
         ctx.note(text)
     for text in run_status_notes(runs, ctx.names):   # incomplete or failed runs are said so
@@ -71,9 +75,11 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
         mons.extend(monitor_sections(ctx, label, measured))
     cmp.sections += [s for s in dur if s.rows] + [s for s in vms if s.rows] + mons + ratios
     families.mark_rows(ctx, cmp)
-    families.adjust(ctx)
+    families.adjust(ctx, cmp)
     cmp.family_sizes = dict(ctx.family_sizes)
     _pcts(ctx, cmp)
+    if ctx.multi:
+        cmp.verdicts = {n: verdict_line(ctx, cmp, n) for n in ctx.names[1:]}
     if ctx.multi:
         cmp.warnings = headline_warnings(ctx, ctx.headline_rows)
     cmp.notes = ctx.notes
@@ -118,10 +124,12 @@ def _pcts(ctx: Context, cmp: Comparison) -> None:
             if not ctx.multi:
                 r.pct[ctx.base] = None
                 continue
-            r.pct[ctx.base] = pct_diff(b, b, r.better)[0]
+            # a mechanism has no better direction: its % is the raw change, + up, − down
+            better = "higher" if r.family == "mechanism" else r.better
+            r.pct[ctx.base] = pct_diff(b, b, better)[0]
             reasons = set()
             for n in ctx.names[1:]:
-                r.pct[n], reason = pct_diff(b, r.values.get(n), r.better)
+                r.pct[n], reason = pct_diff(b, r.values.get(n), better)
                 if reason in (PCT_BASE_ZERO, PCT_BASE_NEG):
                     reasons.add(reason)
             for reason in sorted(reasons):

@@ -36,8 +36,11 @@ class Context:
     headline_rows: list[tuple[str, MetricDef, Row, dict[str, Series]]] = field(default_factory=list)
     # "mmtests": summary rows as MMTests computes them (imported trees; docs/mmtests-import.md)
     convention: st.Convention = "mmbench"
-    # the primary entries of the runs' suites (families.py) and the section names a prefix may be
+    # the declared entries of the runs' suites (families.py): outcomes (primary) and mechanisms
     primary: list[Entry] = field(default_factory=list)
+    mechanisms: list[Entry] = field(default_factory=list)
+    # the declared families given at compare time (--primary, --mechanisms): "primary", "mechanism"
+    chosen: set[str] = field(default_factory=set)
     # tests per Benjamini–Hochberg family, known once every section is built (the MDE reads it)
     family_sizes: dict[str, int] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
@@ -58,13 +61,28 @@ class Context:
     def add_test(self, rows: list[Row], run: str, p: float) -> None:
         self.tests.append(Test(rows, run, p))
 
+    def declared(self, sec: Section, metric: str, stat: str) -> str | None:
+        """The declared family that names this row: "primary", "mechanism" or None."""
+        if sec.kind == "ratio" or not (self.primary or self.mechanisms):
+            return None
+        names = section_names_of(sec)
+        if any(e.matches(names, metric, stat, MEAN_STATS) for e in self.primary):
+            return "primary"
+        if any(e.matches(names, metric, stat, MEAN_STATS) for e in self.mechanisms):
+            return "mechanism"
+        return None
+
     def is_primary(self, sec: Section, metric: str, stat: str) -> bool:
-        """Does a primary entry of the suites name this row?"""
-        if sec.kind == "ratio" or not self.primary:
-            return False
-        names = {sec.kind, sec.label.lower(), sec.source.lower()} - {""}
-        means = (st.mean_label("amean"), st.mean_label("hmean"), st.mean_label("gmean"))
-        return any(e.matches(names, metric, stat, means) for e in self.primary)
+        """Does a declared entry (outcome or mechanism) name this row?"""
+        return self.declared(sec, metric, stat) is not None
+
+
+MEAN_STATS = (st.mean_label("amean"), st.mean_label("hmean"), st.mean_label("gmean"))
+
+
+def section_names_of(sec: Section) -> set[str]:
+    """The names an entry's SECTION prefix may give this section: its kind, label, plugin or monitor."""
+    return {sec.kind, sec.label.lower(), sec.source.lower()} - {""}
 
 
 class Series:

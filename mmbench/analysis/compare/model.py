@@ -18,10 +18,16 @@ SCHEMA = "mmbench-compare/1"
 Better = Literal["higher", "lower"]
 SectionKind = Literal["workload", "duration", "vmstat", "monitor", "ratio"]
 # The Benjamini–Hochberg family a tested row is in (docs/statistics.md §4): the suite's declared
-# primary rows (the `*`, the only rows --fail-on-regression reads) or every other tested row.
-Family = Literal["primary", "exploratory"]
+# primary rows (its outcomes: the `*`, the only rows --fail-on-regression reads), its declared
+# mechanisms (`*`: moved up or down, never better or worse, never gating) or every other tested row.
+Family = Literal["primary", "mechanism", "exploratory"]
+FAMILIES: tuple[Family, ...] = ("primary", "mechanism", "exploratory")
 MARK_PRIMARY = "*"
 MARK_EXPLORATORY = "~"
+# Above this a minimum detectable effect says only "these iterations cannot detect anything"
+# (with 2 iterations a side the t quantile has 1-2 degrees of freedom and the MDE ran to 6e21 %).
+MDE_SHOWN_MAX = 1000.0
+MDE_TOO_LARGE = f"above {MDE_SHOWN_MAX:g}% (too few iterations)"
 
 
 class Deferred(MutableMapping):
@@ -74,24 +80,36 @@ class Row:
     p: dict[str, float | None] = field(default_factory=dict)
     ci: MutableMapping[str, tuple[float, float] | None] = field(default_factory=Deferred)
     note: str = ""
-    # minimum detectable effect (%, 80 % power, Welch at 0.05) per tested run (issue 13 item 3)
+    # minimum detectable effect per tested run: the signed change (% of the baseline, in the
+    # direction the run moved) the row's test finds 80 % of the time at its family's level
     mde: MutableMapping[str, float | None] = field(default_factory=Deferred)
-    # "primary" when the suite declares the row primary (whether or not a test could run),
-    # "exploratory" when it is tested and not primary, None for descriptive rows
+    # "primary" / "mechanism" when the suite declares the row so (whether or not a test could
+    # run), "exploratory" when it is tested and not declared, None for descriptive rows
     family: Family | None = None
-    test: str = ""                                        # "welch", "count", "" (untested)
+    test: str = ""                                        # "welch", "count-exact", "count", "" (untested)
     p_raw: dict[str, float | None] = field(default_factory=dict)
     # exploratory rows with q < 0.05 in their own family (marked "~", never gating)
     lead: dict[str, bool] = field(default_factory=dict)
-    # per run: why there is no test, or that none could reach q <= 0.05 (shown in the primary summary)
+    # per run: why there is no test, or that none could reach q <= 0.05, or how it was judged
+    # without one (shown in the primary summary)
     why: dict[str, str] = field(default_factory=dict)
     primary: bool = False
+    # per run: "deterministic" when judged by significance.deterministic (constant at the row's
+    # resolution in each run) instead of a test
+    judged: dict[str, str] = field(default_factory=dict)
+    # the smallest difference the row's measurement can express (its unit); 0: float noise only
+    resolution: float = 0.0
+    # per run: why the minimum detectable effect is not given (set when it is computed)
+    mde_why: dict[str, str] = field(default_factory=dict)
+    # per run: the iterations judged (baseline, run)
+    n: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def add_note(self, text: str) -> None:
         self.note = f"{self.note}; {text}" if self.note else text
 
     def mark(self, run: str) -> str:
-        """The cell's significance mark: ``*`` (primary, q < 0.05), ``~`` (exploratory lead) or ""."""
+        """The cell's significance mark: ``*`` (primary or mechanism, q < 0.05 or a deterministic
+        change), ``~`` (exploratory lead) or ""."""
         if self.significant.get(run):
             return MARK_PRIMARY
         return MARK_EXPLORATORY if self.lead.get(run) else ""
@@ -108,12 +126,22 @@ class Section:
 
 @dataclass
 class PrimaryLine:
-    """One line of the primary summary at the top of every report: a primary row against one run
-    (``row`` None: the suite names it but this comparison has no such row)."""
+    """One line of the primary (or mechanism) summary at the top of every report: a declared row
+    against one run (``row`` None: the suite names it but this comparison has no such row)."""
     entry: str
     section: str
     row: Row | None
     run: str
+
+
+@dataclass
+class DeclaredFamily:
+    """A declared family of a comparison: its entries, where they come from (the runs' suites, or
+    ``compare --primary``/``--mechanisms``), and one summary line per (row, run)."""
+    entries: list[str] = field(default_factory=list)
+    source: str = ""
+    chosen_at_compare: bool = False
+    lines: list[PrimaryLine] = field(default_factory=list)
 
 
 @dataclass
@@ -135,6 +163,13 @@ class Comparison:
     primary_source: str = ""
     primary: list[PrimaryLine] = field(default_factory=list)
     family_sizes: dict[str, int] = field(default_factory=dict)
+    primary_chosen_at_compare: bool = False
+    # the declared mechanism rows (reported as up or down, never gating)
+    mechanisms: DeclaredFamily = field(default_factory=DeclaredFamily)
+    # per family: deterministic changes judged outside its test (significance.deterministic)
+    deterministic_counts: dict[str, int] = field(default_factory=dict)
+    # per run: one line putting the mechanisms and the outcomes together (report/base.py makes it)
+    verdicts: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``mmbench-compare/1`` JSON shape (NaN → None)."""
@@ -146,26 +181,72 @@ class Comparison:
             "sections": [
                 {"title": s.title,
                  "rows": [{
-                     "metric": r.metric, "stat": r.stat, "unit": r.unit, "better": r.better,
+                     "metric": r.metric, "stat": r.stat, "unit": r.unit,
+                     "better": None if r.family == "mechanism" else r.better,
                      "values": {n: _num(r.values.get(n)) for n in self.runs},
                      "pct": {n: _num(r.pct.get(n)) for n in self.runs},
                      "significant": {n: bool(r.significant.get(n, False)) for n in self.runs},
                      "p": {n: _num(r.p.get(n)) for n in self.runs},
                      "ci": {n: _ci(r.ci.get(n)) for n in self.runs},
-                     "mde_pct": {n: clean(r.mde.get(n)) for n in self.runs},
+                     "mde_pct": {n: _mde(r.mde.get(n)) for n in self.runs},
+                     "mde_why": {n: _mde_why(r, n) for n in self.runs},
                      "family": r.family, "test": r.test or None,
                      "p_raw": {n: _num(r.p_raw.get(n)) for n in self.runs},
                      "lead": {n: bool(r.lead.get(n, False)) for n in self.runs},
                      "why": {n: r.why.get(n) for n in self.runs},
+                     "judged": {n: r.judged.get(n, "test" if r.p.get(n) is not None else None) for n in self.runs},
+                     "resolution": r.resolution if r.test or r.judged else None,
                  } for r in s.rows]}
                 for s in self.sections],
             "primary": {"entries": list(self.primary_entries), "source": self.primary_source,
+                        "chosen_at_compare": self.primary_chosen_at_compare,
                         "family_sizes": dict(self.family_sizes),
-                        "rows": [{"entry": pl.entry, "section": pl.section, "run": pl.run,
-                                  "metric": pl.row.metric if pl.row else None,
-                                  "stat": pl.row.stat if pl.row else None} for pl in self.primary]},
+                        "rows": [_line(pl) for pl in self.primary]},
+            "mechanisms": {"entries": list(self.mechanisms.entries), "source": self.mechanisms.source,
+                           "chosen_at_compare": self.mechanisms.chosen_at_compare,
+                           "rows": [_line(pl) for pl in self.mechanisms.lines]},
+            "families": {f: family_error_rate(f, self.family_sizes.get(f, 0), self.deterministic_counts.get(f, 0))
+                         for f in FAMILIES},
+            "verdicts": dict(self.verdicts),
             "notes": [f"warning: {w}" for w in self.warnings] + list(self.notes),
         }
+
+
+def _line(pl: PrimaryLine) -> dict[str, Any]:
+    return {"entry": pl.entry, "section": pl.section, "run": pl.run,
+            "metric": pl.row.metric if pl.row else None, "stat": pl.row.stat if pl.row else None}
+
+
+FAMILY_TEXT = {
+    "primary": ("*", True, "the suite's outcomes"),
+    "mechanism": ("*", False, "the suite's mechanisms: moved up or down, never better or worse"),
+    "exploratory": ("~", False, "every other tested row: a lead to follow, never a finding"),
+}
+
+
+def family_error_rate(family: str, tests: int, deterministic: int) -> dict[str, Any]:
+    """What a mark of ``family`` means, for JSON readers: each family holds its own false discovery
+    rate, so an A/A comparison carries some mark in some family more often than 5 % (docs/statistics.md §4)."""
+    mark, gates, what = FAMILY_TEXT[family]
+    return {"rows": what, "mark": mark, "gates": gates, "tests": tests,
+            "method": "Benjamini-Hochberg", "false_discovery_rate": 0.05,
+            "error_rate": (f"at most 5% of comparisons without a true change mark a row of this family "
+                           f"(false discovery rate 5% within its {tests} test(s)); the families are adjusted "
+                           f"apart, so a report marks a row of some family more often than that"),
+            "deterministic_changes": deterministic}
+
+
+def _mde(v: float | None) -> float | None:
+    """An MDE as JSON gives it: None past MDE_SHOWN_MAX (as the text does), with ``mde_why``."""
+    v = clean(v)
+    return None if v is None or abs(v) > MDE_SHOWN_MAX else v
+
+
+def _mde_why(r: Row, run: str) -> str | None:
+    v = clean(r.mde.get(run))
+    if v is not None and abs(v) > MDE_SHOWN_MAX:
+        return MDE_TOO_LARGE
+    return r.mde_why.get(run) if v is None else None
 
 
 def _num(v: Any) -> float | None:

@@ -10,17 +10,14 @@ import re
 
 from mmbench.analysis import significance as sig
 from mmbench.analysis.compare.context import Context, Series
-from mmbench.analysis.compare.model import Row
+from mmbench.analysis.compare.model import MDE_SHOWN_MAX, Row
 from mmbench.model.results import MetricDef, RunRecord
-
-# Above this a minimum detectable effect says only "these iterations cannot detect anything"
-# (with 2 iterations a side the t quantile has 1-2 degrees of freedom and the MDE ran to 6e21 %).
-MDE_SHOWN_MAX = 1000.0
 
 
 def mde_text(mde: float, digits: str = ".1f") -> str:
-    """An MDE as printed: the percentage, or '>1000% (too few iterations)' past MDE_SHOWN_MAX."""
-    return f">{MDE_SHOWN_MAX:g}% (too few iterations)" if mde > MDE_SHOWN_MAX else f"{mde:{digits}}%"
+    """An MDE as printed: the signed percentage (a rise +, a fall −), or '>1000% (too few
+    iterations)' past MDE_SHOWN_MAX."""
+    return f">{MDE_SHOWN_MAX:g}% (too few iterations)" if abs(mde) > MDE_SHOWN_MAX else f"{mde:+{digits}}%"
 
 EFFECT_PCT = 5.0
 ITERATION_LIMIT = 100_000
@@ -29,18 +26,33 @@ ITERATION_LIMIT = 100_000
 def family_alpha(ctx: Context, row: Row) -> tuple[float, int]:
     """The per-test level at which one change in ``row``'s family is found by Benjamini–Hochberg
     when the family's other rows do not change: α/m, m the family's size (its tests)."""
-    m = max(1, ctx.family_sizes.get("primary" if row.primary else "exploratory", 1))
+    m = max(1, ctx.family_sizes.get(row.family or "exploratory", 1))
     return sig.ALPHA / m, m
 
 
-def row_mde(ctx: Context, row: Row, base: list[float], new: list[float], kind: str, test: str) -> float | None:
+def row_mde(ctx: Context, row: Row, run: str, base: list[float], new: list[float], kind: str,
+            test: str) -> float | None:
     """The minimum detectable effect (80 % power) of the test applied to ``row``, at the level
     Benjamini–Hochberg gives one change in its family (:func:`family_alpha`), so a true change
-    of this size is starred (or marked) 80 % of the time, not 80 % before the adjustment."""
-    alpha, _ = family_alpha(ctx, row)
-    if test == "count":
-        return sig.count_min_detectable_effect(base, new, alpha=alpha)
-    return sig.min_detectable_effect(base, new, kind, alpha=alpha)  # type: ignore[arg-type]
+    of this size is starred (or marked) 80 % of the time, not 80 % before the adjustment; in the
+    direction ``run`` moved (a fall is given as the fall: −81 %, not the +417 % rise of the same
+    size on the log scale).  When there is none, ``row.mde_why`` says why."""
+    alpha, m = family_alpha(ctx, row)
+    b, v = row.values.get(ctx.base), row.values.get(run)
+    if b is None or v is None:
+        b, v = sum(base) / len(base), sum(new) / len(new)
+    direction = "down" if v < b else "up"
+    if test.startswith("count"):
+        got = sig.count_min_detectable_effect(base, new, alpha=alpha, direction=direction)
+        if got is None:
+            row.mde_why[run] = (f"no change of any size could be marked at {len(base)} vs {len(new)} iterations "
+                                f"(its family's level {alpha:.2g} is below the exact count test's smallest p)"
+                                if sum(base) > 0 else "the baseline counted nothing: a change of its rate has no size")
+        return got
+    got = sig.min_detectable_effect(base, new, kind, alpha=alpha, direction=direction)  # type: ignore[arg-type]
+    if got is None:
+        row.mde_why[run] = "undefined for these values"
+    return got
 
 
 def suite_headline(runs: list[RunRecord]) -> set[str]:
@@ -81,7 +93,7 @@ def headline_warnings(ctx: Context, rows: list[tuple[str, MetricDef, Row, dict[s
                 single.append(n)
                 continue
             mde = row.mde.get(n)
-            if mde is None or mde <= EFFECT_PCT:
+            if mde is None or abs(mde) <= EFFECT_PCT:
                 continue
             weak.append(f"{mde_text(mde)} for {n}")
             k = sig.iterations_to_detect(b_it, n_it, md.mean_kind, EFFECT_PCT, limit=ITERATION_LIMIT,
@@ -94,7 +106,7 @@ def headline_warnings(ctx: Context, rows: list[tuple[str, MetricDef, Row, dict[s
         if weak:
             how = (f"more than {ITERATION_LIMIT} iterations per run would be needed" if unknown else
                    f"{need} iterations per run would detect it at this variation")
-            fam, m = ("primary" if row.primary else "exploratory"), family_alpha(ctx, row)[1]
+            fam, m = (row.family or "exploratory"), family_alpha(ctx, row)[1]
             out.append(f"{what} could not detect a {EFFECT_PCT:g}% change against {ctx.base}: smallest "
                        f"change starred 80% of the time (its {fam} family of {m} tests) {', '.join(weak)}; {how}")
         if single:

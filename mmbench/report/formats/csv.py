@@ -9,8 +9,9 @@ from typing import Any
 from mmbench.analysis.compare import Comparison
 from mmbench.report.base import Exporter
 
-# "p" is the q-value (Benjamini-Hochberg within the row's family); "family": primary, exploratory
-# or empty (descriptive); "lead": an exploratory q < 0.05 ("~", never gating)
+# "p" is the q-value (Benjamini-Hochberg within the row's family); "family": primary, mechanism,
+# exploratory or empty (descriptive); "lead": an exploratory q < 0.05 ("~", never gating); a
+# mechanism row has no better direction (empty) and its pct is the raw change
 COLUMNS = ["section", "metric", "stat", "unit", "better", "run", "value", "pct", "significant",
            "p", "ci_lo", "ci_hi", "note", "family", "lead"]
 
@@ -30,7 +31,7 @@ class CsvExporter(Exporter):
             for r in sec.rows:
                 for n in comparison.runs:
                     ci = r.ci.get(n)
-                    w.writerow([sec.title, r.metric, r.stat, r.unit, r.better, n,
+                    w.writerow([sec.title, r.metric, r.stat, r.unit, "" if r.family == "mechanism" else r.better, n,
                                 _n(r.values.get(n)), _n(r.pct.get(n)),
                                 "1" if r.significant.get(n) else "0", _n(r.p.get(n)),
                                 _n(ci[0]) if ci else "", _n(ci[1]) if ci else "", r.note,

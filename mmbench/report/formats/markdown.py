@@ -1,4 +1,5 @@
-"""Markdown: the primary summary first (one line per primary row: change, interval, verdict),
+"""Markdown: the verdict, the primary summary (one line per outcome row: change, interval,
+verdict) and the mechanism summary (moved up or down) first,
 then one table per section with the row's family, a column per run with ``value (pct%)``, bold +
 ``*`` when a primary row is significant, ``~`` for an exploratory lead; q-values and intervals
 with ``--pvalues``."""
@@ -8,11 +9,23 @@ from __future__ import annotations
 from typing import Any
 
 from mmbench.analysis.compare import Comparison
-from mmbench.report.base import LEGEND, Exporter, fmt_pct, fmt_q, fmt_value, primary_heading, primary_texts
+from mmbench.report.base import (LEGEND, Exporter, PrimaryText, fmt_pct, fmt_q, fmt_value, mechanism_heading,
+                                 mechanism_texts, primary_heading, primary_texts, verdict_texts)
 
 
 def _esc(s: str) -> str:
     return str(s).replace("|", "\\|")
+
+
+def _table(head: str, lines: list[PrimaryText]) -> list[str]:
+    out = [f"| {head} | run | value | baseline | change | interval | q | verdict |",
+           "|---|---|---:|---:|---:|---|---|---|"]
+    for t in lines:
+        verdict = _esc(t.verdict).replace("*", "\\*")
+        verdict = f"**{verdict}**" if t.cls else verdict
+        out.append(f"| {_esc(t.what)} | {_esc(t.run)} | {_esc(t.value)} | {_esc(t.base)} | {_esc(t.pct)} | "
+                   f"{_esc(t.ci)} | {_esc(t.q)} | {verdict} |")
+    return out + [""]
 
 
 class MarkdownExporter(Exporter):
@@ -31,16 +44,14 @@ class MarkdownExporter(Exporter):
             out.append("")
         if comparison.warnings:
             out += ["### Warnings", ""] + [f"- **{_esc(w)}**" for w in comparison.warnings] + [""]
+        if multi and verdict_texts(comparison):
+            out += ["### Verdict", ""] + [f"- **{_esc(run)}** against {_esc(comparison.baseline)}: {_esc(line)}"
+                                          for run, line in verdict_texts(comparison)] + [""]
         if multi and comparison.primary:
-            out += [f"### {_esc(primary_heading(comparison))}", "",
-                    "| primary row | run | value | baseline | change | interval | q | verdict |",
-                    "|---|---|---:|---:|---:|---|---|---|"]
-            for t in primary_texts(comparison):
-                verdict = _esc(t.verdict).replace("*", "\\*")
-                verdict = f"**{verdict}**" if t.cls else verdict
-                out.append(f"| {_esc(t.what)} | {_esc(t.run)} | {_esc(t.value)} | {_esc(t.base)} | {_esc(t.pct)} | "
-                           f"{_esc(t.ci)} | {_esc(t.q)} | {verdict} |")
-            out.append("")
+            out += [f"### {_esc(primary_heading(comparison))}", ""] + _table("primary row", primary_texts(comparison))
+        if multi and comparison.mechanisms.lines:
+            out += [f"### {_esc(mechanism_heading(comparison))}", ""] + _table("mechanism row",
+                                                                                mechanism_texts(comparison))
         if multi and any(sec.rows for sec in comparison.sections):
             out += [_esc(" ".join(f"{x}." for x in LEGEND)), ""]
         for sec in comparison.sections:

@@ -1,8 +1,10 @@
-"""Plain-text tables in the layout of the LKML mails: the row's family letter (P primary, e
-exploratory), row label and ``[unit]``, then ``value (  pct%)`` per run, ``*`` after a significant
-primary cell and ``~`` after an exploratory lead, ``q=`` and the minimum detectable effect with
-``--pvalues``.  Environment differences first, then warnings, then the primary summary (one line
-per primary row: change, interval, verdict), the legend, the tables; notes last.  Colour (significant better green, worse red) only when ``options["color"]`` is set and
+"""Plain-text tables in the layout of the LKML mails: the row's family letter (P primary, M
+mechanism, e exploratory), row label and ``[unit]``, then ``value (  pct%)`` per run, ``*`` after a
+significant primary or mechanism cell and ``~`` after an exploratory lead, ``q=`` and the minimum
+detectable effect with ``--pvalues``.  Environment differences first, then warnings, then the
+verdict (one line per run: mechanisms moved, outcomes better, worse or not resolved), the primary
+summary (one line per outcome row: change, interval, verdict) and the mechanism summary (moved up
+or down), the legend, the tables; notes last.  Colour (significant better green, worse red) only when ``options["color"]`` is set and
 NO_COLOR is not; the plain path needs nothing but the standard library.
 """
 
@@ -14,7 +16,8 @@ import os
 from typing import Any
 
 from mmbench.analysis.compare import Comparison, Row
-from mmbench.report.base import LEGEND, Exporter, fmt_q, fmt_value, primary_heading, primary_texts
+from mmbench.report.base import (LEGEND, Exporter, PrimaryText, fmt_q, fmt_value, mechanism_heading,
+                                 mechanism_texts, primary_heading, primary_texts, verdict_texts)
 
 
 def _cell(r: Row, run: str, multi: bool, pvalues: bool) -> tuple[str, str, str]:
@@ -52,18 +55,18 @@ class TextExporter(Exporter):
             out.append("Warnings")
             out += [f"  ! {w}" for w in comparison.warnings]
             out.append("")
+        if multi:
+            for run, line in verdict_texts(comparison):
+                out.append(f"Verdict, {run} against {comparison.baseline}: {line}")
+            if verdict_texts(comparison):
+                out.append("")
         if multi and comparison.primary:
             out.append(primary_heading(comparison))
-            lines = primary_texts(comparison)
-            ww = max(len(t.what) for t in lines)
-            for t in lines:
-                if not t.run:
-                    out.append(f"  {t.what:<{ww}}  {t.verdict}")
-                    continue
-                unit = f" {t.unit}" if t.unit and t.unit != "%" else ("%" if t.unit == "%" else "")
-                parts = [f"{t.run}: {t.value} vs {t.base}{unit}", f"({t.pct})" if t.pct else "", t.ci, t.q,
-                         t.verdict]
-                out.append(f"  {t.what:<{ww}}  " + "  ".join(x for x in parts if x))
+            out += _summary(primary_texts(comparison))
+            out.append("")
+        if multi and comparison.mechanisms.lines:
+            out.append(mechanism_heading(comparison))
+            out += _summary(mechanism_texts(comparison))
             out.append("")
         if multi and any(sec.rows for sec in comparison.sections):
             # said once: every row's percentage is signed by its own direction
@@ -87,7 +90,7 @@ class TextExporter(Exporter):
                 line = f"{label:<{lw}}"
                 for i, (v, p, pv) in enumerate(rc):
                     cell = f"{v:>{vw[i]}}" + (f" {p}" if multi else "") + (f" {pv:<{pw[i]}}" if pw[i] else "")
-                    if paint and r.mark(runs[i]):
+                    if paint and r.mark(runs[i]) and r.family != "mechanism":
                         pct = r.pct.get(runs[i])
                         cell = paint(cell, pct is not None and pct > 0)
                     line += "  " + cell
@@ -101,11 +104,26 @@ class TextExporter(Exporter):
         return "\n".join(out).rstrip("\n") + "\n"
 
 
+def _summary(lines: list[PrimaryText]) -> list[str]:
+    """The lines of a declared family's summary."""
+    out = []
+    ww = max(len(t.what) for t in lines)
+    for t in lines:
+        if not t.run:
+            out.append(f"  {t.what:<{ww}}  {t.verdict}")
+            continue
+        unit = f" {t.unit}" if t.unit and t.unit != "%" else ("%" if t.unit == "%" else "")
+        parts = [f"{t.run}: {t.value} vs {t.base}{unit}", f"({t.pct})" if t.pct else "", t.ci, t.q, t.verdict]
+        out.append(f"  {t.what:<{ww}}  " + "  ".join(x for x in parts if x))
+    return out
+
+
 def _tag(r: Row, multi: bool) -> str:
-    """The row's family letter: P primary, e exploratory, blank descriptive (comparisons only)."""
+    """The row's family letter: P primary, M mechanism, e exploratory, blank descriptive
+    (comparisons only)."""
     if not multi:
         return ""
-    return {"primary": "P ", "exploratory": "e "}.get(r.family or "", "  ")
+    return {"primary": "P ", "mechanism": "M ", "exploratory": "e "}.get(r.family or "", "  ")
 
 
 def _unit(r: Row) -> str:

@@ -75,11 +75,11 @@ def monitor_sections(ctx: Context, label: str, measured: dict[str, list[Iteratio
                 sec.rows.append(Row(mname, stat, md.unit, md.better,
                                     {n: clean(fn(v)) if v else None for n, v in pooled.items()}))
             if ctx.multi and ctx.is_primary(sec, mname, "Amean"):
-                # a primary monitor row (kswapd0 CPU, a stall count) is tested on its
-                # per-iteration means; other monitor rows stay descriptive
+                # a declared monitor row (kswapd0 CPU, a stall count: an outcome or a mechanism) is
+                # tested on its per-iteration means; other monitor rows stay descriptive
                 iteration_row_tests(ctx, sec.rows[-2], {n: [st.amean(v) for v in per.get(n, []) if v]
                                                         for n in ctx.names if per.get(n)},
-                                    count=md.kind == "count")
+                                    count=md.kind == "count", resolution=md.effective_resolution)
         if sec.rows:
             out.append(sec)
     return out

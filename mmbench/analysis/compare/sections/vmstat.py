@@ -33,7 +33,7 @@ def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
                   {n: clean(derived.get(n, {}).get(rd.name)) for n in ctx.names})
         sec.rows.append(row)
         if per_iter:
-            _test(ctx, row, {n: [d[rd.name] for d in ds] for n, ds in per_iter.items()}, rd.count)
+            _test(ctx, row, {n: [d[rd.name] for d in ds] for n, ds in per_iter.items()}, rd.count, rd.resolution)
     return sec
 
 
@@ -47,7 +47,7 @@ def _per_iteration(measured: dict[str, list[IterationResult]]) -> dict[str, list
     return out
 
 
-def _test(ctx: Context, row: Row, vals: dict[str, list[float | None]], count: bool) -> None:
+def _test(ctx: Context, row: Row, vals: dict[str, list[float | None]], count: bool, resolution: float) -> None:
     """The count test (counts) or Welch on the per-iteration values, in the row's own direction
     (``vm.ROWS``).  A row
     undefined in some iteration of a run (a ratio with nothing scanned there) is not tested for
@@ -63,4 +63,4 @@ def _test(ctx: Context, row: Row, vals: dict[str, list[float | None]], count: bo
     if gaps:
         row.add_note(f"no test: undefined in some iterations of {', '.join(gaps)}")
     if ctx.base in whole:
-        iteration_row_tests(ctx, row, whole, count=count)
+        iteration_row_tests(ctx, row, whole, count=count, resolution=resolution)
