@@ -126,6 +126,9 @@ def cmd_rm(args: argparse.Namespace) -> int:
         if status[n] == "running":
             raise UsageError(f"rm: run {n!r} is still running; stop it first; nothing removed")
     for n in dict.fromkeys(names):
+        stale = store.stale_running(n, "remove") if hasattr(store, "stale_running") else None
+        if stale:   # it says running, but nobody provably writes it: removed, and why said
+            print(f"mmbench: warning: {stale}", file=sys.stderr)
         store.remove_run(n)
         print(f"removed {n}")
     return 0

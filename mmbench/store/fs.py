@@ -42,11 +42,13 @@ from typing import Any, Iterator
 from mmbench import __version__
 from mmbench.model.kernel import proc_start_time
 from mmbench.errors import UsageError
-from mmbench.model.store import RunWriter, Store, durable_writes, validate_run_name
-from mmbench.model.files import (SAMPLES_FILE, STORE_FORMAT, StoreError, StoreFull, kernel_release,
-                                 pack_iteration_samples, read_checked, read_json, read_object,
-                                 remember_checked_files, samples_from_json, sidecar_reader)
-from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
+from mmbench.model.store import RunWriter, Store, durable_writes, reseal_documents, validate_run_name
+from mmbench.model.files import (SAMPLES_FILE, STORE_FORMAT, StoreError, StoreFull, _json_default,
+                                 iteration_index_problem, kernel_release,
+                                 pack_iteration_samples, read_checked, read_json, read_object, read_regular,
+                                 register_store_root, remember_checked_files, samples_from_json, seal,
+                                 seal_problem, sidecar_reader)
+from mmbench.model.results import OWNER_UNKNOWN, IterationResult, MetricDef, RunRecord, WorkloadRun
 
 # result.json's keys that make an IterationResult (the rest are kept in the file, unread)
 RESULT_FIELDS = tuple(f.name for f in fields(IterationResult))
@@ -71,10 +73,11 @@ CREATE TABLE IF NOT EXISTS checked (run TEXT, path TEXT, digest TEXT, document T
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Durable write: temporary file, fsync, rename, fsync of the directory (no fsync for an
-    import: ``copied_runs``).  A write that fails leaves no temporary file; a full filesystem is
-    a ``StoreFull`` naming the folder."""
-    _write_durably(path, lambda fh: json.dump(data, fh, indent=1, default=_json_default, allow_nan=False), "w")
+    """Durable write of a store document, sealed with its digest (model/files.py ``seal``):
+    temporary file, fsync, rename, fsync of the directory (no fsync for an import: ``copied_runs``).
+    A write that fails leaves no temporary file; a full filesystem is a ``StoreFull`` naming the folder."""
+    doc = seal(data, path.name)
+    _write_durably(path, lambda fh: json.dump(doc, fh, indent=1, default=_json_default, allow_nan=False), "w")
 
 
 def write_bytes(path: Path, data: bytes) -> None:
@@ -124,12 +127,6 @@ def _mount_of(path: Path) -> Path:
     return p
 
 
-def _json_default(o: Any) -> Any:
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
 def pid_alive(pid: int) -> bool:
     return proc_start_time(pid) is not None
 
@@ -149,21 +146,33 @@ def _boot_id() -> str:
         return ""
 
 
+def owner_check(meta: dict[str, Any]) -> tuple[str, str]:
+    """(status, why) of a run whose run.json says "running": "running" only when its writer is
+    proved alive on this machine — the same boot (boot id), its pid there, started at the recorded
+    start time; "incomplete" when it is proved gone (same boot, and the pid is gone or is another
+    process now); else OWNER_UNKNOWN, the why saying what cannot be told (a run.json without a
+    boot id or start time, from an older mmbench or another tool, or from another boot or machine)."""
+    pid = meta.get("pid")
+    if type(pid) is not int or pid <= 0:
+        return OWNER_UNKNOWN, "it records no writer's pid"
+    boot, start = meta.get("boot_id"), meta.get("pid_start")
+    if not boot or not start:
+        missing = " or ".join(k for k, v in (("boot id", boot), ("process start time", start)) if not v)
+        return OWNER_UNKNOWN, (f"it records pid {pid} but no {missing} (written by an older mmbench, or "
+                               f"copied), so pid {pid} here may be any process")
+    if boot != _boot_id():
+        return OWNER_UNKNOWN, "it was written during another boot or on another machine (its boot id is not this one's)"
+    now = proc_start_time(pid)
+    if now is None:
+        return "incomplete", f"its writer (pid {pid}) is gone"
+    if now != start:
+        return "incomplete", f"its writer (pid {pid}) is gone; that pid is another process now"
+    return "running", f"its writer (pid {pid}) is alive"
+
+
 def _owner_alive(meta: dict[str, Any]) -> bool:
-    """Is the process that wrote this "running" run.json still that process?  A pid alone is not
-    enough: after a reboot or pid reuse another process has it (the start time and boot id tell)."""
-    try:
-        pid = int(meta.get("pid", 0) or 0)
-    except (TypeError, ValueError):
-        return False
-    if pid <= 0:
-        return False
-    if meta.get("boot_id") and meta["boot_id"] != _boot_id():
-        return False
-    start = proc_start_time(pid)
-    if start is None:
-        return False
-    return not meta.get("pid_start") or meta["pid_start"] == start
+    """Is the process that wrote this "running" run.json still that process (``owner_check``)?"""
+    return owner_check(meta)[0] == "running"
 
 
 class FileRunWriter(RunWriter):
@@ -201,6 +210,9 @@ class FileRunWriter(RunWriter):
         return self.path / label / f".iter-{index}.partial"
 
     def add_iteration(self, result: IterationResult) -> None:
+        problem = iteration_index_problem(result.index)
+        if problem:   # before anything is written: it could never be indexed
+            raise UsageError(f"run {self.name!r}: workload {result.workload!r}: {problem}")
         itdir = self.iteration_dir(result.workload, result.index)
         staging = self.staging_dir(result.workload, result.index)
         data = result.to_dict()
@@ -341,8 +353,8 @@ def _content_digest(run_dir: Path, files: dict[str, tuple[int, int]]) -> str | N
     h = blake2b(digest_size=16)
     try:
         for rel in sorted(files):
-            h.update(rel.encode() + b"\0" + (run_dir / rel).read_bytes() + b"\0")
-    except OSError:
+            h.update(rel.encode() + b"\0" + read_regular(run_dir / rel, limit=1 << 62) + b"\0")
+    except StoreError:   # (a FIFO, a symlink out: the run's reader names it)
         return None
     return h.hexdigest()
 
@@ -362,7 +374,8 @@ class IndexCheckedFiles:
             rel = path.relative_to(self.store.root)
         except ValueError:
             return None
-        return (rel.parts[0], rel.as_posix()) if len(rel.parts) > 1 else None
+        # (a folder whose name starts with a dot is no run: a run being received, a staging copy)
+        return (rel.parts[0], rel.as_posix()) if len(rel.parts) > 1 and not rel.parts[0].startswith(".") else None
 
     def lookup(self, path: Path) -> tuple[str, str | None] | None:
         where = self._where(path)
@@ -412,6 +425,7 @@ class FileStore(Store):
         self.root = Path(root)
         self.checked = IndexCheckedFiles(self)
         remember_checked_files(self.root, self.checked)
+        register_store_root(self.root)
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
 
@@ -491,12 +505,14 @@ class FileStore(Store):
         meta = {"name": name, "format": STORE_FORMAT, "status": status, "created": time.time(), "finished": None,
                 "pid": os.getpid(), "pid_start": proc_start_time(os.getpid()), "boot_id": _boot_id(),
                 "suite_hash": suite_hash, "settings": settings, "mmbench_version": __version__,
-                "description": description}
+                "description": description,
+                # digests of the run's files that are not sealed JSON documents (model/files.py)
+                "files": {"suite.toml": text_digest(suite_text.encode())}}
         try:
             path.mkdir(parents=True)
             # room for the final run.json should the filesystem fill up during the run
             (path / SPARE).write_bytes(bytes(SPARE_BYTES))
-            (path / "suite.toml").write_text(suite_text)
+            (path / "suite.toml").write_bytes(suite_text.encode())
             write_json(path / "suite-effective.json", suite_effective)
             write_json(path / "fingerprint.json", fingerprint)
             write_json(path / "run.json", meta)
@@ -509,15 +525,27 @@ class FileStore(Store):
 
     def refuse_if_running(self, name: str, verb: str) -> None:
         """A run that an ``mmbench run`` (or import) is still writing is never replaced or
-        removed under it: its finished iterations would be lost and its folder half another run."""
+        removed under it: its finished iterations would be lost and its folder half another run.
+        One that says running but whose writer is not proved alive is let go, with a warning why."""
+        why = self.stale_running(name, verb)
+        if why is not None:
+            _warn(why)
+
+    def stale_running(self, name: str, verb: str) -> str | None:
+        """For a run whose run.json says running: a UsageError when its writer is alive on this
+        machine; else the line that says why it is taken as not running (None for any other run)."""
         path = self.run_path(name)
         try:
             meta = read_json(path / "run.json")
         except UsageError:
-            return   # damaged or absent: nobody is writing it
-        if isinstance(meta, dict) and meta.get("status") == "running" and _owner_alive(meta):
+            return None   # damaged or absent: nobody is writing it
+        if not isinstance(meta, dict) or meta.get("status") != "running":
+            return None
+        status, why = owner_check(meta)
+        if status == "running":
             raise UsageError(f"run {name!r} in {self.root} is still being written (mmbench pid "
                              f"{meta.get('pid')}); cannot {verb} it until that run ends")
+        return f"run {name!r} says running, but {why}: taken as {status} and {verb}d"
 
     def run_status(self, name: str) -> str | None:
         """A run's status from its run.json alone: None if there is no such run folder,
@@ -531,10 +559,11 @@ class FileStore(Store):
             return "damaged"
 
     def _status(self, meta: dict[str, Any]) -> str:
-        # A run whose process died without finishing (SIGKILL, power loss) is incomplete; the
-        # index is corrected too, so nothing reading it sees "running" for a dead run.
-        if meta.get("status") == "running" and not _owner_alive(meta):
-            return "incomplete"
+        # A run whose process died without finishing (SIGKILL, power loss) is incomplete, one whose
+        # writer cannot be proved alive or dead is OWNER_UNKNOWN; the index is corrected too, so
+        # nothing reading it sees "running" for a run nobody writes.
+        if meta.get("status") == "running":
+            return owner_check(meta)[0]
         return meta.get("status", "incomplete")
 
     def _sync_index(self, statuses: dict[str, str]) -> None:
@@ -570,22 +599,19 @@ class FileStore(Store):
         finally:
             self.checked.flush()
 
-    def _load_run(self, name: str, path: Path) -> RunRecord:
+    def _load_run(self, name: str, path: Path, *, sync_index: bool = True) -> RunRecord:
         meta = read_checked(path / "run.json", "run")
         status = self._status(meta)
-        self._sync_index({name: status})
+        if sync_index:
+            self._sync_index({name: status})
         fp_path = path / "fingerprint.json"
-        try:
-            suite_text = (path / "suite.toml").read_text() if (path / "suite.toml").exists() else ""
-        except UnicodeDecodeError:
-            raise StoreError(f"{path / 'suite.toml'}: not UTF-8 text (damaged or foreign)") from None
-        except OSError as e:
-            raise StoreError(f"{path / 'suite.toml'}: cannot read: {e.strerror or e}") from None
         rec = RunRecord(name=name, status=status, created=meta["created"],  # type: ignore[arg-type]
-                        finished=meta["finished"], suite_text=suite_text, suite_hash=meta["suite_hash"],
-                        fingerprint=read_object(fp_path) if fp_path.exists() else {},
+                        finished=meta["finished"], suite_text=self._suite_text(path, meta), suite_hash=meta["suite_hash"],
+                        fingerprint=read_object(fp_path) if _lexists(fp_path) else {},
                         settings=meta["settings"], path=path, mmbench_version=meta["mmbench_version"])
-        for wfile in sorted(path.glob("*/workload.json"), key=lambda p: p.stat().st_mtime_ns):
+        if _lexists(path / "suite-effective.json"):   # analysis reads it: its digest is checked here
+            read_object(path / "suite-effective.json")
+        for wfile in sorted(path.glob("*/workload.json"), key=_mtime):
             w = read_checked(wfile, "workload")
             if w["label"] != wfile.parent.name:
                 raise StoreError(f"{wfile}: label {w['label']!r} but its folder is {wfile.parent.name!r} "
@@ -607,6 +633,22 @@ class FileStore(Store):
         if order:
             rec.workloads.sort(key=lambda w: order.index(w.label) if w.label in order else len(order))
         return rec
+
+    @staticmethod
+    def _suite_text(path: Path, meta: dict[str, Any]) -> str:
+        """suite.toml as the run stored it ("" when it has none), checked against its digest in run.json."""
+        f = path / "suite.toml"
+        if not _lexists(f):
+            return ""
+        raw = read_regular(f)
+        want = (meta.get("files") or {}).get("suite.toml") if isinstance(meta.get("files"), dict) else None
+        if want is not None and want != text_digest(raw):
+            raise StoreError(f"{f}: its bytes do not match the BLAKE2b digest run.json holds for it (damaged on "
+                             f"disk, or edited by hand; 'mmbench verify' lists every damaged file)")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise StoreError(f"{f}: not UTF-8 text (damaged or foreign)") from None
 
     def list_runs(self) -> list[dict[str, Any]]:
         """Every run, through the index (brought up to date from the folders first).  A damaged run
@@ -769,7 +811,9 @@ class FileStore(Store):
                 yield rel.as_posix(), f.read_bytes()
 
     def put_run_files(self, name: str, files: list[tuple[str, bytes]], *, force: bool) -> None:
-        """Store a whole run from its files: written beside, then renamed into place, then indexed."""
+        """Store a whole run from its files: written beside, read back whole (every document and
+        sidecar checked, as a reader would), then renamed into place and indexed.  A run that does
+        not read back is not stored, and the run it would replace stays."""
         path = self.run_path(name)
         if path.exists() and not force:
             raise UsageError(f"run {name!r} already exists in {self.root}; use --force to replace it")
@@ -778,22 +822,22 @@ class FileStore(Store):
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".{name}.incoming-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        for rel, data in files:
-            target = (tmp / rel).resolve()
-            if not str(target).startswith(str(tmp.resolve()) + os.sep):
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise UsageError(f"run {name!r}: file {rel!r} would land outside the run folder")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
         try:
+            for rel, data in reseal_documents(files):
+                target = (tmp / rel).resolve()
+                if not str(target).startswith(str(tmp.resolve()) + os.sep):
+                    raise UsageError(f"run {name!r}: file {rel!r} would land outside the run folder")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
             meta = {k: v for k, v in read_checked(tmp / "run.json", "run").items() if v is not None}
-        except UsageError:
+            if meta.get("status") == "running":  # a copy is never the live run
+                meta["status"] = "incomplete"
+            meta["name"] = name
+            write_json(tmp / "run.json", meta)
+            self._load_run(name, tmp, sync_index=False)
+        except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        if meta.get("status") == "running":  # a copy is never the live run
-            meta["status"] = "incomplete"
-        meta["name"] = name
-        write_json(tmp / "run.json", meta)
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
@@ -847,6 +891,23 @@ class FileStore(Store):
         with self.index_quietly() as db:
             _drop(db, name)
             db.execute("DELETE FROM checked WHERE run=?", (name,))
+
+
+def _lexists(path: Path) -> bool:
+    """Is there anything at ``path`` (a dangling symlink or a FIFO too: the reader names it)?"""
+    return os.path.lexists(path)
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def text_digest(raw: bytes) -> str:
+    """The digest run.json's ``files`` keeps of a plain file of the run (suite.toml)."""
+    return blake2b(raw, digest_size=16).hexdigest()
 
 
 def _warn(text: str) -> None:
