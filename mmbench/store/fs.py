@@ -421,8 +421,9 @@ class IndexCheckedFiles:
 
 
 class FileStore(Store):
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, option: str = "--results") -> None:
         self.root = Path(root)
+        self.option = option   # the argument that named it, for messages (--to, --from)
         self.checked = IndexCheckedFiles(self)
         remember_checked_files(self.root, self.checked)
         register_store_root(self.root)
@@ -439,16 +440,16 @@ class FileStore(Store):
             st = os.stat(self.root)
         except FileNotFoundError:
             if self.root.is_symlink():
-                raise StoreError(f"{self.root}: the results directory is a symlink to "
+                raise StoreError(f"{self.option} {self.root}: the results directory is a symlink to "
                                  f"{os.readlink(self.root)!r}, which does not exist") from None
             return
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise StoreError(f"{self.root}: the results directory is a symlink loop "
+                raise StoreError(f"{self.option} {self.root}: the results directory is a symlink loop "
                                  f"(too many levels of symbolic links)") from None
-            raise StoreError(f"{self.root}: the results directory cannot be read: {e.strerror or e}") from None
+            raise StoreError(f"{self.option} {self.root}: the results directory cannot be read: {e.strerror or e}") from None
         if not stat.S_ISDIR(st.st_mode):
-            raise StoreError(f"{self.root}: the results directory is not a directory")
+            raise StoreError(f"{self.option} {self.root}: the results directory is not a directory")
 
     def db(self) -> sqlite3.Connection:
         """The index, opened (and created) once per store and process; a damaged one is a
@@ -459,11 +460,14 @@ class FileStore(Store):
         self._check_root()
         self.root.mkdir(parents=True, exist_ok=True)
         index = self.root / "index.sqlite"
+        existed = os.path.lexists(index)
         try:
             conn = sqlite3.connect(index, timeout=30, check_same_thread=False)
             conn.executescript(SCHEMA)
             _migrate(conn)
         except sqlite3.Error as e:
+            if not existed:   # nothing to rebuild: the folder does not take a new file
+                raise IndexUnavailable(f"{index}: cannot be created there ({e})") from None
             raise IndexDamaged(f"{index}: {e} (run 'mmbench reindex' to rebuild it from the run folders)") from None
         self._conn, self._conn_pid = conn, os.getpid()
         return conn
@@ -659,6 +663,9 @@ class FileStore(Store):
         try:
             return self._runs_from_index()
         except IndexDamaged as e:
+            if isinstance(e, IndexUnavailable) and not self._folders():
+                raise StoreError(f"{self.option} {self.root}: not a results directory: it holds no run, and "
+                                 f"index.sqlite {str(e).rsplit(': ', 1)[-1]}") from None
             _warn(f"{e}; listing from the run folders")
             return self._runs_from_folders()
         except sqlite3.Error as e:   # read-only or locked: the folders still answer
@@ -754,7 +761,12 @@ class FileStore(Store):
             return False
         _drop(db, name, checked=False)   # verdicts are by content: the unchanged files keep theirs
         self.checked.flush(db)
-        _insert_run(db, name, rec, meta, str(self.run_path(name)))
+        try:
+            _insert_run(db, name, rec, meta, str(self.run_path(name)))
+        except (OverflowError, sqlite3.InterfaceError) as e:   # a number no index column holds
+            _warn(f"skipping run {name}: {self.run_path(name)}: cannot be indexed ({e})")
+            _drop(db, name)
+            return False
         db.execute("INSERT OR REPLACE INTO indexed (run, mtime_ns, host, suite, signature, digest) "
                    "VALUES (?,?,?,?,?,?)",
                    (name, files.get("run.json", (0, 0))[1], str(rec.fingerprint.get("host", "")), meta["suite"],
@@ -827,8 +839,14 @@ class FileStore(Store):
                 target = (tmp / rel).resolve()
                 if not str(target).startswith(str(tmp.resolve()) + os.sep):
                     raise UsageError(f"run {name!r}: file {rel!r} would land outside the run folder")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+                try:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+                except OSError as e:
+                    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                        raise store_write_error(e, target) from None
+                    raise StoreError(f"{self.option} {self.root}: cannot store run {name!r} there: "
+                                     f"{e.strerror or e}") from None
             meta = {k: v for k, v in read_checked(tmp / "run.json", "run").items() if v is not None}
             if meta.get("status") == "running":  # a copy is never the live run
                 meta["status"] = "incomplete"
@@ -980,3 +998,8 @@ def _insert_run(db: sqlite3.Connection, name: str, rec: RunRecord, meta: dict[st
 
 class IndexDamaged(StoreError):
     """index.sqlite cannot be opened or read: the folders still answer; ``reindex`` rebuilds it."""
+
+
+class IndexUnavailable(IndexDamaged):
+    """index.sqlite is not there and cannot be created (a read-only folder, /proc): the folders
+    still answer; nothing to rebuild."""

@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import sys
@@ -170,12 +171,41 @@ def redact(url: str) -> str:
     return out if netloc else out.replace(":", "://", 1)   # urlunsplit drops an empty "//"
 
 
-def connect(url: str):
+def require_psycopg() -> Any:
+    """psycopg, or an EnvironmentUnsupported naming the extra that installs it (exit 3)."""
     try:
         import psycopg
     except ImportError:
-        raise EnvironmentUnsupported("a PostgreSQL store needs psycopg: pip install 'mmbench[fleet]' "
-                                     "(scripts/setup.sh --test installs it)") from None
+        raise EnvironmentUnsupported("a PostgreSQL store needs psycopg, which the 'fleet' extra installs: "
+                                     "pip install 'mmbench[fleet]' (scripts/setup.sh --test installs it)") from None
+    return psycopg
+
+
+def _hide_password(text: str) -> str:
+    """``text`` without any password a PostgreSQL URL in it carries (a malformed URL too)."""
+    text = re.sub(r"(postgres(?:ql)?://[^:/@\s\[]*):[^@\s]*@", r"\1:***@", text)
+    return re.sub(r"(password=)[^&\s'\"]*", r"\1***", text)
+
+
+def check_url(url: str, option: str = "--results") -> None:
+    """A PostgreSQL URL libpq can parse, or one UsageError naming ``option`` (exit 2); psycopg
+    missing is an EnvironmentUnsupported naming the extra to install (exit 3)."""
+    shown = _hide_password(url)
+    try:
+        urlsplit(url).port   # (a port that is no number, a malformed IPv6 host)
+    except ValueError as e:
+        raise UsageError(f"{option} {shown}: not a valid PostgreSQL URL ({_hide_password(str(e))})") from None
+    psycopg = require_psycopg()
+    from psycopg.conninfo import conninfo_to_dict
+    try:
+        conninfo_to_dict(url)
+    except psycopg.Error as e:
+        why = " ".join(str(e).split()) or type(e).__name__
+        raise UsageError(f"{option} {shown}: not a valid PostgreSQL URL ({_hide_password(why)})") from None
+
+
+def connect(url: str, option: str = "--results"):
+    psycopg = require_psycopg()
     try:
         return psycopg.connect(url, autocommit=False, connect_timeout=10)
     except psycopg.OperationalError as e:
@@ -183,7 +213,10 @@ def connect(url: str):
         secret = url_password(url)
         if secret:
             first = first.replace(secret, "***")
-        raise Unreachable(f"--results {redact(url)}: cannot connect: {first}") from None
+        raise Unreachable(f"{option} {redact(url)}: cannot connect: {first}") from None
+    except psycopg.ProgrammingError as e:   # a URL libpq cannot parse (check_url says so earlier)
+        raise UsageError(f"{option} {_hide_password(url)}: not a valid PostgreSQL URL "
+                         f"({_hide_password(' '.join(str(e).split()))})") from None
 
 
 def migrate(conn: Any) -> int:
@@ -320,8 +353,10 @@ class PgRunWriter(RunWriter):
 class PgStore(Store):
     """Runs in PostgreSQL; ``url`` is a libpq URL (``postgresql://user@host/db``)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, option: str = "--results") -> None:
+        check_url(url, option)
         self.url = url
+        self.option = option
         self._migrated = False
         self._identity: str | None = None
 
@@ -334,7 +369,7 @@ class PgStore(Store):
         restart.  A server never reached by this process fails at once, unless
         $MMBENCH_PG_RETRY_FIRST is 1 (agents set it for their runs: the server was there when the job
         was taken).  ``work`` must be safe to repeat (one transaction, or idempotent)."""
-        import psycopg
+        psycopg = require_psycopg()
         deadline = time.monotonic() + RETRY_SECONDS
         delay, said = 0.2, False
         while True:
@@ -355,7 +390,7 @@ class PgStore(Store):
                 delay = min(delay * 2, 5.0)
 
     def conn(self):
-        c = connect(self.url)
+        c = connect(self.url, self.option)
         try:
             if not self._migrated:
                 migrate(c)
