@@ -244,6 +244,8 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
 
 
+# what every message about a damaged file ends with (``mmbench verify`` leaves it out)
+VERIFY_HINT = "'mmbench verify' lists every damaged file"
 # The key of a stored JSON document's digest: BLAKE2b (16 bytes, hex) of the document's canonical
 # form without it (sorted keys, no blanks), so reformatting a file keeps it valid and a changed
 # value does not.
@@ -254,7 +256,7 @@ SEAL = "blake2b"
 UNSEALED = {"result.json": ("monitors",)}
 
 
-def _json_default(o: Any) -> Any:
+def json_default(o: Any) -> Any:
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
@@ -265,9 +267,9 @@ def seal_of(doc: dict[str, Any], name: str) -> str:
     skip = UNSEALED.get(name, ())
     body = {k: v for k, v in doc.items() if k != SEAL and k not in skip}
     try:
-        text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False, default=_json_default)
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False, default=json_default)
     except TypeError:   # keys of several types (sort_keys cannot order them): as JSON would read them back
-        body = json.loads(json.dumps(body, default=_json_default))
+        body = json.loads(json.dumps(body, default=json_default))
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return blake2b(text.encode(), digest_size=16).hexdigest()
 
@@ -286,7 +288,7 @@ def seal_problem(data: Any, name: str) -> str | None:
     want = data[SEAL]
     if not isinstance(want, str) or want != seal_of(data, name):
         return ("its content does not match the BLAKE2b digest it was stored with (damaged on disk, or "
-                "edited by hand; 'mmbench verify' lists every damaged file)")
+                f"edited by hand; {VERIFY_HINT})")
     return None
 
 
@@ -457,7 +459,7 @@ def samples_from_bytes(raw: bytes | None, where: str, name: str | None = None, c
         got = sidecar_digest(raw)
         if got != name[8:24]:
             raise StoreError(f"{where}: its bytes do not match the BLAKE2b digest in its name (they hash "
-                             f"to {got}): damaged; 'mmbench verify' lists every damaged file")
+                             f"to {got}): damaged; {VERIFY_HINT}")
     return np.frombuffer(raw, dtype="<f8")
 
 

@@ -43,11 +43,10 @@ from mmbench import __version__
 from mmbench.model.kernel import proc_start_time
 from mmbench.errors import UsageError
 from mmbench.model.store import RunWriter, Store, durable_writes, reseal_documents, validate_run_name
-from mmbench.model.files import (SAMPLES_FILE, STORE_FORMAT, StoreError, StoreFull, _json_default,
-                                 iteration_index_problem, kernel_release,
-                                 pack_iteration_samples, read_checked, read_json, read_object, read_regular,
-                                 register_store_root, remember_checked_files, samples_from_json, seal,
-                                 seal_problem, sidecar_reader)
+from mmbench.model.files import (SAMPLES_FILE, STORE_FORMAT, VERIFY_HINT, StoreError, StoreFull,
+                                 iteration_index_problem, json_default, kernel_release, pack_iteration_samples,
+                                 read_checked, read_json, read_object, read_regular, register_store_root,
+                                 remember_checked_files, samples_from_json, seal, sidecar_reader)
 from mmbench.model.results import OWNER_UNKNOWN, IterationResult, MetricDef, RunRecord, WorkloadRun
 
 # result.json's keys that make an IterationResult (the rest are kept in the file, unread)
@@ -67,7 +66,7 @@ CREATE TABLE IF NOT EXISTS sample_means (run TEXT, workload TEXT, idx INTEGER, m
     mean REAL);
 CREATE INDEX IF NOT EXISTS sample_means_by_run ON sample_means (run, workload, metric);
 CREATE TABLE IF NOT EXISTS indexed (run TEXT PRIMARY KEY, mtime_ns INTEGER, host TEXT, suite TEXT,
-    signature TEXT, digest TEXT);
+    signature TEXT, digest TEXT, rows TEXT, means TEXT);
 CREATE TABLE IF NOT EXISTS checked (run TEXT, path TEXT, digest TEXT, document TEXT, PRIMARY KEY (run, path));
 """
 
@@ -77,7 +76,7 @@ def write_json(path: Path, data: Any) -> None:
     temporary file, fsync, rename, fsync of the directory (no fsync for an import: ``copied_runs``).
     A write that fails leaves no temporary file; a full filesystem is a ``StoreFull`` naming the folder."""
     doc = seal(data, path.name)
-    _write_durably(path, lambda fh: json.dump(doc, fh, indent=1, default=_json_default, allow_nan=False), "w")
+    _write_durably(path, lambda fh: json.dump(doc, fh, indent=1, default=json_default, allow_nan=False), "w")
 
 
 def write_bytes(path: Path, data: bytes) -> None:
@@ -288,6 +287,7 @@ class FileRunWriter(RunWriter):
                        "VALUES (?,?,?,?,?,?)",
                        (self.name, files["run.json"][1], str(self.fingerprint.get("host", "")),
                         self.meta.get("suite", ""), _signature(files), _content_digest(self.path, files)))
+            seal_rows(db, [self.name])
 
     def _check(self, path: Path, kind: str) -> None:
         """Validate what was just written (model/files.py), so the first ``compare`` need not;
@@ -587,6 +587,7 @@ class FileStore(Store):
             if wrong:
                 with db:
                     db.executemany("UPDATE runs SET status=? WHERE name=?", wrong)
+                    seal_rows(db, [n for _, n in wrong])
         except (sqlite3.Error, IndexDamaged):
             pass   # a read-only or damaged index: the folders still answer
 
@@ -648,7 +649,7 @@ class FileStore(Store):
         want = (meta.get("files") or {}).get("suite.toml") if isinstance(meta.get("files"), dict) else None
         if want is not None and want != text_digest(raw):
             raise StoreError(f"{f}: its bytes do not match the BLAKE2b digest run.json holds for it (damaged on "
-                             f"disk, or edited by hand; 'mmbench verify' lists every damaged file)")
+                             f"disk, or edited by hand; {VERIFY_HINT})")
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -771,20 +772,23 @@ class FileStore(Store):
                    "VALUES (?,?,?,?,?,?)",
                    (name, files.get("run.json", (0, 0))[1], str(rec.fingerprint.get("host", "")), meta["suite"],
                     signature, digest))
+        seal_rows(db, [name])
         return True
 
     def _runs_from_index(self) -> list[dict[str, Any]]:
         self.sync()
-        with self.db() as db:
-            rows = db.execute(
-                "SELECT r.name, r.status, r.created, r.kernel, r.description, x.host, x.suite, "
-                "(SELECT count(*) FROM iterations i WHERE i.run=r.name AND i.warmup=0), "
-                "(SELECT count(*) FROM iterations i WHERE i.run=r.name AND i.warmup=1), "
-                "(SELECT count(*) FROM iterations i WHERE i.run=r.name AND i.warmup=0 AND i.status!='ok') "
-                "FROM runs r JOIN indexed x ON x.run=r.name").fetchall()
-        out = [{"name": n, "status": st, "created": c, "kernel": k or "", "description": d or "",
-                "host": h or "", "suite": su or "", "iterations": it, "warmup": wu, "failed": bad}
-               for n, st, c, k, d, h, su, it, wu, bad in rows]
+        db = self.db()
+        with db:
+            runs, its = _list_rows(db)
+            self._reindex_damaged(db, _damaged_rows(db, runs, its, "rows"))
+            runs, its = _list_rows(db)
+        out = []
+        for name, (_, st, c, k, d, h, su) in runs.items():
+            mine = its.get(name, [])
+            out.append({"name": name, "status": st, "created": c, "kernel": k or "", "description": d or "",
+                        "host": h or "", "suite": su or "", "iterations": sum(not w for _, _, w, _ in mine),
+                        "warmup": sum(bool(w) for _, _, w, _ in mine),
+                        "failed": sum(not w and s != "ok" for _, _, w, s in mine)})
         # a "running" row whose process has died is incomplete (and corrected in the index)
         for r in out:
             if r["status"] == "running":
@@ -794,6 +798,15 @@ class FileStore(Store):
                     r["status"] = "incomplete"
         self._sync_index({r["name"]: r["status"] for r in out})
         return sorted(out, key=lambda r: r["created"] or 0)
+
+    def _reindex_damaged(self, db: sqlite3.Connection, names: list[str]) -> None:
+        """Index again, from their folders, runs whose index rows no longer match their digests
+        (a damaged index.sqlite): the folder is the truth, and no damaged row is shown."""
+        for name in names:
+            _warn(f"{self.root / 'index.sqlite'}: the rows of run {name} do not match their digest (a damaged "
+                  f"index); indexed again from its folder")
+            if not self._index_one(db, name):
+                _drop(db, name)
 
     def _runs_from_folders(self) -> list[dict[str, Any]]:
         out = []
@@ -873,14 +886,19 @@ class FileStore(Store):
             return []
         # from the iteration means recorded when each run was indexed: 50,000 rows for 1,000 runs
         # of 10 metrics x 5 iterations, where averaging their samples read a million
+        # (each run's rows checked against their digests first: a damaged one is indexed again)
         db = self.db()
+        with db:
+            listed, its = _list_rows(db, runs)
+            means = _mean_rows_of(db, runs)
+            self._reindex_damaged(db, sorted(set(_damaged_rows(db, listed, its, "rows"))
+                                             | set(_damaged_rows(db, listed, means, "means"))))
+            _, its = _list_rows(db, runs)
+            means = _mean_rows_of(db, runs)
         out: list[tuple[str, str, str, int, float | None]] = []
-        for i in range(0, len(runs), 500):    # SQLite's limit on host parameters
-            part = runs[i:i + 500]
-            out += db.execute(
-                f"SELECT m.run, m.workload, m.metric, m.idx, m.mean FROM sample_means m JOIN iterations i "
-                f"ON i.run=m.run AND i.workload=m.workload AND i.idx=m.idx WHERE m.run IN "
-                f"({','.join('?' * len(part))}) AND i.warmup=0 AND i.status='ok'", part).fetchall()
+        for run, rows in means.items():
+            good = {(w, i) for w, i, warmup, status in its.get(run, []) if not warmup and status == "ok"}
+            out += [(run, w, m, i, mean) for w, i, m, _, mean in rows if (w, i) in good]
         return sorted(out, key=lambda r: r[:4])
 
     def run_summaries(self, names: list[str]) -> dict[str, dict[str, Any]]:
@@ -944,7 +962,7 @@ def _migrate(db: sqlite3.Connection) -> None:
     dropped and forgets what was indexed, so every run is indexed again (from its folder, the
     truth) on the next read."""
     have = {row[1] for row in db.execute("PRAGMA table_info(indexed)")}
-    for column in ("signature", "digest"):
+    for column in ("signature", "digest", "rows", "means"):
         if column not in have:
             with db:
                 db.execute(f"ALTER TABLE indexed ADD COLUMN {column} TEXT")
@@ -978,6 +996,75 @@ def _drop(db: sqlite3.Connection, name: str, *, checked: bool = True) -> None:
     for table in ("runs", "workloads", "metrics", "iterations", "sample_means", "indexed",
                   *(("checked",) if checked else ())):
         db.execute(f"DELETE FROM {table} WHERE {'name' if table == 'runs' else 'run'}=?", (name,))
+
+
+# The index rows of a run are sealed like its files: ``indexed.rows`` is a digest of the rows
+# ``list`` shows (runs, iterations), ``indexed.means`` of those ``history`` reads (sample_means);
+# rows that do not match are indexed again from the folder (a damaged index.sqlite never shows).
+def _in(names: list[str] | None, column: str) -> tuple[str, list[str]]:
+    return ("", []) if names is None else (f" WHERE {column} IN ({','.join('?' * len(names))})", names)
+
+
+def _chunks(names: list[str] | None) -> list[list[str] | None]:
+    return [None] if names is None else [names[i:i + 500] for i in range(0, len(names), 500)]
+
+
+def _list_rows(db: sqlite3.Connection, names: list[str] | None = None
+               ) -> tuple[dict[str, tuple], dict[str, list[tuple]]]:
+    """(run → its runs row with host and suite, run → its iterations (workload, idx, warmup, status))."""
+    runs: dict[str, tuple] = {}
+    its: dict[str, list[tuple]] = {}
+    for part in _chunks(names):
+        where, args = _in(part, "r.name")
+        for row in db.execute("SELECT r.name, r.status, r.created, r.kernel, r.description, x.host, x.suite "
+                              f"FROM runs r JOIN indexed x ON x.run=r.name{where}", args):
+            runs[row[0]] = row
+        where, args = _in(part, "run")
+        for run, *rest in db.execute(f"SELECT run, workload, idx, warmup, status FROM iterations{where} "
+                                     "ORDER BY run, workload, idx", args):
+            its.setdefault(run, []).append(tuple(rest))
+    return runs, its
+
+
+def _mean_rows_of(db: sqlite3.Connection, names: list[str] | None = None) -> dict[str, list[tuple]]:
+    out: dict[str, list[tuple]] = {}
+    for part in _chunks(names):
+        where, args = _in(part, "run")
+        for run, *rest in db.execute(f"SELECT run, workload, idx, metric, n, mean FROM sample_means{where} "
+                                     "ORDER BY run, workload, idx, metric", args):
+            out.setdefault(run, []).append(tuple(rest))
+    return out
+
+
+def _rows_digest(*parts: Any) -> str:
+    return blake2b(repr(parts).encode(), digest_size=16).hexdigest()
+
+
+def seal_rows(db: sqlite3.Connection, names: list[str]) -> None:
+    """Record the digests of runs' index rows as they are now (after they were written)."""
+    runs, its = _list_rows(db, names)
+    means = _mean_rows_of(db, names)
+    db.executemany("UPDATE indexed SET rows=?, means=? WHERE run=?",
+                   [(_rows_digest(runs[n], its.get(n, [])), _rows_digest(means.get(n, [])), n)
+                    for n in names if n in runs])
+
+
+def _damaged_rows(db: sqlite3.Connection, runs: dict[str, tuple], rows: dict[str, list[tuple]],
+                  column: str) -> list[str]:
+    """Runs whose ``column`` digest (rows, means) does not match their rows; a run indexed before
+    digests were kept gets them now."""
+    sealed = dict(db.execute(f"SELECT run, {column} FROM indexed").fetchall()) if runs else {}
+    bad, unsealed = [], []
+    for name, row in runs.items():
+        want = sealed.get(name)
+        have = _rows_digest(row, rows.get(name, [])) if column == "rows" else _rows_digest(rows.get(name, []))
+        if want is None:
+            unsealed.append(name)
+        elif want != have:
+            bad.append(name)
+    if unsealed:
+        seal_rows(db, unsealed)
+    return bad
 
 
 def _insert_run(db: sqlite3.Connection, name: str, rec: RunRecord, meta: dict[str, Any], path: str) -> None:
