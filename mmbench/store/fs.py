@@ -43,7 +43,7 @@ from mmbench import __version__
 from mmbench.model.kernel import proc_start_time
 from mmbench.errors import UsageError
 from mmbench.model.store import RunWriter, Store, durable_writes, reseal_documents, validate_run_name
-from mmbench.model.files import (SAMPLES_FILE, STORE_FORMAT, VERIFY_HINT, StoreError, StoreFull,
+from mmbench.model.files import (SAMPLES_FILE, STORE_FORMAT, VERIFY_HINT, StoreError, StoreFull, file_kind,
                                  iteration_index_problem, json_default, kernel_release, pack_iteration_samples,
                                  read_checked, read_json, read_object, read_regular, register_store_root,
                                  remember_checked_files, samples_from_json, seal, sidecar_reader)
@@ -461,6 +461,11 @@ class FileStore(Store):
         self.root.mkdir(parents=True, exist_ok=True)
         index = self.root / "index.sqlite"
         existed = os.path.lexists(index)
+        if existed:   # SQLite would follow a symlink and wait on a FIFO for ever
+            mode = os.lstat(index).st_mode
+            if not stat.S_ISREG(mode):
+                raise IndexDamaged(f"{index}: {file_kind(mode)}, not a regular file (move it away, or run "
+                                   f"'mmbench reindex' to replace it)")
         try:
             conn = sqlite3.connect(index, timeout=30, check_same_thread=False)
             conn.executescript(SCHEMA)
@@ -693,8 +698,8 @@ class FileStore(Store):
         folders = self._folders()
         if rebuild:
             target = self.root / "index.sqlite"
-            if target.exists() and not target.is_file():
-                raise StoreError(f"{target}: not a regular file; move it away first")
+            if target.is_dir() and not target.is_symlink():
+                raise StoreError(f"{target}: a directory; move it away first")
             tmp = self.root / f".index.sqlite.new-{os.getpid()}"
             tmp.unlink(missing_ok=True)
             try:
