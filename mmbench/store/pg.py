@@ -569,7 +569,8 @@ class PgStore(Store):
         try:
             rec = FileStore(root).load_run(name)
         except StoreError as e:
-            if fetched:
+            if fetched:   # what the database holds is damaged: said, and never served from the cache
+                shutil.rmtree(root, ignore_errors=True)
                 raise StoreError(f"PostgreSQL store {self}: run {name!r}: {e}") from None
             print(f"mmbench: warning: the cached copy of run {name!r} in {root} does not read back ({e}); "
                   f"dropped and fetched again from {self}", file=sys.stderr, flush=True)
