@@ -908,14 +908,18 @@ class FileStore(Store):
 
     def run_summaries(self, names: list[str]) -> dict[str, dict[str, Any]]:
         """``run_summary`` of each run from its small documents only (history's series keys, point
-        labels and units); a damaged document is a StoreError naming it."""
+        labels and units); a run with a damaged document is left out with a warning naming it."""
         from mmbench.model.store import run_summary
         out = {}
         for name in names:
             path = self.run_path(name)
-            docs = {rel: read_object(path / rel) if (path / rel).exists() else {}
-                    for rel in ("run.json", "fingerprint.json", "suite-effective.json")}
-            workloads = [read_object(w) for w in sorted(path.glob("*/workload.json"))]
+            try:
+                docs = {rel: read_object(path / rel) if _lexists(path / rel) else {}
+                        for rel in ("run.json", "fingerprint.json", "suite-effective.json")}
+                workloads = [read_object(w) for w in sorted(path.glob("*/workload.json"))]
+            except StoreError as e:   # one damaged run: named, the others still answer
+                _warn(f"skipping run {name}: {e}")
+                continue
             out[name] = run_summary(docs["run.json"], docs["fingerprint.json"], docs["suite-effective.json"], workloads)
         return out
 
