@@ -88,13 +88,20 @@ def remember_checked_files(root: Path, checked: CheckedFiles) -> None:
         _checked.popitem(last=False)
 
 
+def _nearest(path: str | Path, roots: Any) -> Any:
+    """The entry of ``roots`` (root → value) whose root is the nearest folder above ``path``
+    (by its text: pathlib's parents cost more than the read itself on a store of 1,000 runs)."""
+    text, best, value = str(path), -1, None
+    for root, v in roots.items():
+        r = str(root)
+        if len(r) > best and text.startswith(r) and text[len(r):len(r) + 1] == os.sep:
+            best, value = len(r), (root, v)
+    return value
+
+
 def _checked_for(path: Path) -> CheckedFiles | None:
-    if _checked:
-        for parent in path.parents:
-            found = _checked.get(parent)
-            if found is not None:
-                return found
-    return None
+    found = _nearest(path, _checked) if _checked else None
+    return found[1] if found else None
 
 
 def _validator_digest_key() -> bytes:
@@ -125,11 +132,39 @@ def register_store_root(root: Path) -> None:
         _roots.popitem(last=False)
 
 
-def _root_of(path: Path) -> str | None:
-    for parent in path.parents:
-        real = _roots.get(parent)
-        if real is not None:
-            return real
+def _root_of(path: str | Path) -> tuple[Path, str] | None:
+    return _nearest(path, _roots) if _roots else None
+
+
+def _inside(real: str, root_real: str) -> bool:
+    return (real + os.sep).startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+# folders below a results directory found to be no symlink out of it (each checked once a process)
+_dirs_inside: set[str] = set()
+
+
+def _way_out(folder: str | Path, root: tuple[Path, str]) -> tuple[Path, str] | None:
+    """The first folder between the results directory and ``folder`` (inclusive) that is a symlink
+    leading out of it, with where it leads; None when there is none.  One lstat a folder, once."""
+    key = str(root[0])
+    for part in str(folder)[len(key) + 1:].split(os.sep):
+        if not part:
+            continue
+        key = f"{key}{os.sep}{part}"
+        if key in _dirs_inside:
+            continue
+        try:
+            st = os.lstat(key)
+        except OSError:
+            return None          # (opening the file says what is wrong)
+        if stat.S_ISLNK(st.st_mode):
+            real = os.path.realpath(key)
+            if not _inside(real, root[1]):
+                return Path(key), real
+        if len(_dirs_inside) > 200_000:
+            _dirs_inside.clear()
+        _dirs_inside.add(key)
     return None
 
 
@@ -147,29 +182,31 @@ def read_regular(path: Path, *, limit: int = MAX_FILE_BYTES, size: int | None = 
     from inside the results directory it belongs to (a symlink that stays inside is followed), never
     more than ``limit`` bytes, and exactly ``size`` bytes when given (checked before anything is read).
     Opened non-blocking, so a FIFO is refused instead of waited on."""
-    path = Path(path)
     where = str(path)
     try:
-        st = os.lstat(path)
+        st = os.lstat(where)
     except FileNotFoundError:
         raise StoreError(f"{where}: missing") from None
     except OSError as e:
         raise StoreError(f"{where}: cannot read: {e.strerror or e}") from None
-    target = path
-    root = _root_of(path)
-    if stat.S_ISLNK(st.st_mode) or root is not None:
-        if stat.S_ISLNK(st.st_mode):
-            try:
-                os.stat(path)
-            except OSError as e:
-                if e.errno == errno.ELOOP:
-                    raise StoreError(f"{where}: a symlink loop; not read") from None
-                raise StoreError(f"{where}: a dangling symlink to {os.readlink(path)!r}; not read") from None
+    target = where
+    root = _root_of(where)
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            os.stat(path)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise StoreError(f"{where}: a symlink loop; not read") from None
+            raise StoreError(f"{where}: a dangling symlink to {os.readlink(path)!r}; not read") from None
         real = os.path.realpath(path)
-        if root is not None and not (real + os.sep).startswith(root.rstrip(os.sep) + os.sep):
-            how = "a symlink to" if stat.S_ISLNK(st.st_mode) else "reached through a symlink, really"
-            raise StoreError(f"{where}: {how} {real}, outside the results directory; not read")
-        target = Path(real)
+        if root is not None and not _inside(real, root[1]):
+            raise StoreError(f"{where}: a symlink to {real}, outside the results directory; not read")
+        target = real
+    elif root is not None:
+        out = _way_out(os.path.dirname(where), root)
+        if out is not None:
+            raise StoreError(f"{where}: reached through {out[0]}, a symlink to {out[1]}, outside the results "
+                             f"directory; not read")
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
@@ -375,7 +412,9 @@ def validate(path: Path, data: Any, kind: str) -> dict[str, Any]:
 
 
 def read_object(path: Path) -> dict[str, Any]:
-    """A stored JSON object of free shape (fingerprint.json, suite-effective.json), its digest checked."""
+    """A stored JSON object of free shape (fingerprint.json, suite-effective.json), its digest
+    checked.  Every read: these are small, and checking the seal costs less than looking up a
+    recorded verdict (history reads four of them a run)."""
     data = read_sealed(path)
     if not isinstance(data, dict):
         raise StoreError(f"{path}: expected a JSON object, found {type(data).__name__} (a foreign file?)")

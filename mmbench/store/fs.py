@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import atexit
 import errno
+import itertools
 import json
 import math
+import operator
 import os
 import shutil
 import sqlite3
 import stat
 import sys
 import time
+from array import array
 from contextlib import contextmanager
 from hashlib import blake2b
 from dataclasses import fields
@@ -370,12 +373,13 @@ class IndexCheckedFiles:
         self.pending: list[tuple[str, str, str, str | None]] = []
 
     def _where(self, path: Path) -> tuple[str, str] | None:
-        try:
-            rel = path.relative_to(self.store.root)
-        except ValueError:
+        text, root = str(path), str(self.store.root)
+        if not text.startswith(root + os.sep):
             return None
+        rel = text[len(root) + 1:]
+        run, sep, _ = rel.partition(os.sep)
         # (a folder whose name starts with a dot is no run: a run being received, a staging copy)
-        return (rel.parts[0], rel.as_posix()) if len(rel.parts) > 1 and not rel.parts[0].startswith(".") else None
+        return (run, rel) if sep and run and not run.startswith(".") else None
 
     def lookup(self, path: Path) -> tuple[str, str | None] | None:
         where = self._where(path)
@@ -785,8 +789,10 @@ class FileStore(Store):
         db = self.db()
         with db:
             runs, its = _list_rows(db)
-            self._reindex_damaged(db, _damaged_rows(db, runs, its, "rows"))
-            runs, its = _list_rows(db)
+            damaged = _damaged_rows(db, runs, its, "rows")
+            if damaged:
+                self._reindex_damaged(db, damaged)
+                runs, its = _list_rows(db)
         out = []
         for name, (_, st, c, k, d, h, su) in runs.items():
             mine = its.get(name, [])
@@ -896,14 +902,15 @@ class FileStore(Store):
         with db:
             listed, its = _list_rows(db, runs)
             means = _mean_rows_of(db, runs)
-            self._reindex_damaged(db, sorted(set(_damaged_rows(db, listed, its, "rows"))
-                                             | set(_damaged_rows(db, listed, means, "means"))))
-            _, its = _list_rows(db, runs)
-            means = _mean_rows_of(db, runs)
+            damaged = sorted(set(_damaged_rows(db, listed, its, "rows")) | set(_damaged_rows(db, listed, means, "means")))
+            if damaged:
+                self._reindex_damaged(db, damaged)
+                _, its = _list_rows(db, runs)
+                means = _mean_rows_of(db, runs)
         out: list[tuple[str, str, str, int, float | None]] = []
         for run, rows in means.items():
             good = {(w, i) for w, i, warmup, status in its.get(run, []) if not warmup and status == "ok"}
-            out += [(run, w, m, i, mean) for w, i, m, _, mean in rows if (w, i) in good]
+            out += [(run, w, m, i, mean) for _, w, i, m, _, mean in rows if (w, i) in good]
         return sorted(out, key=lambda r: r[:4])
 
     def run_summaries(self, names: list[str]) -> dict[str, dict[str, Any]]:
@@ -1036,12 +1043,14 @@ def _list_rows(db: sqlite3.Connection, names: list[str] | None = None
 
 
 def _mean_rows_of(db: sqlite3.Connection, names: list[str] | None = None) -> dict[str, list[tuple]]:
+    """run → its sample_means rows (run, workload, idx, metric, n, mean), in order."""
     out: dict[str, list[tuple]] = {}
     for part in _chunks(names):
         where, args = _in(part, "run")
-        for run, *rest in db.execute(f"SELECT run, workload, idx, metric, n, mean FROM sample_means{where} "
-                                     "ORDER BY run, workload, idx, metric", args):
-            out.setdefault(run, []).append(tuple(rest))
+        rows = db.execute(f"SELECT run, workload, idx, metric, n, mean FROM sample_means{where} "
+                          "ORDER BY run, workload, idx, metric", args).fetchall()
+        for run, group in itertools.groupby(rows, key=operator.itemgetter(0)):
+            out[run] = list(group)
     return out
 
 
@@ -1049,12 +1058,21 @@ def _rows_digest(*parts: Any) -> str:
     return blake2b(repr(parts).encode(), digest_size=16).hexdigest()
 
 
+def _means_digest(rows: list[tuple]) -> str:
+    """The digest of sample_means rows: the means as their float64 bytes (50,000 of them would
+    spend most of history's read in float repr)."""
+    h = blake2b(repr([r[:5] for r in rows]).encode(), digest_size=16)
+    h.update(array("d", [math.nan if r[5] is None else r[5] for r in rows]).tobytes())
+    h.update(bytes(r[5] is None for r in rows))
+    return h.hexdigest()
+
+
 def seal_rows(db: sqlite3.Connection, names: list[str]) -> None:
     """Record the digests of runs' index rows as they are now (after they were written)."""
     runs, its = _list_rows(db, names)
     means = _mean_rows_of(db, names)
     db.executemany("UPDATE indexed SET rows=?, means=? WHERE run=?",
-                   [(_rows_digest(runs[n], its.get(n, [])), _rows_digest(means.get(n, [])), n)
+                   [(_rows_digest(runs[n], its.get(n, [])), _means_digest(means.get(n, [])), n)
                     for n in names if n in runs])
 
 
@@ -1066,7 +1084,7 @@ def _damaged_rows(db: sqlite3.Connection, runs: dict[str, tuple], rows: dict[str
     bad, unsealed = [], []
     for name, row in runs.items():
         want = sealed.get(name)
-        have = _rows_digest(row, rows.get(name, [])) if column == "rows" else _rows_digest(rows.get(name, []))
+        have = _rows_digest(row, rows.get(name, [])) if column == "rows" else _means_digest(rows.get(name, []))
         if want is None:
             unsealed.append(name)
         elif want != have:
