@@ -1,4 +1,4 @@
-"""What mmbench reads from a store is what was written, or one line naming the file (issue 36):
+"""What mmbench reads from a store is what was written, or one line naming the file:
 digests on every read (sidecars, sealed documents, the index's rows, the PostgreSQL cache), only
 regular files inside the store, integers checked before a run is written, runs that say running
 only while their writer is proved alive, one line for malformed URLs, and ``mmbench verify``."""

@@ -33,7 +33,7 @@ import stat
 from collections import OrderedDict
 from hashlib import blake2b
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, NoReturn, Protocol
 
 from mmbench.errors import UsageError
 
@@ -169,11 +169,12 @@ def _way_out(folder: str | Path, root: tuple[Path, str]) -> tuple[Path, str] | N
 
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"))
+          (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symlink"),
+          (stat.S_ISREG, "a regular file"))
 
 
 def file_kind(mode: int) -> str:
-    """What a file that is not a regular file is, as a message says it ("a FIFO", ...)."""
+    """What kind of file ``mode`` (from lstat) is, as a message says it ("a FIFO", "a symlink", ...)."""
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
@@ -218,7 +219,7 @@ def read_regular(path: Path, *, limit: int = MAX_FILE_BYTES, size: int | None = 
         if not stat.S_ISREG(st.st_mode):
             raise StoreError(f"{where}: {file_kind(st.st_mode)}, not a regular file; not read")
         if size is not None and st.st_size != size:
-            return _wrong_size(where, st.st_size, size)
+            _wrong_size(where, st.st_size, size)
         if st.st_size > limit:
             raise StoreError(f"{where}: {st.st_size} bytes: too large to be a stored mmbench file")
         want = st.st_size
@@ -238,7 +239,7 @@ def read_regular(path: Path, *, limit: int = MAX_FILE_BYTES, size: int | None = 
         os.close(fd)
 
 
-def _wrong_size(where: str, have: int, want: int) -> bytes:
+def _wrong_size(where: str, have: int, want: int) -> NoReturn:
     if have > want:
         raise StoreError(f"{where}: {have} bytes where result.json's references cover {want}: "
                          f"{have - want} stray byte(s) after the samples (damaged or appended to)")
@@ -289,11 +290,12 @@ VERIFY_HINT = "'mmbench verify' lists every damaged file"
 SEAL = "blake2b"
 # Keys a seal does not cover, by file name: result.json's "monitors" is metadata that a host-side
 # finisher rewrites after the iteration is stored (a VM guest's trace decoded on the host); the
-# numbers it leads to are in the monitor's own files, whose digests result.json's "files" holds.
+# numbers it leads to are in the monitor's own files, which carry no digest (results-format.md).
 UNSEALED = {"result.json": ("monitors",)}
 
 
 def json_default(o: Any) -> Any:
+    """A value json cannot write as it is (a Path) in the form a store writes it."""
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
@@ -455,7 +457,7 @@ def pack_iteration_samples(samples: dict[str, Any]) -> tuple[dict[str, Any], byt
     if not arrays:
         return out, b"", ""
     blob = b"".join(a.tobytes() for a in arrays)
-    file = f"samples-{blake2b(blob, digest_size=8).hexdigest()}.f8"
+    file = f"samples-{sidecar_digest(blob)}.f8"
     for ref in refs:
         ref["file"] = file
     return out, blob, file
