@@ -19,7 +19,7 @@ from typing import NoReturn
 from mmbench import __version__
 from mmbench.plugins import module_names
 from mmbench.commands.results import (cmd_analyze, cmd_compare, cmd_import, cmd_import_mmtests, cmd_list,
-                                      cmd_plot, cmd_reindex, cmd_report, cmd_rm, cmd_show)
+                                      cmd_plot, cmd_reindex, cmd_report, cmd_rm, cmd_show, cmd_verify)
 from mmbench.commands.kernel import add_build_args, cmd_kernel_build, cmd_kernel_list
 from mmbench.commands.run import cmd_monitor, cmd_restore, cmd_run
 from mmbench.errors import (EXIT_INTERNAL, EXIT_RUN_FAILED, EXIT_UNSUPPORTED, EXIT_USAGE, EnvironmentUnsupported,
@@ -155,6 +155,15 @@ def build_parser() -> argparse.ArgumentParser:
     ri = sub.add_parser("reindex", help="rebuild the results directory's index.sqlite from its run folders")
     results_arg(ri)
     ri.set_defaults(func=cmd_reindex)
+
+    vf = sub.add_parser("verify", help="check a store: every file, digest and index row, and runs that say "
+                        "running; says what it found and how to repair it, changing nothing without --repair")
+    results_arg(vf)
+    vf.add_argument("--repair", action="store_true", help="rebuild a damaged index, remove leftovers and "
+                    "unreferenced sidecars, mark runs whose writer is gone incomplete, drop damaged cached copies "
+                    "of PostgreSQL runs (damaged run data is only reported)")
+    vf.add_argument("names", nargs="*", metavar="RUN", help="runs to check (default: all, and the whole index)")
+    vf.set_defaults(func=cmd_verify)
 
     rm = sub.add_parser("rm", help="remove runs (folders and index)")
     results_arg(rm)

@@ -16,6 +16,15 @@ os.environ.setdefault("MMBENCH_LOCK_WAIT", "900")
 THP = Path("/sys/kernel/mm/transparent_hugepage")
 
 
+def stored_doc(path: Path) -> dict:
+    """A stored JSON document without its digest ("blake2b", model/files.py), for a test that edits
+    it by hand as a user may: an edited document that keeps its digest reads as damaged."""
+    import json
+    doc = json.loads(Path(path).read_text())
+    doc.pop("blake2b", None)
+    return doc
+
+
 def is_root() -> bool:
     return os.geteuid() == 0
 

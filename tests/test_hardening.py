@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import mmbench
+from tests.conftest import mmbench, stored_doc
 
 CSV = """workload,metric,unit,better,iteration,value
 w,time,s,lower,0,1.0
@@ -213,7 +213,7 @@ def test_damaged_file_is_one_line_naming_it(tmp_path, which, kind):
 
 def test_store_written_by_newer_mmbench_is_refused(tmp_path):
     results = imported(tmp_path, "a")
-    meta = json.loads((results / "a" / "run.json").read_text())
+    meta = stored_doc(results / "a" / "run.json")
     assert meta["format"] == 2
     meta["format"] = 99
     (results / "a" / "run.json").write_text(json.dumps(meta))
@@ -456,7 +456,7 @@ def test_folders_and_index_disagree(tmp_path):
     assert _listed(results) == ["a", "b"] and set(_index_runs(results)) == {"a", "b"}
     shutil.rmtree(results / "a")                               # folder gone, row left
     shutil.copytree(results / "b", results / "c")              # folder added by hand, no row
-    meta = json.loads((results / "b" / "run.json").read_text())
+    meta = stored_doc(results / "b" / "run.json")
     meta["status"] = "failed"                                  # run.json changed after indexing
     (results / "b" / "run.json").write_text(json.dumps(meta))
     assert sorted(_listed(results)) == ["b", "c"]
@@ -492,7 +492,7 @@ def test_rm_removes_from_folders_and_index(tmp_path):
 
 def test_rm_refuses_a_live_run(tmp_path):
     results = imported(tmp_path, "a")
-    meta = json.loads((results / "a" / "run.json").read_text())
+    meta = stored_doc(results / "a" / "run.json")
     from mmbench.store.fs import _boot_id, proc_start_time
     meta.update(status="running", pid=os.getpid(), pid_start=proc_start_time(os.getpid()), boot_id=_boot_id())
     (results / "a" / "run.json").write_text(json.dumps(meta))
@@ -557,7 +557,7 @@ def test_monitor_sections_read_the_same_table():
 def test_compare_says_when_a_run_is_incomplete_or_failed(tmp_path):
     results = imported(tmp_path, "a")
     imported(tmp_path, "b", CSV, results)
-    meta = json.loads((results / "b" / "run.json").read_text())
+    meta = stored_doc(results / "b" / "run.json")
     for status, said in (("failed", "run b is failed"), ("incomplete", "run b is incomplete")):
         meta["status"] = status
         (results / "b" / "run.json").write_text(json.dumps(meta))
@@ -572,7 +572,7 @@ def test_compare_says_when_a_run_is_incomplete_or_failed(tmp_path):
 def test_list_header_warmup_apart_and_iteration_numbers(tmp_path):
     results = imported(tmp_path, "a")
     res = results / "a" / "w" / "iter-0" / "result.json"
-    data = json.loads(res.read_text())
+    data = stored_doc(res)
     data["warmup"] = True
     res.write_text(json.dumps(data))
     lines = cli("list", "--results", str(results)).stdout.splitlines()

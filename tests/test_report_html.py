@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, mmbench, needs_root
+from conftest import REPO, mmbench, needs_root, stored_doc
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
@@ -109,22 +109,23 @@ def test_hostile_strings_are_escaped(store: Path, tmp_path: Path) -> None:
     if evil.exists():
         shutil.rmtree(evil)
     shutil.copytree(store / "nothp", evil)
-    fp = json.loads((evil / "fingerprint.json").read_text())
+    fp = stored_doc(evil / "fingerprint.json")
     fp["kernel"]["release"] = HOSTILE
     fp["host"] = '"><img src=x onerror=alert(2)>'
     (evil / "fingerprint.json").write_text(json.dumps(fp))
     (evil / "suite.toml").write_text("# </pre></details><script>alert(3)</script>\n")
-    meta = json.loads((evil / "run.json").read_text())
+    meta = stored_doc(evil / "run.json")
+    meta.pop("files")                       # suite.toml changed above: its recorded digest goes too
     meta["settings"] = {"thp.enabled": "</td><script>alert(4)</script>"}
     meta["description"] = "<b onmouseover=alert(5)>x</b>"
     (evil / "run.json").write_text(json.dumps(meta))
     wj = evil / "faultin" / "workload.json"
-    w = json.loads(wj.read_text())
+    w = stored_doc(wj)
     old_name, new_name = w["metrics"][0]["name"], "</script><script>alert(6)</script>"
     w["metrics"][0]["name"] = new_name
     wj.write_text(json.dumps(w))
     for rj in (evil / "faultin").glob("iter-*/result.json"):   # the samples too: it is charted
-        r = json.loads(rj.read_text())
+        r = stored_doc(rj)
         r["samples"][new_name] = r["samples"].pop(old_name)
         rj.write_text(json.dumps(r))
     out = tmp_path / "evil.html"

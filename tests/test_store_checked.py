@@ -14,6 +14,7 @@ from mmbench.errors import UsageError
 from mmbench.model import files
 from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
 from mmbench.store.fs import FileStore
+from tests.conftest import stored_doc
 
 
 def write_run(root: Path, name: str = "r1") -> FileStore:
@@ -44,7 +45,7 @@ def test_fast_and_validated_reads_agree(tmp_path, monkeypatch):
     root = tmp_path / "res"
     store = write_run(root)
     run = root / "r1" / "run.json"
-    meta = json.loads(run.read_text())
+    meta = stored_doc(run)
     del meta["description"]               # defaulted by validation: the stored document differs
     meta["created"] = 5                   # an int where a float is meant: coerced
     run.write_text(json.dumps(meta))
@@ -63,7 +64,7 @@ def test_a_changed_file_is_validated_again(tmp_path):
     root = tmp_path / "res"
     write_run(root)
     result = root / "r1" / "wl" / "iter-0" / "result.json"
-    data = json.loads(result.read_text())
+    data = stored_doc(result)
     data["status"] = "fine"               # valid JSON, not a status
     result.write_text(json.dumps(data))
     with pytest.raises(UsageError, match=r"iter-0/result.json: status: "):

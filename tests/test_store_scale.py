@@ -5,6 +5,7 @@ Speed itself is measured by bench/store-scale."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -12,7 +13,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from conftest import mmbench
+from conftest import mmbench, stored_doc
 
 from mmbench.importers.store import import_run
 from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
@@ -54,7 +55,9 @@ def test_a_copied_store_needs_no_indexing_but_a_changed_run_does(tmp_path):
     subprocess.run(["cp", "-r", str(root), str(copy)], check=True)   # new mtimes, same bytes
     assert FileStore(copy).sync() == (0, 0, [])
     res = copy / "run002" / "bench" / "iter-1" / "result.json"
-    res.write_text(res.read_text().replace('"ok"', '"failed"', 1))     # a hand edit inside a run
+    doc = stored_doc(res)                 # a hand edit inside a run (its digest dropped, as a user would)
+    doc["status"] = "failed"
+    res.write_text(json.dumps(doc))
     assert FileStore(copy).sync() == (1, 0, [])
     shutil.rmtree(copy / "run003")
     assert FileStore(copy).sync() == (0, 1, [])

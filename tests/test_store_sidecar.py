@@ -17,6 +17,7 @@ from mmbench.model.files import SAMPLES_FILE, StoreError
 from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
 from mmbench.store.fs import FileStore, indexed_files
 from tests.test_hardening import cli, one_line_error
+from tests.conftest import stored_doc
 
 
 def write_run(root: Path, lat: np.ndarray, name: str = "r") -> FileStore:
@@ -64,10 +65,19 @@ def test_a_damaged_sidecar_is_one_line_naming_it(tmp_path, lat):
     write_run(root, lat)
     it0 = root / "r" / "wl" / "iter-0"
     (side,) = it0.glob("samples-*.f8")
-    side.write_bytes(side.read_bytes()[:8 * 4000])                    # truncated on a sample
-    one_line_error(cli("compare", "--results", str(root), "r", "r"), 2, f"{side.name}, which holds 4000")
-    side.write_bytes(side.read_bytes()[:-3])                          # not whole samples
-    one_line_error(cli("show", "--results", str(root), "r"), 2, "not whole float64 samples")
+    whole = side.read_bytes()
+    side.write_bytes(whole[:8 * 4000])                                # truncated on a sample
+    one_line_error(cli("compare", "--results", str(root), "r", "r"), 2,
+                   f"{side.name}: 32000 bytes where result.json's references cover 42400 (truncated?)")
+    side.write_bytes(whole[:-3])                                      # not whole samples
+    one_line_error(cli("show", "--results", str(root), "r"), 2, "references cover 42400 (truncated?)")
+    side.write_bytes(whole + bytes(8))                                # stray bytes after the samples
+    one_line_error(cli("show", "--results", str(root), "r"), 2, "8 stray byte(s) after the samples")
+    flipped = bytearray(whole)
+    flipped[8 * 17 + 7] ^= 0x40                                       # one bit of an exponent
+    side.write_bytes(bytes(flipped))
+    one_line_error(cli("compare", "--results", str(root), "r", "r"), 2,
+                   f"{side.name}: its bytes do not match the BLAKE2b digest in its name")
     side.unlink()
     one_line_error(cli("show", "--results", str(root), "r"), 2, f"{side.name}: missing")
 
@@ -79,7 +89,7 @@ def test_a_reference_is_a_name_in_the_iteration_never_a_path(tmp_path, lat, ref)
     root = tmp_path / "res"
     write_run(root, lat)
     res = root / "r" / "wl" / "iter-0" / "result.json"
-    doc = json.loads(res.read_text())
+    doc = stored_doc(res)
     doc["samples"]["lat"] = ref
     res.write_text(json.dumps(doc))
     err = one_line_error(cli("show", "--results", str(root), "r"), 2, "is not a place")
@@ -90,13 +100,13 @@ def test_format_1_base64_is_still_read(tmp_path, lat):
     root = tmp_path / "res"
     write_run(root, lat)
     it0 = root / "r" / "wl" / "iter-0"
-    doc = json.loads((it0 / "result.json").read_text())
+    doc = stored_doc(it0 / "result.json")
     doc["samples"]["lat"] = {"f8": base64.b64encode(lat.astype("<f8").tobytes()).decode()}
     doc["samples"]["lat2"] = {"f8": base64.b64encode((lat[:300] * 2).astype("<f8").tobytes()).decode()}
     for p in it0.glob("samples-*.f8"):
         p.unlink()
     (it0 / "result.json").write_text(json.dumps(doc))
-    meta = json.loads((root / "r" / "run.json").read_text())
+    meta = stored_doc(root / "r" / "run.json")
     meta["format"] = 1
     (root / "r" / "run.json").write_text(json.dumps(meta))
     got = FileStore(root).load_run("r").workload("wl").iterations[0].samples
@@ -118,15 +128,27 @@ def test_a_rewritten_iteration_leaves_no_stale_sidecar(tmp_path, lat):
     assert np.asarray(got).tobytes() == (lat + 1).astype("<f8").tobytes()
 
 
-def test_a_changed_sidecar_is_indexed_again(tmp_path, lat):
+def test_a_changed_sidecar_is_indexed_again(tmp_path, lat, capsys):
+    from mmbench.model.files import sidecar_digest
     root = tmp_path / "res"
     write_run(root, lat)
-    (side,) = (root / "r" / "wl" / "iter-0").glob("samples-*.f8")
+    it0 = root / "r" / "wl" / "iter-0"
+    (side,) = it0.glob("samples-*.f8")
     before = dict(FileStore(root).db().execute("SELECT run, signature FROM indexed").fetchall())
     data = bytearray(side.read_bytes())
     data[:8] = np.float64(1.5).tobytes()
-    side.write_bytes(bytes(data))
-    FileStore(root).list_runs()
+    side.write_bytes(bytes(data))          # changed in place: no longer the bytes its name is the digest of
+    assert FileStore(root).list_runs() == []
+    assert f"skipping run r: {side}: its bytes do not match" in capsys.readouterr().err
+    # the same change made whole: a sidecar named by its new digest, result.json pointing at it
+    new = it0 / f"samples-{sidecar_digest(bytes(data))}.f8"
+    side.rename(new)
+    doc = stored_doc(it0 / "result.json")
+    for ref in doc["samples"].values():
+        if isinstance(ref, dict):
+            ref["file"] = new.name
+    (it0 / "result.json").write_text(json.dumps(doc))
+    assert [r["name"] for r in FileStore(root).list_runs()] == ["r"]
     after = dict(FileStore(root).db().execute("SELECT run, signature FROM indexed").fetchall())
     assert before["r"] != after["r"]
 
@@ -150,7 +172,7 @@ def test_damaged_format_1_base64_is_one_line(tmp_path, lat, f8):
     root = tmp_path / "res"
     write_run(root, lat)
     res = root / "r" / "wl" / "iter-0" / "result.json"
-    doc = json.loads(res.read_text())
+    doc = stored_doc(res)
     doc["samples"]["lat"] = {"f8": f8}
     res.write_text(json.dumps(doc))
     one_line_error(cli("show", "--results", str(root), "r"), 2, "is not base64 of whole float64 samples")

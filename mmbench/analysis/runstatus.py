@@ -13,6 +13,7 @@ WHY = {
     "incomplete": "incomplete (interrupted, or its process died)",
     "failed": "failed",
     "running": "still running",
+    "interrupted (owner unknown)": "interrupted (it says running, but its writer cannot be proved alive here)",
 }
 
 

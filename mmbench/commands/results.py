@@ -1,5 +1,5 @@
 """The commands that read the result store: ``compare``, ``list``, ``show``, ``report``, ``plot``,
-``analyze``, ``import``, ``import-mmtests``, ``reindex``, ``rm``."""
+``analyze``, ``import``, ``import-mmtests``, ``reindex``, ``verify``, ``rm``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from mmbench.commands.common import store_of
 from mmbench.report import listing
-from mmbench.errors import (EXIT_REGRESSION, UsageError)
+from mmbench.errors import EXIT_REGRESSION, EXIT_USAGE, UsageError
 
 
 def _load_runs(args: argparse.Namespace, names: list[str]) -> list[Any]:
@@ -118,6 +118,20 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Check a whole store (or the runs named) and say what is wrong and how to repair it; exit 2
+    when damaged or unsafe files remain."""
+    from mmbench.store.verify import render, verify
+    store = store_of(args)
+    report = verify(store, list(args.names), repair=args.repair)
+    sys.stdout.write(render(report))
+    left = report.left()
+    if left:
+        print(f"mmbench: error: verify: {left} damaged or unsafe file(s) in {store} (listed above)", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
 def cmd_rm(args: argparse.Namespace) -> int:
     """Remove runs from the folders and the index; every name is checked before anything goes."""
     from mmbench.model.store import validate_run_name
@@ -134,6 +148,9 @@ def cmd_rm(args: argparse.Namespace) -> int:
         if status[n] == "running":
             raise UsageError(f"rm: run {n!r} is still running; stop it first; nothing removed")
     for n in dict.fromkeys(names):
+        stale = store.stale_running(n, "remove") if hasattr(store, "stale_running") else None
+        if stale:   # it says running, but nobody provably writes it: removed, and why said
+            print(f"mmbench: warning: {stale}", file=sys.stderr)
         store.remove_run(n)
         print(f"removed {n}")
     return 0

@@ -14,15 +14,17 @@ from typing import Any, Callable
 from mmbench.errors import UsageError
 
 
-def _store(spec: str | None):
+def _store(spec: str | None, option: str = "--results"):
     from mmbench.store import open_store
-    return open_store(spec)
+    return open_store(spec, option)
 
 
 def _queue_url(args: argparse.Namespace) -> str:
     url = args.queue or os.environ.get("MMBENCH_QUEUE") or args.results or os.environ.get("MMBENCH_RESULTS")
     if not url or not url.startswith(("postgresql://", "postgres://")):
         raise UsageError("--queue: give the lab's PostgreSQL URL (postgresql://...) or set MMBENCH_QUEUE")
+    from mmbench.store.pg import check_url
+    check_url(url, "--queue")
     return url
 
 
@@ -39,7 +41,7 @@ def _refuse_passwords(command: str, args: argparse.Namespace) -> None:
 
 def cmd_push(args: argparse.Namespace) -> int:
     from mmbench.store.transfer import copy_runs
-    src, dst = _store(args.results), _store(args.to)
+    src, dst = _store(args.results), _store(args.to, "--to")
     for line in copy_runs(src, dst, args.runs, force=args.force):
         print(f"pushed {line} to {dst}")
     return 0
@@ -47,7 +49,7 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 def cmd_pull(args: argparse.Namespace) -> int:
     from mmbench.store.transfer import copy_runs
-    src, dst = _store(getattr(args, "from")), _store(args.results)
+    src, dst = _store(getattr(args, "from"), "--from"), _store(args.results)
     for line in copy_runs(src, dst, args.runs, force=args.force):
         print(f"pulled {line} into {dst}")
     return 0

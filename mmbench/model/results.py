@@ -132,7 +132,10 @@ class WorkloadRun:
         return [it for it in self.iterations if it.status == "ok" and not it.warmup]
 
 
-RunStatus = Literal["running", "complete", "incomplete", "failed", "imported"]
+# a run whose run.json says "running" but whose writer cannot be proved alive on this machine (no
+# boot id or process start time recorded, or written during another boot or on another machine)
+OWNER_UNKNOWN = "interrupted (owner unknown)"
+RunStatus = Literal["running", "complete", "incomplete", "failed", "imported", "interrupted (owner unknown)"]
 
 
 @dataclass

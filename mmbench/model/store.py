@@ -6,6 +6,7 @@ The embedded default is ``FileStore`` (one folder per run plus an SQLite index);
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -85,7 +86,6 @@ class Store(ABC):
     def run_summaries(self, names: list[str]) -> dict[str, dict[str, Any]]:
         """``run_summary`` of each named run (``history``'s series keys, labels and units).  This
         default reads each run's files through ``run_files``; stores override it with a cheaper read."""
-        import json
         out = {}
         for name in names:
             docs: dict[str, Any] = {}
@@ -118,11 +118,47 @@ def copy_runs(src: Store, dst: Store, names: list[str], *, force: bool = False) 
     return out
 
 
+def is_store_document(rel: str) -> bool:
+    """Is ``rel`` (a path in a run folder) one of the JSON documents the store seals?"""
+    parts = rel.split("/")
+    return (rel in ("run.json", "fingerprint.json", "suite-effective.json")
+            or (len(parts) == 2 and parts[1] == "workload.json")
+            or (len(parts) == 3 and parts[1].startswith("iter-") and parts[2] == "result.json"))
+
+
+def reseal_documents(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """A run's files as a store writes them: each JSON document sealed with its digest
+    (model/files.py ``seal``).  A document whose digest holds keeps its bytes; one without a digest,
+    or whose digest no longer holds because the caller changed it (a VM run's run.json, after the
+    host added what it knows), is sealed afresh.  The caller has read the run through ``load_run``
+    (``copy_runs`` does) or made the changes itself; anything that is not a JSON object is left
+    for the reader to name."""
+    from mmbench.model.files import SEAL, seal, seal_problem
+    out = []
+    for rel, data in files:
+        if is_store_document(rel):
+            try:
+                doc = json.loads(data)
+            except ValueError:
+                doc = None
+            name = rel.rsplit("/", 1)[-1]
+            if isinstance(doc, dict) and (SEAL not in doc or seal_problem(doc, name)):
+                data = json.dumps(seal(doc, name), indent=1).encode()
+        out.append((rel, data))
+    return out
+
+
+def _unsealed(doc: dict[str, Any]) -> dict[str, Any]:
+    from mmbench.model.files import SEAL
+    return {k: v for k, v in doc.items() if k != SEAL} if isinstance(doc, dict) else doc
+
+
 def run_summary(meta: dict[str, Any], fingerprint: dict[str, Any], effective: dict[str, Any],
                 workloads: list[dict[str, Any]]) -> dict[str, Any]:
     """What ``history`` needs of a run, from its small documents (run.json, fingerprint.json,
     suite-effective.json, each workload.json): the fingerprint without the per-round copies of an
     interleaved run, the run's metadata, the effective suite, and each metric's unit."""
+    meta, fingerprint, effective = _unsealed(meta), _unsealed(fingerprint), _unsealed(effective)
     fp = {k: v for k, v in fingerprint.items() if k != "rounds"}
     units = {f"{w.get('label')}.{m.get('name')}": m.get("unit", "")
              for w in workloads for m in w.get("metrics", []) if isinstance(m, dict)}

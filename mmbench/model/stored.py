@@ -13,13 +13,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mmbench.model.files import STORE_FORMAT
+from mmbench.model.files import MAX_ITERATION_INDEX, STORE_FORMAT
 from mmbench.model.names import name_problem
 
 
 class _Stored(BaseModel):
-    # Unknown keys are kept (newer minor additions, the runner's own notes), never an error.
-    model_config = ConfigDict(extra="allow")
+    # Unknown keys are kept (newer minor additions, the runner's own notes), never an error.  Strict:
+    # a value of the wrong JSON type ("format": "2", "index": "3", "warmup": 0) is an error naming
+    # it, never converted (a whole number is still a float where a float is meant).
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 class RunMeta(_Stored):
@@ -75,7 +77,7 @@ class WorkloadFile(_Stored):
 
 class ResultFile(_Stored):
     workload: str
-    index: int = Field(ge=0)
+    index: int = Field(ge=0, le=MAX_ITERATION_INDEX)
     warmup: bool
     status: Literal["ok", "failed", "oom"]
     reason: str | None = None

@@ -14,13 +14,14 @@ def runs_table(runs: list[dict[str, Any]]) -> str:
     """One line per run under a header; measured iterations and warm-ups counted apart (a warm-up
     is never in a comparison)."""
     width = max(24, *(len(r["name"]) for r in runs))
-    lines = [f"{'NAME':{width}} {'STATUS':10} {'CREATED':16}  {'KERNEL':24} {'MEASURED':>8} {'WARM-UP':>7}  "
+    sw = max(10, *(len(r["status"]) for r in runs))   # "interrupted (owner unknown)" too
+    lines = [f"{'NAME':{width}} {'STATUS':{sw}} {'CREATED':16}  {'KERNEL':24} {'MEASURED':>8} {'WARM-UP':>7}  "
              f"DESCRIPTION"]
     for r in runs:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["created"] or 0))
         failed = r.get("failed") or 0
         measured = f"{r['iterations']}" + (f" ({failed} failed)" if failed else "")
-        lines.append(f"{r['name']:{width}} {r['status']:10} {when:16}  {r['kernel']:24} {measured:>8} "
+        lines.append(f"{r['name']:{width}} {r['status']:{sw}} {when:16}  {r['kernel']:24} {measured:>8} "
                      f"{r.get('warmup', 0):>7}  {r['description']}")
     return "\n".join(lines) + "\n"
 

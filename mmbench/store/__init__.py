@@ -8,9 +8,10 @@ from pathlib import Path
 from mmbench.model.store import Store
 
 
-def open_store(spec: str | Path | None) -> Store:
-    """The store a ``--results`` value (or ``$MMBENCH_RESULTS``) names: a PostgreSQL URL
-    (``postgresql://...``) or a results directory (default ``./results``).
+def open_store(spec: str | Path | None, option: str = "--results") -> Store:
+    """The store a ``--results`` value (or ``$MMBENCH_RESULTS``; ``option`` is the argument that
+    gave it, for messages: ``--to``, ``--from``) names: a PostgreSQL URL (``postgresql://...``) or
+    a results directory (default ``./results``).
 
     A directory is made absolute here, once: every path under it (a run's folder, an
     iteration's raw/ and monitors/ folders) is then absolute too, so a workload may hand one to a
@@ -18,6 +19,6 @@ def open_store(spec: str | Path | None) -> Store:
     spec = str(spec or os.environ.get("MMBENCH_RESULTS") or "results")
     if spec.startswith(("postgresql://", "postgres://")):
         from mmbench.store.pg import PgStore
-        return PgStore(spec)
+        return PgStore(spec, option)
     from mmbench.store.fs import FileStore
-    return FileStore(Path(spec).absolute())
+    return FileStore(Path(spec).absolute(), option)

@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import atexit
 import errno
+import itertools
 import json
 import math
+import operator
 import os
 import shutil
 import sqlite3
 import stat
 import sys
 import time
+from array import array
 from contextlib import contextmanager
 from hashlib import blake2b
 from dataclasses import fields
@@ -42,11 +45,12 @@ from typing import Any, Iterator
 from mmbench import __version__
 from mmbench.model.kernel import proc_start_time
 from mmbench.errors import UsageError
-from mmbench.model.store import RunWriter, Store, durable_writes, validate_run_name
-from mmbench.model.files import (SAMPLES_FILE, STORE_FORMAT, StoreError, StoreFull, kernel_release,
-                                 pack_iteration_samples, read_checked, read_json, read_object,
-                                 remember_checked_files, samples_from_json, sidecar_reader)
-from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
+from mmbench.model.store import RunWriter, Store, durable_writes, reseal_documents, validate_run_name
+from mmbench.model.files import (SAMPLES_FILE, STORE_FORMAT, VERIFY_HINT, StoreError, StoreFull, file_kind,
+                                 iteration_index_problem, json_default, kernel_release, pack_iteration_samples,
+                                 read_checked, read_json, read_object, read_regular, register_store_root,
+                                 remember_checked_files, samples_from_json, seal, sidecar_reader)
+from mmbench.model.results import OWNER_UNKNOWN, IterationResult, MetricDef, RunRecord, WorkloadRun
 
 # result.json's keys that make an IterationResult (the rest are kept in the file, unread)
 RESULT_FIELDS = tuple(f.name for f in fields(IterationResult))
@@ -65,16 +69,17 @@ CREATE TABLE IF NOT EXISTS sample_means (run TEXT, workload TEXT, idx INTEGER, m
     mean REAL);
 CREATE INDEX IF NOT EXISTS sample_means_by_run ON sample_means (run, workload, metric);
 CREATE TABLE IF NOT EXISTS indexed (run TEXT PRIMARY KEY, mtime_ns INTEGER, host TEXT, suite TEXT,
-    signature TEXT, digest TEXT);
+    signature TEXT, digest TEXT, rows TEXT, means TEXT);
 CREATE TABLE IF NOT EXISTS checked (run TEXT, path TEXT, digest TEXT, document TEXT, PRIMARY KEY (run, path));
 """
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Durable write: temporary file, fsync, rename, fsync of the directory (no fsync for an
-    import: ``copied_runs``).  A write that fails leaves no temporary file; a full filesystem is
-    a ``StoreFull`` naming the folder."""
-    _write_durably(path, lambda fh: json.dump(data, fh, indent=1, default=_json_default, allow_nan=False), "w")
+    """Durable write of a store document, sealed with its digest (model/files.py ``seal``):
+    temporary file, fsync, rename, fsync of the directory (no fsync for an import: ``copied_runs``).
+    A write that fails leaves no temporary file; a full filesystem is a ``StoreFull`` naming the folder."""
+    doc = seal(data, path.name)
+    _write_durably(path, lambda fh: json.dump(doc, fh, indent=1, default=json_default, allow_nan=False), "w")
 
 
 def write_bytes(path: Path, data: bytes) -> None:
@@ -124,12 +129,6 @@ def _mount_of(path: Path) -> Path:
     return p
 
 
-def _json_default(o: Any) -> Any:
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
 def pid_alive(pid: int) -> bool:
     return proc_start_time(pid) is not None
 
@@ -149,21 +148,33 @@ def _boot_id() -> str:
         return ""
 
 
+def owner_check(meta: dict[str, Any]) -> tuple[str, str]:
+    """(status, why) of a run whose run.json says "running": "running" only when its writer is
+    proved alive on this machine — the same boot (boot id), its pid there, started at the recorded
+    start time; "incomplete" when it is proved gone (same boot, and the pid is gone or is another
+    process now); else OWNER_UNKNOWN, the why saying what cannot be told (a run.json without a
+    boot id or start time, from an older mmbench or another tool, or from another boot or machine)."""
+    pid = meta.get("pid")
+    if type(pid) is not int or pid <= 0:
+        return OWNER_UNKNOWN, "it records no writer's pid"
+    boot, start = meta.get("boot_id"), meta.get("pid_start")
+    if not boot or not start:
+        missing = " or ".join(k for k, v in (("boot id", boot), ("process start time", start)) if not v)
+        return OWNER_UNKNOWN, (f"it records pid {pid} but no {missing} (written by an older mmbench, or "
+                               f"copied), so pid {pid} here may be any process")
+    if boot != _boot_id():
+        return OWNER_UNKNOWN, "it was written during another boot or on another machine (its boot id is not this one's)"
+    now = proc_start_time(pid)
+    if now is None:
+        return "incomplete", f"its writer (pid {pid}) is gone"
+    if now != start:
+        return "incomplete", f"its writer (pid {pid}) is gone; that pid is another process now"
+    return "running", f"its writer (pid {pid}) is alive"
+
+
 def _owner_alive(meta: dict[str, Any]) -> bool:
-    """Is the process that wrote this "running" run.json still that process?  A pid alone is not
-    enough: after a reboot or pid reuse another process has it (the start time and boot id tell)."""
-    try:
-        pid = int(meta.get("pid", 0) or 0)
-    except (TypeError, ValueError):
-        return False
-    if pid <= 0:
-        return False
-    if meta.get("boot_id") and meta["boot_id"] != _boot_id():
-        return False
-    start = proc_start_time(pid)
-    if start is None:
-        return False
-    return not meta.get("pid_start") or meta["pid_start"] == start
+    """Is the process that wrote this "running" run.json still that process (``owner_check``)?"""
+    return owner_check(meta)[0] == "running"
 
 
 class FileRunWriter(RunWriter):
@@ -201,6 +212,9 @@ class FileRunWriter(RunWriter):
         return self.path / label / f".iter-{index}.partial"
 
     def add_iteration(self, result: IterationResult) -> None:
+        problem = iteration_index_problem(result.index)
+        if problem:   # before anything is written: it could never be indexed
+            raise UsageError(f"run {self.name!r}: workload {result.workload!r}: {problem}")
         itdir = self.iteration_dir(result.workload, result.index)
         staging = self.staging_dir(result.workload, result.index)
         data = result.to_dict()
@@ -276,6 +290,7 @@ class FileRunWriter(RunWriter):
                        "VALUES (?,?,?,?,?,?)",
                        (self.name, files["run.json"][1], str(self.fingerprint.get("host", "")),
                         self.meta.get("suite", ""), _signature(files), _content_digest(self.path, files)))
+            seal_rows(db, [self.name])
 
     def _check(self, path: Path, kind: str) -> None:
         """Validate what was just written (model/files.py), so the first ``compare`` need not;
@@ -341,8 +356,8 @@ def _content_digest(run_dir: Path, files: dict[str, tuple[int, int]]) -> str | N
     h = blake2b(digest_size=16)
     try:
         for rel in sorted(files):
-            h.update(rel.encode() + b"\0" + (run_dir / rel).read_bytes() + b"\0")
-    except OSError:
+            h.update(rel.encode() + b"\0" + read_regular(run_dir / rel, limit=1 << 62) + b"\0")
+    except StoreError:   # (a FIFO, a symlink out: the run's reader names it)
         return None
     return h.hexdigest()
 
@@ -358,11 +373,13 @@ class IndexCheckedFiles:
         self.pending: list[tuple[str, str, str, str | None]] = []
 
     def _where(self, path: Path) -> tuple[str, str] | None:
-        try:
-            rel = path.relative_to(self.store.root)
-        except ValueError:
+        text, root = str(path), str(self.store.root)
+        if not text.startswith(root + os.sep):
             return None
-        return (rel.parts[0], rel.as_posix()) if len(rel.parts) > 1 else None
+        rel = text[len(root) + 1:]
+        run, sep, _ = rel.partition(os.sep)
+        # (a folder whose name starts with a dot is no run: a run being received, a staging copy)
+        return (run, rel) if sep and run and not run.startswith(".") else None
 
     def lookup(self, path: Path) -> tuple[str, str | None] | None:
         where = self._where(path)
@@ -408,10 +425,12 @@ class IndexCheckedFiles:
 
 
 class FileStore(Store):
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, option: str = "--results") -> None:
         self.root = Path(root)
+        self.option = option   # the argument that named it, for messages (--to, --from)
         self.checked = IndexCheckedFiles(self)
         remember_checked_files(self.root, self.checked)
+        register_store_root(self.root)
         self._conn: sqlite3.Connection | None = None
         self._conn_pid = 0
 
@@ -425,16 +444,16 @@ class FileStore(Store):
             st = os.stat(self.root)
         except FileNotFoundError:
             if self.root.is_symlink():
-                raise StoreError(f"{self.root}: the results directory is a symlink to "
+                raise StoreError(f"{self.option} {self.root}: the results directory is a symlink to "
                                  f"{os.readlink(self.root)!r}, which does not exist") from None
             return
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise StoreError(f"{self.root}: the results directory is a symlink loop "
+                raise StoreError(f"{self.option} {self.root}: the results directory is a symlink loop "
                                  f"(too many levels of symbolic links)") from None
-            raise StoreError(f"{self.root}: the results directory cannot be read: {e.strerror or e}") from None
+            raise StoreError(f"{self.option} {self.root}: the results directory cannot be read: {e.strerror or e}") from None
         if not stat.S_ISDIR(st.st_mode):
-            raise StoreError(f"{self.root}: the results directory is not a directory")
+            raise StoreError(f"{self.option} {self.root}: the results directory is not a directory")
 
     def db(self) -> sqlite3.Connection:
         """The index, opened (and created) once per store and process; a damaged one is a
@@ -445,11 +464,19 @@ class FileStore(Store):
         self._check_root()
         self.root.mkdir(parents=True, exist_ok=True)
         index = self.root / "index.sqlite"
+        existed = os.path.lexists(index)
+        if existed:   # SQLite would follow a symlink and wait on a FIFO for ever
+            mode = os.lstat(index).st_mode
+            if not stat.S_ISREG(mode):
+                raise IndexDamaged(f"{index}: {file_kind(mode)}, not a regular file (move it away, or run "
+                                   f"'mmbench reindex' to replace it)")
         try:
             conn = sqlite3.connect(index, timeout=30, check_same_thread=False)
             conn.executescript(SCHEMA)
             _migrate(conn)
         except sqlite3.Error as e:
+            if not existed:   # nothing to rebuild: the folder does not take a new file
+                raise IndexUnavailable(f"{index}: cannot be created there ({e})") from None
             raise IndexDamaged(f"{index}: {e} (run 'mmbench reindex' to rebuild it from the run folders)") from None
         self._conn, self._conn_pid = conn, os.getpid()
         return conn
@@ -491,12 +518,14 @@ class FileStore(Store):
         meta = {"name": name, "format": STORE_FORMAT, "status": status, "created": time.time(), "finished": None,
                 "pid": os.getpid(), "pid_start": proc_start_time(os.getpid()), "boot_id": _boot_id(),
                 "suite_hash": suite_hash, "settings": settings, "mmbench_version": __version__,
-                "description": description}
+                "description": description,
+                # digests of the run's files that are not sealed JSON documents (model/files.py)
+                "files": {"suite.toml": text_digest(suite_text.encode())}}
         try:
             path.mkdir(parents=True)
             # room for the final run.json should the filesystem fill up during the run
             (path / SPARE).write_bytes(bytes(SPARE_BYTES))
-            (path / "suite.toml").write_text(suite_text)
+            (path / "suite.toml").write_bytes(suite_text.encode())
             write_json(path / "suite-effective.json", suite_effective)
             write_json(path / "fingerprint.json", fingerprint)
             write_json(path / "run.json", meta)
@@ -509,15 +538,27 @@ class FileStore(Store):
 
     def refuse_if_running(self, name: str, verb: str) -> None:
         """A run that an ``mmbench run`` (or import) is still writing is never replaced or
-        removed under it: its finished iterations would be lost and its folder half another run."""
+        removed under it: its finished iterations would be lost and its folder half another run.
+        One that says running but whose writer is not proved alive is let go, with a warning why."""
+        why = self.stale_running(name, verb)
+        if why is not None:
+            _warn(why)
+
+    def stale_running(self, name: str, verb: str) -> str | None:
+        """For a run whose run.json says running: a UsageError when its writer is alive on this
+        machine; else the line that says why it is taken as not running (None for any other run)."""
         path = self.run_path(name)
         try:
             meta = read_json(path / "run.json")
         except UsageError:
-            return   # damaged or absent: nobody is writing it
-        if isinstance(meta, dict) and meta.get("status") == "running" and _owner_alive(meta):
+            return None   # damaged or absent: nobody is writing it
+        if not isinstance(meta, dict) or meta.get("status") != "running":
+            return None
+        status, why = owner_check(meta)
+        if status == "running":
             raise UsageError(f"run {name!r} in {self.root} is still being written (mmbench pid "
                              f"{meta.get('pid')}); cannot {verb} it until that run ends")
+        return f"run {name!r} says running, but {why}: taken as {status} and {verb}d"
 
     def run_status(self, name: str) -> str | None:
         """A run's status from its run.json alone: None if there is no such run folder,
@@ -531,10 +572,11 @@ class FileStore(Store):
             return "damaged"
 
     def _status(self, meta: dict[str, Any]) -> str:
-        # A run whose process died without finishing (SIGKILL, power loss) is incomplete; the
-        # index is corrected too, so nothing reading it sees "running" for a dead run.
-        if meta.get("status") == "running" and not _owner_alive(meta):
-            return "incomplete"
+        # A run whose process died without finishing (SIGKILL, power loss) is incomplete, one whose
+        # writer cannot be proved alive or dead is OWNER_UNKNOWN; the index is corrected too, so
+        # nothing reading it sees "running" for a run nobody writes.
+        if meta.get("status") == "running":
+            return owner_check(meta)[0]
         return meta.get("status", "incomplete")
 
     def _sync_index(self, statuses: dict[str, str]) -> None:
@@ -554,6 +596,7 @@ class FileStore(Store):
             if wrong:
                 with db:
                     db.executemany("UPDATE runs SET status=? WHERE name=?", wrong)
+                    seal_rows(db, [n for _, n in wrong])
         except (sqlite3.Error, IndexDamaged):
             pass   # a read-only or damaged index: the folders still answer
 
@@ -570,22 +613,19 @@ class FileStore(Store):
         finally:
             self.checked.flush()
 
-    def _load_run(self, name: str, path: Path) -> RunRecord:
+    def _load_run(self, name: str, path: Path, *, sync_index: bool = True) -> RunRecord:
         meta = read_checked(path / "run.json", "run")
         status = self._status(meta)
-        self._sync_index({name: status})
+        if sync_index:
+            self._sync_index({name: status})
         fp_path = path / "fingerprint.json"
-        try:
-            suite_text = (path / "suite.toml").read_text() if (path / "suite.toml").exists() else ""
-        except UnicodeDecodeError:
-            raise StoreError(f"{path / 'suite.toml'}: not UTF-8 text (damaged or foreign)") from None
-        except OSError as e:
-            raise StoreError(f"{path / 'suite.toml'}: cannot read: {e.strerror or e}") from None
         rec = RunRecord(name=name, status=status, created=meta["created"],  # type: ignore[arg-type]
-                        finished=meta["finished"], suite_text=suite_text, suite_hash=meta["suite_hash"],
-                        fingerprint=read_object(fp_path) if fp_path.exists() else {},
+                        finished=meta["finished"], suite_text=self._suite_text(path, meta), suite_hash=meta["suite_hash"],
+                        fingerprint=read_object(fp_path) if _lexists(fp_path) else {},
                         settings=meta["settings"], path=path, mmbench_version=meta["mmbench_version"])
-        for wfile in sorted(path.glob("*/workload.json"), key=lambda p: p.stat().st_mtime_ns):
+        if _lexists(path / "suite-effective.json"):   # analysis reads it: its digest is checked here
+            read_object(path / "suite-effective.json")
+        for wfile in sorted(path.glob("*/workload.json"), key=_mtime):
             w = read_checked(wfile, "workload")
             if w["label"] != wfile.parent.name:
                 raise StoreError(f"{wfile}: label {w['label']!r} but its folder is {wfile.parent.name!r} "
@@ -608,6 +648,22 @@ class FileStore(Store):
             rec.workloads.sort(key=lambda w: order.index(w.label) if w.label in order else len(order))
         return rec
 
+    @staticmethod
+    def _suite_text(path: Path, meta: dict[str, Any]) -> str:
+        """suite.toml as the run stored it ("" when it has none), checked against its digest in run.json."""
+        f = path / "suite.toml"
+        if not _lexists(f):
+            return ""
+        raw = read_regular(f)
+        want = (meta.get("files") or {}).get("suite.toml") if isinstance(meta.get("files"), dict) else None
+        if want is not None and want != text_digest(raw):
+            raise StoreError(f"{f}: its bytes do not match the BLAKE2b digest run.json holds for it (damaged on "
+                             f"disk, or edited by hand; {VERIFY_HINT})")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise StoreError(f"{f}: not UTF-8 text (damaged or foreign)") from None
+
     def list_runs(self) -> list[dict[str, Any]]:
         """Every run, through the index (brought up to date from the folders first).  A damaged run
         is skipped with a one-line warning; a damaged index falls back to reading the folders."""
@@ -617,6 +673,9 @@ class FileStore(Store):
         try:
             return self._runs_from_index()
         except IndexDamaged as e:
+            if isinstance(e, IndexUnavailable) and not self._folders():
+                raise StoreError(f"{self.option} {self.root}: not a results directory: it holds no run, and "
+                                 f"index.sqlite {str(e).rsplit(': ', 1)[-1]}") from None
             _warn(f"{e}; listing from the run folders")
             return self._runs_from_folders()
         except sqlite3.Error as e:   # read-only or locked: the folders still answer
@@ -643,8 +702,8 @@ class FileStore(Store):
         folders = self._folders()
         if rebuild:
             target = self.root / "index.sqlite"
-            if target.exists() and not target.is_file():
-                raise StoreError(f"{target}: not a regular file; move it away first")
+            if target.is_dir() and not target.is_symlink():
+                raise StoreError(f"{target}: a directory; move it away first")
             tmp = self.root / f".index.sqlite.new-{os.getpid()}"
             tmp.unlink(missing_ok=True)
             try:
@@ -712,25 +771,35 @@ class FileStore(Store):
             return False
         _drop(db, name, checked=False)   # verdicts are by content: the unchanged files keep theirs
         self.checked.flush(db)
-        _insert_run(db, name, rec, meta, str(self.run_path(name)))
+        try:
+            _insert_run(db, name, rec, meta, str(self.run_path(name)))
+        except (OverflowError, sqlite3.InterfaceError) as e:   # a number no index column holds
+            _warn(f"skipping run {name}: {self.run_path(name)}: cannot be indexed ({e})")
+            _drop(db, name)
+            return False
         db.execute("INSERT OR REPLACE INTO indexed (run, mtime_ns, host, suite, signature, digest) "
                    "VALUES (?,?,?,?,?,?)",
                    (name, files.get("run.json", (0, 0))[1], str(rec.fingerprint.get("host", "")), meta["suite"],
                     signature, digest))
+        seal_rows(db, [name])
         return True
 
     def _runs_from_index(self) -> list[dict[str, Any]]:
         self.sync()
-        with self.db() as db:
-            rows = db.execute(
-                "SELECT r.name, r.status, r.created, r.kernel, r.description, x.host, x.suite, "
-                "(SELECT count(*) FROM iterations i WHERE i.run=r.name AND i.warmup=0), "
-                "(SELECT count(*) FROM iterations i WHERE i.run=r.name AND i.warmup=1), "
-                "(SELECT count(*) FROM iterations i WHERE i.run=r.name AND i.warmup=0 AND i.status!='ok') "
-                "FROM runs r JOIN indexed x ON x.run=r.name").fetchall()
-        out = [{"name": n, "status": st, "created": c, "kernel": k or "", "description": d or "",
-                "host": h or "", "suite": su or "", "iterations": it, "warmup": wu, "failed": bad}
-               for n, st, c, k, d, h, su, it, wu, bad in rows]
+        db = self.db()
+        with db:
+            runs, its = _list_rows(db)
+            damaged = _damaged_rows(db, runs, its, "rows")
+            if damaged:
+                self._reindex_damaged(db, damaged)
+                runs, its = _list_rows(db)
+        out = []
+        for name, (_, st, c, k, d, h, su) in runs.items():
+            mine = its.get(name, [])
+            out.append({"name": name, "status": st, "created": c, "kernel": k or "", "description": d or "",
+                        "host": h or "", "suite": su or "", "iterations": sum(not w for _, _, w, _ in mine),
+                        "warmup": sum(bool(w) for _, _, w, _ in mine),
+                        "failed": sum(not w and s != "ok" for _, _, w, s in mine)})
         # a "running" row whose process has died is incomplete (and corrected in the index)
         for r in out:
             if r["status"] == "running":
@@ -740,6 +809,15 @@ class FileStore(Store):
                     r["status"] = "incomplete"
         self._sync_index({r["name"]: r["status"] for r in out})
         return sorted(out, key=lambda r: r["created"] or 0)
+
+    def _reindex_damaged(self, db: sqlite3.Connection, names: list[str]) -> None:
+        """Index again, from their folders, runs whose index rows no longer match their digests
+        (a damaged index.sqlite): the folder is the truth, and no damaged row is shown."""
+        for name in names:
+            _warn(f"{self.root / 'index.sqlite'}: the rows of run {name} do not match their digest (a damaged "
+                  f"index); indexed again from its folder")
+            if not self._index_one(db, name):
+                _drop(db, name)
 
     def _runs_from_folders(self) -> list[dict[str, Any]]:
         out = []
@@ -769,7 +847,9 @@ class FileStore(Store):
                 yield rel.as_posix(), f.read_bytes()
 
     def put_run_files(self, name: str, files: list[tuple[str, bytes]], *, force: bool) -> None:
-        """Store a whole run from its files: written beside, then renamed into place, then indexed."""
+        """Store a whole run from its files: written beside, read back whole (every document and
+        sidecar checked, as a reader would), then renamed into place and indexed.  A run that does
+        not read back is not stored, and the run it would replace stays."""
         path = self.run_path(name)
         if path.exists() and not force:
             raise UsageError(f"run {name!r} already exists in {self.root}; use --force to replace it")
@@ -778,22 +858,28 @@ class FileStore(Store):
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".{name}.incoming-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        for rel, data in files:
-            target = (tmp / rel).resolve()
-            if not str(target).startswith(str(tmp.resolve()) + os.sep):
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise UsageError(f"run {name!r}: file {rel!r} would land outside the run folder")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
         try:
+            for rel, data in reseal_documents(files):
+                target = (tmp / rel).resolve()
+                if not str(target).startswith(str(tmp.resolve()) + os.sep):
+                    raise UsageError(f"run {name!r}: file {rel!r} would land outside the run folder")
+                try:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+                except OSError as e:
+                    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                        raise store_write_error(e, target) from None
+                    raise StoreError(f"{self.option} {self.root}: cannot store run {name!r} there: "
+                                     f"{e.strerror or e}") from None
             meta = {k: v for k, v in read_checked(tmp / "run.json", "run").items() if v is not None}
-        except UsageError:
+            if meta.get("status") == "running":  # a copy is never the live run
+                meta["status"] = "incomplete"
+            meta["name"] = name
+            write_json(tmp / "run.json", meta)
+            self._load_run(name, tmp, sync_index=False)
+        except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        if meta.get("status") == "running":  # a copy is never the live run
-            meta["status"] = "incomplete"
-        meta["name"] = name
-        write_json(tmp / "run.json", meta)
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
@@ -811,26 +897,36 @@ class FileStore(Store):
             return []
         # from the iteration means recorded when each run was indexed: 50,000 rows for 1,000 runs
         # of 10 metrics x 5 iterations, where averaging their samples read a million
+        # (each run's rows checked against their digests first: a damaged one is indexed again)
         db = self.db()
+        with db:
+            listed, its = _list_rows(db, runs)
+            means = _mean_rows_of(db, runs)
+            damaged = sorted(set(_damaged_rows(db, listed, its, "rows")) | set(_damaged_rows(db, listed, means, "means")))
+            if damaged:
+                self._reindex_damaged(db, damaged)
+                _, its = _list_rows(db, runs)
+                means = _mean_rows_of(db, runs)
         out: list[tuple[str, str, str, int, float | None]] = []
-        for i in range(0, len(runs), 500):    # SQLite's limit on host parameters
-            part = runs[i:i + 500]
-            out += db.execute(
-                f"SELECT m.run, m.workload, m.metric, m.idx, m.mean FROM sample_means m JOIN iterations i "
-                f"ON i.run=m.run AND i.workload=m.workload AND i.idx=m.idx WHERE m.run IN "
-                f"({','.join('?' * len(part))}) AND i.warmup=0 AND i.status='ok'", part).fetchall()
+        for run, rows in means.items():
+            good = {(w, i) for w, i, warmup, status in its.get(run, []) if not warmup and status == "ok"}
+            out += [(run, w, m, i, mean) for _, w, i, m, _, mean in rows if (w, i) in good]
         return sorted(out, key=lambda r: r[:4])
 
     def run_summaries(self, names: list[str]) -> dict[str, dict[str, Any]]:
         """``run_summary`` of each run from its small documents only (history's series keys, point
-        labels and units); a damaged document is a StoreError naming it."""
+        labels and units); a run with a damaged document is left out with a warning naming it."""
         from mmbench.model.store import run_summary
         out = {}
         for name in names:
             path = self.run_path(name)
-            docs = {rel: read_object(path / rel) if (path / rel).exists() else {}
-                    for rel in ("run.json", "fingerprint.json", "suite-effective.json")}
-            workloads = [read_object(w) for w in sorted(path.glob("*/workload.json"))]
+            try:
+                docs = {rel: read_object(path / rel) if _lexists(path / rel) else {}
+                        for rel in ("run.json", "fingerprint.json", "suite-effective.json")}
+                workloads = [read_object(w) for w in sorted(path.glob("*/workload.json"))]
+            except StoreError as e:   # one damaged run: named, the others still answer
+                _warn(f"skipping run {name}: {e}")
+                continue
             out[name] = run_summary(docs["run.json"], docs["fingerprint.json"], docs["suite-effective.json"], workloads)
         return out
 
@@ -849,6 +945,23 @@ class FileStore(Store):
             db.execute("DELETE FROM checked WHERE run=?", (name,))
 
 
+def _lexists(path: Path) -> bool:
+    """Is there anything at ``path`` (a dangling symlink or a FIFO too: the reader names it)?"""
+    return os.path.lexists(path)
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def text_digest(raw: bytes) -> str:
+    """The digest run.json's ``files`` keeps of a plain file of the run (suite.toml)."""
+    return blake2b(raw, digest_size=16).hexdigest()
+
+
 def _warn(text: str) -> None:
     print(f"mmbench: warning: {' '.join(text.split())}", file=sys.stderr)
 
@@ -865,7 +978,7 @@ def _migrate(db: sqlite3.Connection) -> None:
     dropped and forgets what was indexed, so every run is indexed again (from its folder, the
     truth) on the next read."""
     have = {row[1] for row in db.execute("PRAGMA table_info(indexed)")}
-    for column in ("signature", "digest"):
+    for column in ("signature", "digest", "rows", "means"):
         if column not in have:
             with db:
                 db.execute(f"ALTER TABLE indexed ADD COLUMN {column} TEXT")
@@ -901,6 +1014,86 @@ def _drop(db: sqlite3.Connection, name: str, *, checked: bool = True) -> None:
         db.execute(f"DELETE FROM {table} WHERE {'name' if table == 'runs' else 'run'}=?", (name,))
 
 
+# The index rows of a run are sealed like its files: ``indexed.rows`` is a digest of the rows
+# ``list`` shows (runs, iterations), ``indexed.means`` of those ``history`` reads (sample_means);
+# rows that do not match are indexed again from the folder (a damaged index.sqlite never shows).
+def _in(names: list[str] | None, column: str) -> tuple[str, list[str]]:
+    return ("", []) if names is None else (f" WHERE {column} IN ({','.join('?' * len(names))})", names)
+
+
+def _chunks(names: list[str] | None) -> list[list[str] | None]:
+    return [None] if names is None else [names[i:i + 500] for i in range(0, len(names), 500)]
+
+
+def _list_rows(db: sqlite3.Connection, names: list[str] | None = None
+               ) -> tuple[dict[str, tuple], dict[str, list[tuple]]]:
+    """(run → its runs row with host and suite, run → its iterations (workload, idx, warmup, status))."""
+    runs: dict[str, tuple] = {}
+    its: dict[str, list[tuple]] = {}
+    for part in _chunks(names):
+        where, args = _in(part, "r.name")
+        for row in db.execute("SELECT r.name, r.status, r.created, r.kernel, r.description, x.host, x.suite "
+                              f"FROM runs r JOIN indexed x ON x.run=r.name{where}", args):
+            runs[row[0]] = row
+        where, args = _in(part, "run")
+        for run, *rest in db.execute(f"SELECT run, workload, idx, warmup, status FROM iterations{where} "
+                                     "ORDER BY run, workload, idx", args):
+            its.setdefault(run, []).append(tuple(rest))
+    return runs, its
+
+
+def _mean_rows_of(db: sqlite3.Connection, names: list[str] | None = None) -> dict[str, list[tuple]]:
+    """run → its sample_means rows (run, workload, idx, metric, n, mean), in order."""
+    out: dict[str, list[tuple]] = {}
+    for part in _chunks(names):
+        where, args = _in(part, "run")
+        rows = db.execute(f"SELECT run, workload, idx, metric, n, mean FROM sample_means{where} "
+                          "ORDER BY run, workload, idx, metric", args).fetchall()
+        for run, group in itertools.groupby(rows, key=operator.itemgetter(0)):
+            out[run] = list(group)
+    return out
+
+
+def _rows_digest(*parts: Any) -> str:
+    return blake2b(repr(parts).encode(), digest_size=16).hexdigest()
+
+
+def _means_digest(rows: list[tuple]) -> str:
+    """The digest of sample_means rows: the means as their float64 bytes (50,000 of them would
+    spend most of history's read in float repr)."""
+    h = blake2b(repr([r[:5] for r in rows]).encode(), digest_size=16)
+    h.update(array("d", [math.nan if r[5] is None else r[5] for r in rows]).tobytes())
+    h.update(bytes(r[5] is None for r in rows))
+    return h.hexdigest()
+
+
+def seal_rows(db: sqlite3.Connection, names: list[str]) -> None:
+    """Record the digests of runs' index rows as they are now (after they were written)."""
+    runs, its = _list_rows(db, names)
+    means = _mean_rows_of(db, names)
+    db.executemany("UPDATE indexed SET rows=?, means=? WHERE run=?",
+                   [(_rows_digest(runs[n], its.get(n, [])), _means_digest(means.get(n, [])), n)
+                    for n in names if n in runs])
+
+
+def _damaged_rows(db: sqlite3.Connection, runs: dict[str, tuple], rows: dict[str, list[tuple]],
+                  column: str) -> list[str]:
+    """Runs whose ``column`` digest (rows, means) does not match their rows; a run indexed before
+    digests were kept gets them now."""
+    sealed = dict(db.execute(f"SELECT run, {column} FROM indexed").fetchall()) if runs else {}
+    bad, unsealed = [], []
+    for name, row in runs.items():
+        want = sealed.get(name)
+        have = _rows_digest(row, rows.get(name, [])) if column == "rows" else _means_digest(rows.get(name, []))
+        if want is None:
+            unsealed.append(name)
+        elif want != have:
+            bad.append(name)
+    if unsealed:
+        seal_rows(db, unsealed)
+    return bad
+
+
 def _insert_run(db: sqlite3.Connection, name: str, rec: RunRecord, meta: dict[str, Any], path: str) -> None:
     db.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
                (name, rec.status, rec.created, rec.finished, rec.suite_hash, kernel_release(rec.fingerprint),
@@ -919,3 +1112,8 @@ def _insert_run(db: sqlite3.Connection, name: str, rec: RunRecord, meta: dict[st
 
 class IndexDamaged(StoreError):
     """index.sqlite cannot be opened or read: the folders still answer; ``reindex`` rebuilds it."""
+
+
+class IndexUnavailable(IndexDamaged):
+    """index.sqlite is not there and cannot be created (a read-only folder, /proc): the folders
+    still answer; nothing to rebuild."""

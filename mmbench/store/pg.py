@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import sys
@@ -41,9 +42,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from mmbench.model.cache import cache_root
 from mmbench.errors import EnvironmentUnsupported, UsageError
-from mmbench.model.files import StoreError, samples_from_bytes, samples_from_json
-from mmbench.model.store import RunWriter, Store, run_summary, validate_run_name
-from mmbench.store.fs import FileRunWriter, FileStore, pid_alive
+from mmbench.model.files import SEAL, StoreError, check_document, samples_from_bytes, samples_from_json
+from mmbench.model.store import (RunWriter, Store, is_store_document, reseal_documents, run_summary,
+                                 validate_run_name)
+from mmbench.store.fs import FileRunWriter, FileStore, owner_check, pid_alive
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
 
 SCHEMA_VERSION = 2
@@ -123,9 +125,15 @@ OLD_VERSION_SECONDS = 600
 NEW_VERSION = "gen_random_uuid()::text"
 
 
-def _sidecar_in(files: dict[str, bytes], folder: str) -> Any:
-    """Reads an iteration's sidecar of samples from a run's files (fs.py writes them)."""
-    return lambda file: samples_from_bytes(files.get(f"{folder}/{file}"), f"{folder}/{file}")
+def _sidecar_in(files: dict[str, bytes], folder: str, where: str = "") -> Any:
+    """Reads an iteration's sidecar of samples from a run's files (fs.py writes them), checked
+    against its references and its digest."""
+    return lambda file, count: samples_from_bytes(files.get(f"{folder}/{file}"), f"{where}{folder}/{file}",
+                                                  file, count)
+
+
+# the model each of a run's sealed documents is checked against (model/stored.py), by file name
+_KINDS = {"run.json": "run", "workload.json": "workload", "result.json": "result"}
 
 
 class Unreachable(UsageError):
@@ -163,12 +171,41 @@ def redact(url: str) -> str:
     return out if netloc else out.replace(":", "://", 1)   # urlunsplit drops an empty "//"
 
 
-def connect(url: str):
+def require_psycopg() -> Any:
+    """psycopg, or an EnvironmentUnsupported naming the extra that installs it (exit 3)."""
     try:
         import psycopg
     except ImportError:
-        raise EnvironmentUnsupported("a PostgreSQL store needs psycopg: pip install 'mmbench[fleet]' "
-                                     "(scripts/setup.sh --test installs it)") from None
+        raise EnvironmentUnsupported("a PostgreSQL store needs psycopg, which the 'fleet' extra installs: "
+                                     "pip install 'mmbench[fleet]' (scripts/setup.sh --test installs it)") from None
+    return psycopg
+
+
+def _hide_password(text: str) -> str:
+    """``text`` without any password a PostgreSQL URL in it carries (a malformed URL too)."""
+    text = re.sub(r"(postgres(?:ql)?://[^:/@\s\[]*):[^@\s]*@", r"\1:***@", text)
+    return re.sub(r"(password=)[^&\s'\"]*", r"\1***", text)
+
+
+def check_url(url: str, option: str = "--results") -> None:
+    """A PostgreSQL URL libpq can parse, or one UsageError naming ``option`` (exit 2); psycopg
+    missing is an EnvironmentUnsupported naming the extra to install (exit 3)."""
+    shown = _hide_password(url)
+    try:
+        urlsplit(url).port   # (a port that is no number, a malformed IPv6 host)
+    except ValueError as e:
+        raise UsageError(f"{option} {shown}: not a valid PostgreSQL URL ({_hide_password(str(e))})") from None
+    psycopg = require_psycopg()
+    from psycopg.conninfo import conninfo_to_dict
+    try:
+        conninfo_to_dict(url)
+    except psycopg.Error as e:
+        why = " ".join(str(e).split()) or type(e).__name__
+        raise UsageError(f"{option} {shown}: not a valid PostgreSQL URL ({_hide_password(why)})") from None
+
+
+def connect(url: str, option: str = "--results"):
+    psycopg = require_psycopg()
     try:
         return psycopg.connect(url, autocommit=False, connect_timeout=10)
     except psycopg.OperationalError as e:
@@ -176,7 +213,10 @@ def connect(url: str):
         secret = url_password(url)
         if secret:
             first = first.replace(secret, "***")
-        raise Unreachable(f"--results {redact(url)}: cannot connect: {first}") from None
+        raise Unreachable(f"{option} {redact(url)}: cannot connect: {first}") from None
+    except psycopg.ProgrammingError as e:   # a URL libpq cannot parse (check_url says so earlier)
+        raise UsageError(f"{option} {_hide_password(url)}: not a valid PostgreSQL URL "
+                         f"({_hide_password(' '.join(str(e).split()))})") from None
 
 
 def migrate(conn: Any) -> int:
@@ -313,8 +353,10 @@ class PgRunWriter(RunWriter):
 class PgStore(Store):
     """Runs in PostgreSQL; ``url`` is a libpq URL (``postgresql://user@host/db``)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, option: str = "--results") -> None:
+        check_url(url, option)
         self.url = url
+        self.option = option
         self._migrated = False
         self._identity: str | None = None
 
@@ -327,7 +369,7 @@ class PgStore(Store):
         restart.  A server never reached by this process fails at once, unless
         $MMBENCH_PG_RETRY_FIRST is 1 (agents set it for their runs: the server was there when the job
         was taken).  ``work`` must be safe to repeat (one transaction, or idempotent)."""
-        import psycopg
+        psycopg = require_psycopg()
         deadline = time.monotonic() + RETRY_SECONDS
         delay, said = 0.2, False
         while True:
@@ -348,7 +390,7 @@ class PgStore(Store):
                 delay = min(delay * 2, 5.0)
 
     def conn(self):
-        c = connect(self.url)
+        c = connect(self.url, self.option)
         try:
             if not self._migrated:
                 migrate(c)
@@ -375,9 +417,10 @@ class PgStore(Store):
     def _version_root(self, name: str, version: str) -> Path:
         return self.cache_root / "runs" / validate_run_name(name) / version
 
-    def _materialise(self, cur: Any, name: str, version: str) -> Path:
-        """The cached copy of ``version`` of run ``name`` (a FileStore root), fetched if missing.
-        ``cur`` is in the snapshot that read ``version``, so the files are that version's."""
+    def _materialise(self, cur: Any, name: str, version: str, fetched: list[bool] | None = None) -> Path:
+        """The cached copy of ``version`` of run ``name`` (a FileStore root), fetched if missing
+        (then True is appended to ``fetched``).  ``cur`` is in the snapshot that read ``version``,
+        so the files are that version's."""
         root = self._version_root(name, version)
         if (root / name / "run.json").exists():
             try:
@@ -385,6 +428,8 @@ class PgStore(Store):
             except OSError:
                 pass
             return root
+        if fetched is not None:
+            fetched.append(True)
         tmp = root.parent / f".{version}.{os.getpid()}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         base = (tmp / name).resolve()
@@ -485,23 +530,34 @@ class PgStore(Store):
         self.transaction(work)
         return PgRunWriter(self, name, uid, local, staging_root)
 
-    def _row_status(self, status: str, owner: str, updated: float) -> str:
+    def _row_status(self, status: str, owner: str, updated: float, boot_id: str | None = None,
+                    pid_start: str | None = None) -> str:
+        """A row that says running: on this machine, running only when its writer is proved alive
+        (fs.py ``owner_check``: boot id, pid and start time); on another machine, running while it
+        has written within ``STALE_SECONDS``."""
         if status != "running":
             return status
         host, _, pid = owner.rpartition(":")
         if host == socket.gethostname():
-            return status if pid.isdigit() and pid_alive(int(pid)) else "incomplete"
+            return owner_check({"pid": int(pid) if pid.isdigit() else None, "boot_id": boot_id,
+                                "pid_start": pid_start})[0]
         return "incomplete" if time.time() - updated > STALE_SECONDS else status
 
     def load_run(self, name: str) -> RunRecord:
+        """The run, read from its cached copy (fetched first when there is none).  A cached copy that
+        does not read back (a damaged file, a flipped bit) is dropped and fetched again, with a
+        warning; what the database itself holds damaged is a StoreError naming the run and file."""
         validate_run_name(name)
+        fetched: list[bool] = []
+
         def work(conn: Any) -> tuple[Any, Path | None]:
             # the version and the files it names from one snapshot
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             with conn.cursor() as cur:
-                cur.execute("SELECT version, status, owner, updated FROM mmbench_runs WHERE name=%s", (name,))
+                cur.execute("SELECT version, status, owner, updated, meta->>'boot_id', meta->>'pid_start' "
+                            "FROM mmbench_runs WHERE name=%s", (name,))
                 row = cur.fetchone()
-                root = self._materialise(cur, name, row[0]) if row is not None else None
+                root = self._materialise(cur, name, row[0], fetched) if row is not None else None
             conn.rollback()
             return row, root
         row, root = self.transaction(work)
@@ -510,15 +566,32 @@ class PgStore(Store):
             known = [r["name"] for r in self.list_runs()]
             raise UsageError(f"no run named {name!r} in {self}{close_match(name, known)}"
                              + (f"; runs: {', '.join(known[:20])}" if known else " (it holds no runs)"))
-        _, status, owner, updated = row
-        rec = FileStore(root).load_run(name)
-        rec.status = self._row_status(status, owner, updated)
+        try:
+            rec = FileStore(root).load_run(name)
+        except StoreError as e:
+            if fetched:   # what the database holds is damaged: said, and never served from the cache
+                shutil.rmtree(root, ignore_errors=True)
+                raise StoreError(f"PostgreSQL store {self}: run {name!r}: {e}") from None
+            print(f"mmbench: warning: the cached copy of run {name!r} in {root} does not read back ({e}); "
+                  f"dropped and fetched again from {self}", file=sys.stderr, flush=True)
+            shutil.rmtree(root, ignore_errors=True)
+            row, root = self.transaction(work)
+            if row is None or root is None:
+                raise UsageError(f"no run named {name!r} in {self} (removed while it was read)") from None
+            try:
+                rec = FileStore(root).load_run(name)
+            except StoreError as again:
+                shutil.rmtree(root, ignore_errors=True)   # never served again; the database is the truth
+                raise StoreError(f"PostgreSQL store {self}: run {name!r}: {again}") from None
+        _, status, owner, updated, boot_id, pid_start = row
+        rec.status = self._row_status(status, owner, updated, boot_id, pid_start)
         return rec
 
     def list_runs(self) -> list[dict[str, Any]]:
         def work(conn: Any) -> list[tuple]:
             with conn.cursor() as cur:
                 cur.execute("SELECT r.name, r.status, r.created, r.kernel, r.description, r.owner, r.updated, "
+                            "r.meta->>'boot_id', r.meta->>'pid_start', "
                             "r.host, r.suite, count(i.idx) FILTER (WHERE NOT i.warmup), "
                             "count(i.idx) FILTER (WHERE i.warmup), "
                             "count(i.idx) FILTER (WHERE NOT i.warmup AND i.status <> 'ok') "
@@ -526,9 +599,9 @@ class PgStore(Store):
                             "GROUP BY r.name ORDER BY r.created")
                 return cur.fetchall()
         rows = self.transaction(work)
-        return [{"name": n, "status": self._row_status(s, o, u), "created": c, "kernel": k,
+        return [{"name": n, "status": self._row_status(s, o, u, b, ps), "created": c, "kernel": k,
                  "iterations": it, "warmup": wu, "failed": bad, "description": d, "host": h, "suite": su}
-                for n, s, c, k, d, o, u, h, su, it, wu, bad in rows]
+                for n, s, c, k, d, o, u, b, ps, h, su, it, wu, bad in rows]
 
     # -- whole-run transfer (push/pull) and history ----------------------------------------------
     def run_files(self, name: str) -> Iterator[tuple[str, bytes]]:
@@ -542,20 +615,27 @@ class PgStore(Store):
         it gets a new uid and version, so no cache anywhere serves the run it replaces."""
         from psycopg.types.json import Jsonb
         validate_run_name(name)
+        # checked as a reader checks them (JSON, digests, models, sidecars) before anything is written
+        files = reseal_documents(files)
         by_path = dict(files)
-        meta = json.loads(by_path["run.json"])
-        fp = json.loads(by_path.get("fingerprint.json", b"{}"))
-        workloads = [json.loads(d) for rel, d in files if rel.count("/") == 1 and rel.endswith("/workload.json")]
-        s = run_summary(meta, fp, json.loads(by_path.get("suite-effective.json", b"{}")), workloads)
+        if "run.json" not in by_path:
+            raise StoreError(f"run {name!r}: no run.json among its files; not stored in {self}")
+        checked = {rel: check_document(Path(name) / rel, data, _KINDS.get(rel.rsplit("/", 1)[-1]))
+                   for rel, data in files if is_store_document(rel)}
+        # the documents as stored (their digest aside): what list and history read
+        docs = {rel: {k: v for k, v in json.loads(by_path[rel]).items() if k != SEAL} for rel in checked}
+        meta = docs["run.json"]
+        fp = docs.get("fingerprint.json", {})
+        workloads = [d for rel, d in docs.items() if rel.count("/") == 1 and rel.endswith("/workload.json")]
+        s = run_summary(meta, fp, docs.get("suite-effective.json", {}), workloads)
         uid = str(uuid.uuid4())
         values, results = [], []
-        for rel, data in files:
+        for rel, d in checked.items():
             if rel.endswith("/result.json") and rel.count("/") == 2:
-                d = json.loads(data)
                 results.append(d)
                 folder = rel.rsplit("/", 1)[0]
                 it = IterationResult.from_dict({**d, "samples": samples_from_json(
-                    d.get("samples", {}), _sidecar_in(by_path, folder), f"{name}/{rel}")})
+                    d.get("samples", {}), _sidecar_in(by_path, folder, f"{name}/"), f"{name}/{rel}")})
                 values += [(name, it.workload, m, it.index, it.warmup, it.status, v)
                            for m, v in _iteration_means(it).items()]
         status = meta.get("status", "incomplete")

@@ -1,7 +1,10 @@
 """Copy runs between stores (``mmbench push``/``pull``) and join interleaved parts into one run.
 
 A run travels as its files, exactly as a results folder holds them, so a comparison made from the
-copy reads the same bytes as one made from the original.
+copy reads the same bytes as one made from the original.  A run is read back whole (its digests
+checked) before its files leave its store, and the receiving store reads it back whole again
+before it replaces anything; joined parts are documents changed here, sealed afresh by the store
+that receives them (``reseal_documents``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, for
     timings: list[dict[str, Any]] = []
     statuses = []
     for n, part in enumerate(parts):
+        src.load_run(part)   # every part read back (its digests checked) before its files are joined
         part_files = dict(src.run_files(part))
         meta = json.loads(part_files["run.json"])
         statuses.append(meta.get("status"))

@@ -15,6 +15,7 @@ docs/mmtests-import.md.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +25,11 @@ from typing import Any, Callable
 from mmbench.errors import UsageError
 from mmbench.importers.mmtests import (gnutime, highalloc, pft, postmark, simoop, stutterp, thpscale,
                                        time_unmap, usemem)
+from mmbench.importers.store import removed_on_failure
 from mmbench.importers.mmtests._common import BadLog, MissingLog, bad_line, find_log, number, numbered, read_lines
 from mmbench.monitors import mpstat as mpstat_monitor
 from mmbench.monitors import vmstat as vmstat_monitor
+from mmbench.model.files import file_kind, iteration_index_problem
 from mmbench.model.names import check_name
 from mmbench.model.store import Store
 from mmbench.model.results import IterationResult, WorkloadRun
@@ -56,14 +59,36 @@ def log_root(d: Path) -> Path:
     return sub if sub.is_dir() else d
 
 
-def iter_dirs(run: Path) -> list[tuple[int, Path]]:
-    return sorted((int(m.group(1)), p) for p in run.iterdir() if p.is_dir() and (m := _ITER.match(p.name)))
+def iter_dirs(run: Path, warnings: list[str] | None = None) -> list[tuple[int, Path]]:
+    """The ``iter-<N>`` folders of a run folder by N.  N beyond what an index column holds, or two
+    folders for one N (``iter-01`` beside ``iter-1``), are a one-line error naming them (nothing is
+    imported: which one is meant is for the user to say); an ``iter-<N>`` that is no folder is a
+    warning (``warnings``)."""
+    found: dict[int, Path] = {}
+    for p in sorted(run.iterdir()):
+        m = _ITER.match(p.name)
+        if not m:
+            continue
+        if not p.is_dir():
+            if warnings is not None:
+                warnings.append(f"{p}: not a folder ({file_kind(os.lstat(p).st_mode)}); not an iteration, skipped")
+            continue
+        n = int(m.group(1))
+        problem = iteration_index_problem(n)
+        if problem:
+            raise UsageError(f"import-mmtests: {p}: {problem}")
+        if n in found:
+            raise UsageError(f"import-mmtests: {found[n]} and {p.name} are both iteration {n}; one would be "
+                             f"dropped: remove or rename one")
+        found[n] = p
+    return sorted(found.items())
 
 
 def find_runs(root: Path) -> dict[str, Path]:
     """Run folders under ``root``: those holding at least one ``iter-<N>`` folder, by folder name
     (validated by :func:`import_tree` for the runs it imports)."""
-    return {p.name: p for p in sorted(root.iterdir()) if p.is_dir() and iter_dirs(p)}
+    return {p.name: p for p in sorted(root.iterdir())
+            if p.is_dir() and any(_ITER.match(q.name) and q.is_dir() for q in p.iterdir())}
 
 
 # ---- iteration-level files ---------------------------------------------------------------------
@@ -312,7 +337,7 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
     layouts: dict[str, set[str]] = {}
     unread: dict[str, list[tuple[int, Path, str]]] = {}
     files: dict[tuple[str, int], list[tuple[str, str, str]]] = {}
-    for n, it in iter_dirs(path):
+    for n, it in iter_dirs(path, warnings):
         if not release:
             release, host = kernel_release(it)
         if not revision:
@@ -436,6 +461,12 @@ def write_run(store: Store, run: ImportedRun, store_name: str, *, force: bool) -
                               suite_hash="", suite_effective={"imported_from": "mmtests", "source": str(run.source)},
                               fingerprint=run.fingerprint, settings={}, status="running",
                               description=f"imported from MMTests {run.source}")
+    with removed_on_failure(store, store_name):
+        _write_iterations(writer, run)
+    return writer.path
+
+
+def _write_iterations(writer: Any, run: ImportedRun) -> None:
     writer.meta["workload_order"] = [w.label for w in run.workloads]
     for w in run.workloads:
         writer.add_workload(WorkloadRun(label=w.label, plugin=w.plugin, params=w.params, metrics=w.metrics))
@@ -454,7 +485,6 @@ def write_run(store: Store, run: ImportedRun, store_name: str, *, force: bool) -
                 it.monitors[mon]["dir"] = str(mdir.relative_to(writer.path))
             writer.add_iteration(it)
     writer.finish("imported")
-    return writer.path
 
 
 def import_tree(store: Store, directory: Path, names: list[str], *, prefix: str = "",

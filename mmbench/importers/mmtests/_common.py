@@ -8,17 +8,19 @@ were compressed by ``MONITORS_GZIP``, by the shellpack itself or afterwards read
 
 from __future__ import annotations
 
+import errno
 import gzip
 import lzma
 import os
 import re
+import stat
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from mmbench.errors import UsageError
-from mmbench.model.files import PACKED_MIN
+from mmbench.model.files import PACKED_MIN, file_kind
 from mmbench.model.results import MetricDef
 
 
@@ -65,13 +67,41 @@ class Parsed:
 
 
 def find_log(path: Path) -> Path | None:
-    """``path.gz`` if it exists, else ``path.xz``, else ``path``, else None (MMTests' open_log order)."""
+    """``path.gz`` if it exists, else ``path.xz``, else ``path``, else None (MMTests' open_log order).
+    Anything at that name counts, a FIFO or a symlink loop too: reading it names what it is."""
     base = path.with_name(path.name[:-3]) if path.name.endswith((".gz", ".xz")) else path
     for ext in (".gz", ".xz"):
         packed = base.with_name(base.name + ext)
-        if packed.is_file():
+        if _there(packed):
             return packed
-    return base if base.is_file() else None
+    return base if _there(base) else None
+
+
+def _there(path: Path) -> bool:
+    """Is there a file at ``path`` (not a folder)?  A FIFO, device or broken symlink is one: it is
+    refused by name when read, never passed over as if missing."""
+    return os.path.lexists(path) and not path.is_dir()
+
+
+def log_files(logs: Path, pattern: re.Pattern[str], key: Callable[[re.Match[str]], Any]) -> dict[Any, Path]:
+    """The files of a logs folder whose names match ``pattern``, by ``key`` of the match, each the
+    one :func:`find_log` reads (of a plain, .gz and .xz file of the same name, open_log's choice).
+    Anything but a folder counts (a FIFO is named when read).  Two names for one key (``pft-01.log``
+    beside ``pft-1.log``) are a :class:`BadLog` naming both: one of them would be dropped unsaid."""
+    found: dict[Any, Path] = {}
+    bases: dict[Any, str] = {}
+    for p in sorted(logs.iterdir()):
+        m = pattern.match(p.name)
+        if not m or p.is_dir():
+            continue
+        k = key(m)
+        base = p.name[:-3] if p.name.endswith((".gz", ".xz")) else p.name
+        if k in bases and bases[k] != base:
+            raise BadLog(f"{logs}: {bases[k]} and {base} are the same log (numbered alike); one would be "
+                         f"dropped: remove or rename one")
+        bases[k] = base
+        found.setdefault(k, find_log(p))  # type: ignore[arg-type]
+    return found
 
 
 _ITER_DIR = re.compile(r"iter-\d+")
@@ -97,21 +127,37 @@ def read_lines(path: Path) -> list[str]:
 def read_bytes(path: Path) -> bytes:
     """The content of a plain, gzipped or xz file, decompressed (errors and refusals as
     :func:`read_lines`)."""
+    is_log = path.parent.name == "logs"
+    refuse = BadLog if is_log else UsageError
+    if path.is_symlink():
+        try:
+            os.stat(path)
+        except OSError as e:
+            raise refuse(f"{path}: a symlink loop; not read" if e.errno == errno.ELOOP else
+                         f"{path}: a dangling symlink to {os.readlink(path)!r}; not read") from None
     where = _outside_tree(path)
     if where is not None:
         raise BadLog(f"{path}: a symlink to {where}, outside the MMTests run folder; not read")
-    is_log = path.parent.name == "logs"
     try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                data = fh.read()
-        elif path.name.endswith(".xz"):
-            with lzma.open(path, "rb") as fh:
-                data = fh.read()
-        else:
-            data = path.read_bytes()
-    except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
-        raise UsageError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+        # non-blocking, and its kind checked before a byte is read: a FIFO is named, never waited on
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror or e}") from None
+    with os.fdopen(fd, "rb") as raw:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise refuse(f"{path}: {file_kind(mode)}, not a regular file; not read")
+        try:
+            if path.name.endswith(".gz"):
+                with gzip.GzipFile(fileobj=raw, mode="rb") as fh:
+                    data = fh.read()
+            elif path.name.endswith(".xz"):
+                with lzma.open(raw, "rb") as fh:
+                    data = fh.read()
+            else:
+                data = raw.read()
+        except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
+            raise UsageError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     if is_log and not data.strip():
         raise BadLog(f"{path}: empty ({len(data)} bytes): the benchmark wrote nothing")
     if is_log and b"\0" in data[:65536]:
@@ -170,10 +216,4 @@ def scaling_files(logs: Path, prefix: str, suffix: str) -> list[tuple[int, Path]
     """``<prefix>N<suffix>`` files (plain or .gz) of a logs folder, by N ascending: MMTests'
     discover_scaling_parameters (Extract.pm:486-503) with a numeric N."""
     pat = re.compile(re.escape(prefix) + r"(\d+)" + re.escape(suffix) + r"(?:\.gz|\.xz)?$")
-    found: dict[int, Path] = {}
-    for p in logs.iterdir():
-        m = pat.match(p.name)
-        if m and p.is_file():
-            found.setdefault(int(m.group(1)), p)
-    # of a plain, .gz and .xz file of the same name, open_log's choice
-    return sorted((n, find_log(p)) for n, p in found.items())  # type: ignore[misc]
+    return sorted(log_files(logs, pat, lambda m: int(m.group(1))).items())

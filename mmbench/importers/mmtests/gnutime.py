@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mmbench.importers.mmtests._common import Parsed, bad_line, find_log, read_lines
+from mmbench.importers.mmtests._common import BadLog, Parsed, bad_line, log_files, read_lines
 from mmbench.model.results import MetricDef
 
 # the MMTests summary type of its extract module (compare --convention mmtests)
@@ -34,15 +34,16 @@ def files(logs: Path) -> dict[str, dict[int, Path]]:
     found: dict[str, dict[int, Path]] = {}
     if not logs.is_dir():
         return {}
-    for p in logs.iterdir():
-        m = _FILE.match(p.name)
-        if m and p.is_file():
-            found.setdefault(m[1], {}).setdefault(int(m[2]), find_log(p))  # type: ignore[arg-type]
+    for (a, i), p in log_files(logs, _FILE, lambda m: (m[1], int(m[2]))).items():
+        found.setdefault(a, {})[i] = p
     return {a: its for a, its in found.items() if 1 in its}
 
 
 def present(logs: Path) -> bool:
-    return bool(files(logs))
+    try:
+        return bool(files(logs))
+    except BadLog:   # there, but two names for one file: reading it says so
+        return True
 
 
 def _factor_key(a: str) -> tuple[float, str]:

@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 
 from mmbench.errors import UsageError
-from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, find_log, number, numbered, open_log,
-                                               read_lines)
+from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, log_files, number, numbered,
+                                               open_log, read_lines)
 from mmbench.model.results import MetricDef
 
 # the MMTests summary type of its extract module (compare --convention mmtests)
@@ -41,11 +41,7 @@ def read(logs: Path) -> Parsed:
     out = Parsed()
     for w in workloads:
         pat = re.compile(rf"^highalloc-{re.escape(w)}-(\d+)\.log(\.gz|\.xz)?$")
-        files: dict[int, Path] = {}
-        for p in logs.iterdir():
-            m = pat.match(p.name)
-            if m and p.is_file():
-                files.setdefault(int(m[1]), find_log(p))  # type: ignore[arg-type]
+        files: dict[int, Path] = log_files(logs, pat, lambda m: int(m[1]))
         if not files:
             raise MissingLog(f"{logs}/highalloc-{w}-<N>.log[.gz|.xz] is missing")
         success = attempts = 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, find_log, gnu_time, numbered,
+from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, gnu_time, log_files, numbered,
                                                read_lines)
 from mmbench.model.results import MetricDef
 
@@ -23,11 +23,7 @@ _FILE = re.compile(r"^usemem-(\d+)-(\d+)(\.gz|\.xz)?$")
 
 
 def read(logs: Path) -> Parsed:
-    found: dict[tuple[int, int], Path] = {}
-    for p in logs.iterdir():
-        m = _FILE.match(p.name)
-        if m and p.is_file():
-            found.setdefault((int(m[1]), int(m[2])), find_log(p))  # type: ignore[arg-type]
+    found: dict[tuple[int, int], Path] = log_files(logs, _FILE, lambda m: (int(m[1]), int(m[2])))
     if not found:
         raise MissingLog(f"{logs}/usemem-<N>-<I>[.gz|.xz] is missing")
     out = Parsed()
