@@ -17,8 +17,10 @@ pkgs=(gcc libc6-dev make util-linux mount dosfstools e2fsprogs procps time postm
       stress-ng fio linux-perf sysstat python3-venv chromium kmod
       qemu-system-x86 busybox-static)   # kernels under test: QEMU (+ its virtiofsd), the guest's initramfs
 # kernbench/thpchallenge: Debian's kernel source (/usr/src/linux-source-X.tar.xz) and its build
-# dependencies; pgbench: Debian's PostgreSQL server and its pgbench.
-pkgs+=(linux-source bc bison flex libelf-dev libssl-dev xz-utils perl postgresql)
+# dependencies; pgbench: Debian's PostgreSQL server and its pgbench.  linux-source is the
+# distribution's default version (6.1 on bookworm: `--kernel source`, kernbench); linux-source-6.12
+# (bookworm-security) is the newer LTS mmbench also builds and tests (`--kernel source:linux-source-6.12`).
+pkgs+=(linux-source linux-source-6.12 bc bison flex libelf-dev libssl-dev xz-utils perl postgresql)
 # kernels under test built from source (mmbench kernel build): GNU patch for patch series, git
 # for git:PATH@REF sources, rsync for the patched builds' object tree (the compiler and the
 # build dependencies are above)

@@ -716,3 +716,127 @@ def test_patched_tree_tool_records_point_at_it(tmp_path):
     assert rec.read_text().count(str(vanilla) + "/") == 2          # the vanilla tree untouched
     _sync_objects(vanilla, patched, log=lambda m: None)             # again: copied and pointed again
     assert str(vanilla) + "/" not in moved.read_text()
+
+
+# --------------------------------------------------------------------------------------------- versions
+
+def test_fragment_version_guards():
+    text = ("CONFIG_A=y\n"
+            "#@ linux < 6.11\nCONFIG_OLD=y\n"
+            "#@ linux >= 6.11\n# CONFIG_NEW is not set\n"
+            "#@ linux >= 6.2, < 6.9\nCONFIG_MID=y\n"
+            "#@ end\nCONFIG_B=m\n")
+    assert kconfig.parse_fragment(text, "f", (6, 1)) == {"CONFIG_A": "y", "CONFIG_OLD": "y", "CONFIG_B": "m"}
+    assert kconfig.parse_fragment(text, "f", (6, 5)) == {"CONFIG_A": "y", "CONFIG_OLD": "y", "CONFIG_MID": "y",
+                                                         "CONFIG_B": "m"}
+    assert kconfig.parse_fragment(text, "f", (6, 12)) == {"CONFIG_A": "y", "CONFIG_NEW": "n", "CONFIG_B": "m"}
+    # no version (a syntax check only): the guarded lines are checked and left out
+    assert kconfig.parse_fragment(text, "f") == {"CONFIG_A": "y", "CONFIG_B": "m"}
+    for bad in ("#@ linux 6.11", "#@ linux >= 6", "#@ kernel >= 6.1", "#@", "#@ linux >= 6.1,"):
+        with pytest.raises(UsageError, match=r"^f:2: not a version guard"):
+            kconfig.parse_fragment(f"CONFIG_A=y\n{bad}\nCONFIG_B=y\n", "f", (6, 1))
+    with pytest.raises(UsageError, match=r"^f:3: not a config line"):
+        kconfig.parse_fragment("#@ linux >= 6.2\nCONFIG_A=y\nA=y\n", "f", (6, 1))   # checked though not used
+
+
+def _real(name: str) -> str:
+    import gzip
+    return gzip.decompress((Path(__file__).parent / "data" / "kernel-6.12" / name).read_bytes()).decode()
+
+
+def test_guest_fragment_per_version_on_real_configs(tmp_path):
+    """guest.config asks each version for what it has: nothing dropped on Debian's 6.1.192 or
+    6.12.117 (their real olddefconfig results, tests/data/kernel-6.12), and only guarded options
+    differ between the two.  6.1's lines on 6.12 (the build before the guards) fail naming each
+    dropped option with why, read from 6.12's own Kconfig files."""
+    text = kconfig.fragment_path("guest").read_text()
+    v61, v612 = kconfig.parse_fragment(text, "guest", (6, 1)), kconfig.parse_fragment(text, "guest", (6, 12))
+    assert kconfig.dropped(v61, _real("config-guest-6.1.gz"), None) == []
+    assert kconfig.dropped(v612, _real("config-guest.gz"), None) == []
+    assert set(v61) - set(v612) == {"CONFIG_BASE_FULL"}
+    assert set(v612) - set(v61) == {"CONFIG_BASE_SMALL", "CONFIG_SLUB_TINY", "CONFIG_MEMCG_V1",
+                                    "CONFIG_ZRAM_BACKEND_LZO", "CONFIG_ZRAM_BACKEND_LZ4"}
+    assert [k for k in v61 if k in v612] == [k for k in v612 if k in v61]     # the shared options keep their order
+    src = tmp_path / "linux-6.12"
+    for sub in ("init", "mm", "arch/x86"):
+        (src / sub).mkdir(parents=True)
+    (src / "Kconfig").write_text('source "init/Kconfig"\nsource "mm/Kconfig"\nsource "mm/Kconfig.debug"\n')
+    (src / "init" / "Kconfig").write_text(_real("init-Kconfig.gz"))
+    (src / "mm" / "Kconfig").write_text(_real("mm-Kconfig.gz"))
+    (src / "mm" / "Kconfig.debug").write_text(_real("mm-Kconfig.debug.gz"))
+    lines = kconfig.dropped(v61, _real("config-6.1-fragment.gz"), src)
+    assert lines == [
+        "CONFIG_BASE_FULL=y was asked for, but olddefconfig left not set: no such option in this source's "
+        "Kconfig (misspelt, or not in this kernel version)",
+        "CONFIG_SLUB_DEBUG=y was asked for, but olddefconfig left not set: depends on (SYSFS && !SLUB_TINY), "
+        "unmet here (SYSFS=y, SLUB_TINY=y)"]
+
+
+def test_guard_version_comes_from_the_source(fake_build, tmp_path):
+    """The fragment's guards follow the source's VERSION.PATCHLEVEL: the fake tree's Makefile says
+    6.1; a guard for 6.12 leaves its option out of the build (and of the cache key)."""
+    from mmbench.kbuild.build import plan, request_from_args
+    guarded = kconfig.SHIPPED / "guest.config"
+    guarded.write_text("CONFIG_MMU=y\n#@ linux >= 6.12\nCONFIG_A=y\n#@ end\n")
+    _, wanted, _, key = plan(request_from_args(f"tree:{fake_build}", [], [], []))
+    assert wanted == {"CONFIG_MMU": "y"}
+    (fake_build / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 117\nEXTRAVERSION =\n")
+    _, wanted12, _, key12 = plan(request_from_args(f"tree:{fake_build}", [], [], []))
+    assert wanted12 == {"CONFIG_MMU": "y", "CONFIG_A": "y"} and key12 != key
+    built, _ = _build(f"tree:{fake_build}")
+    assert "CONFIG_A=y" in built.config.read_text()
+
+
+def test_source_is_debians_default_package(tmp_path, monkeypatch):
+    """`--kernel source` (and kernbench) take the version Debian's linux-source metapackage
+    depends on, not the newest installed: installing linux-source-6.12 beside 6.1 changes nothing."""
+    from mmbench.model import linux_source
+    for v in ("6.1", "6.12", "5.10"):
+        (tmp_path / f"linux-source-{v}.tar.xz").write_bytes(b"")
+    (tmp_path / "linux-source-x.tar.xz").write_bytes(b"")
+    assert [p.name for p in linux_source.installed(tmp_path)] == [
+        "linux-source-5.10.tar.xz", "linux-source-6.1.tar.xz", "linux-source-6.12.tar.xz"]
+    monkeypatch.setattr(linux_source, "default_package", lambda: "linux-source-6.1")
+    assert linux_source.default_tarball(tmp_path).name == "linux-source-6.1.tar.xz"
+    monkeypatch.setattr(linux_source, "default_package", lambda: None)
+    assert linux_source.default_tarball(tmp_path).name == "linux-source-6.12.tar.xz"
+    monkeypatch.setattr(linux_source, "default_package", lambda: "linux-source-7.0")   # not installed
+    assert linux_source.default_tarball(tmp_path).name == "linux-source-6.12.tar.xz"
+    assert linux_source.default_tarball(tmp_path / "none") is None
+
+
+def test_git_ab_records_describe_and_the_commits_between(fake_build, tmp_path):
+    """Two kernels of one git repository: each build records `git describe --dirty` of what it
+    compiled, and an A/B gives each side the commits (subjects) it has that the other lacks,
+    which the fingerprint shows as kernel.commits."""
+    from mmbench.kbuild.build import record_commits
+    from mmbench.vm.runner import build_facts
+    src = fake_build
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+
+    def git(*cmd):
+        subprocess.run(["git", "-C", str(src), *cmd], check=True, env=env, capture_output=True)
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "Linux 6.1")
+    git("tag", "v6.1")
+    for i, subject in enumerate(["mm: vmscan: make b two", "mm: page_alloc: add w"]):
+        f = src / "mm" / ("vmscan.c" if i == 0 else "page_alloc.c")
+        f.write_text(f.read_text() + f"int n{i};\n")
+        git("commit", "-qam", subject)
+    base, _ = _build(f"git:{src}@v6.1")
+    new, _ = _build(f"git:{src}@HEAD")
+    assert base.meta["source"]["describe"] == "v6.1" and new.meta["source"]["describe"].startswith("v6.1-2-g")
+    assert new.meta["objects_compiled"] == 2
+    a, b = dict(base.meta), dict(new.meta)
+    record_commits(b, a)
+    record_commits(a, b)
+    assert [c["subject"] for c in b["commits"]] == ["mm: vmscan: make b two", "mm: page_alloc: add w"]
+    assert a["commits"] == [] and b["commits_base"]["describe"] == "v6.1"
+    facts = build_facts(b)
+    assert [f.split(" ", 1)[1] for f in facts["commits"]] == ["mm: vmscan: make b two", "mm: page_alloc: add w"]
+    assert build_facts(a)["commits"] == []
+    other = dict(base.meta, source={"kind": "package", "package": "linux-source-6.1"})
+    record_commits(other, b)
+    assert "commits" not in other            # not of one repository: nothing recorded

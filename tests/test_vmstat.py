@@ -128,3 +128,34 @@ def test_memcg_limit_rows_of_mean_deltas_are_exactly_zero():
     assert rows["Memcg limit pages scanned"] == 0.0 and rows["Memcg limit pages reclaimed"] == 0.0
     its[0]["pgscan_file"] += 5          # a real remainder (5 pages in one of 5 iterations) stays
     assert derive(mean_deltas(its))["Memcg limit pages scanned"] == pytest.approx(1.0)
+
+
+def test_rows_whose_meaning_changed_between_the_kernels_say_so():
+    """Runs on 6.1 and 6.12: rows counting differently on the two (model.quirks.ROW_MEANING_CHANGES)
+    carry a note and the comparison's notes say what changed; runs on one side of every change
+    (6.12 against 6.18 for these rows) get none."""
+    from mmbench.analysis.compare import build_comparison
+    from mmbench.model.quirks import ROW_MEANING_CHANGES, meaning_changes, release_version
+    from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
+    metric = MetricDef("Time", "s", "lower", "time")
+
+    def run(name, release, delta):
+        its = [IterationResult("w", i, False, "ok", samples={"Time": [1.0 + i / 10]}, duration={"elapsed": 1.0},
+                               vmstat_delta=dict(delta)) for i in range(3)]
+        return RunRecord(name, "complete", 0.0, 1.0, "", "", {"kernel": {"release": release}}, {},
+                         [WorkloadRun("w", "pft", {}, [metric], its)])
+    delta = {"pswpout": 100, "pswpin": 10, "pgscan_direct": 50, "pgsteal_direct": 40, "pgscan_kswapd": 10,
+             "thp_fault_alloc": 3, "nr_vmscan_write": 120}
+    c = build_comparison([run("v61", "6.1.192", delta), run("v612", "6.12.117", {**delta, "swpout_zero": 7})])
+    rows = {r.metric: r for s in c.sections if s.title.startswith("vmstat") for r in s.rows}
+    for name in ("Swap Outs", "Direct pages scanned", "THP fault alloc", "Page writes file"):
+        assert "counts differently from" in rows[name].note, name
+    assert "counts differently" not in rows["Kswapd pages scanned"].note
+    assert rows["Swap outs zero-filled"].values == {"v61": None, "v612": 7.0}
+    assert any("zero-filled page is swapped without I/O" in n and "v61 6.1.192, v612 6.12.117" in n for n in c.notes)
+    same = build_comparison([run("a", "6.12.117", delta), run("b", "6.18.44-fc-v595", delta)])
+    assert not any("counts differently" in r.note for s in same.sections for r in s.rows)
+    # the data: every change names rows the vmstat section has, and a version
+    assert {r for ch in ROW_MEANING_CHANGES for r in ch.rows} <= {r.name for r in vm.ROWS}
+    assert release_version("6.1.0-47-cloud-amd64") == (6, 1) and release_version("") is None
+    assert meaning_changes([(6, 1), None]) == {}

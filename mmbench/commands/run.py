@@ -221,6 +221,7 @@ def _run_ab_kernels(args: argparse.Namespace, suite: Any, progress: Any) -> str:
                                                                   suite, progress)),
                args.name: (suite.vm["kernel"], _guest_kernel(args, suite.vm["kernel"],
                                                              list(args.kernel_patches or []), suite, progress))}
+    _record_commits(kernels[args.baseline][1], kernels[args.name][1], progress)
     common = [item for item in args.set if not item.split("=", 1)[0].startswith("vm.")]
 
     def arm(run_name: str) -> Any:
@@ -251,6 +252,23 @@ def _run_ab_kernels(args: argparse.Namespace, suite: Any, progress: Any) -> str:
         progress=progress, run_suite=None, arm_runners={n: arm(n) for n in kernels})
     print(f"mmbench: {why}", file=sys.stderr)
     return status
+
+
+def _record_commits(base: Any, new: Any, progress: Any) -> None:
+    """Both kernels built from one git repository: each arm's build record gets the commits it
+    has that the other's lacks (their subjects go into the runs' provenance)."""
+    if base is None or new is None or not base.build or not new.build:
+        return
+    from mmbench.kbuild.build import record_commits
+    base.build, new.build = dict(base.build), dict(new.build)
+    record_commits(new.build, base.build)
+    record_commits(base.build, new.build)
+    for gk in (new, base):
+        commits = gk.build.get("commits")
+        if commits is not None:
+            other = gk.build["commits_base"]["describe"] or gk.build["commits_base"]["commit"][:12]
+            progress.info(f"kernel {gk.spec}: {len(commits)} commit(s) not in {other}"
+                          + "".join(f"\n  {c['commit'][:12]} {c['subject']}" for c in commits[-20:]))
 
 
 def _run_in_vm(args: argparse.Namespace, suite: Any, progress: Any) -> str:

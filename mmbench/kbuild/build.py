@@ -33,8 +33,8 @@ from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.kbuild import kconfig
 from mmbench.kbuild.patches import (Patch, apply_series, file_times, restore_times, revert_series,
                                     touched_files)
-from mmbench.kbuild.source import (Source, describe_source, kbuild_root, locked, prepare, read_journal,
-                                   write_journal)
+from mmbench.kbuild.source import (Source, commits_between, describe_source, kbuild_root, locked, prepare,
+                                   read_journal, write_journal)
 from mmbench.kbuild.spec import SourceSpec, parse_spec
 from mmbench.kbuild.symbols import FILE as SYMBOLS_FILE, write_symbol_groups
 
@@ -103,16 +103,20 @@ def check_tools() -> None:
                                      f"scripts/setup.sh installs them")
 
 
-def wanted_options(request: BuildRequest) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The options every fragment asks for, merged in order, and a record of the fragments."""
+def wanted_options(request: BuildRequest, version: tuple[int, int] | None) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The options every fragment asks for from a source of ``version`` (VERSION.PATCHLEVEL: which
+    ``#@ linux`` guards apply), merged in order, and a record of the fragments."""
+    if version is None:
+        raise EnvironmentUnsupported(f"--kernel {request.spec.text}: cannot tell the kernel version "
+                                     f"(no VERSION/PATCHLEVEL in its Makefile)")
     frags: list[dict[str, str]] = []
     record: list[dict[str, Any]] = []
     for name in request.fragment_names():
         path = kconfig.fragment_path(name)
-        frags.append(kconfig.parse_fragment(path.read_text(), str(path)))
+        frags.append(kconfig.parse_fragment(path.read_text(), str(path), version))
         record.append({"name": name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
     for path in request.kconfigs:
-        frags.append(kconfig.read_fragment_file(path))
+        frags.append(kconfig.read_fragment_file(path, version=version))
         record.append({"name": path.name, "file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
                        "options": frags[-1]})
     return kconfig.merge(frags), record
@@ -208,7 +212,7 @@ def _recover(source: Source, log: Callable[[str], None]) -> None:
 def plan(request: BuildRequest) -> tuple[Source, dict[str, str], list[dict[str, Any]], str]:
     """The source, the options asked for, the fragments' record and the cache key (no changes made)."""
     source = describe_source(request.spec)
-    wanted, frag_record = wanted_options(request)
+    wanted, frag_record = wanted_options(request, source.linux)
     key = cache_key(source.key, wanted, request.patches, compiler_version())
     return source, wanted, frag_record, key
 
@@ -443,6 +447,19 @@ def request_from_args(spec_text: str, patch_items: list[tuple[str, str]], fragme
     for p in paths:
         kconfig.read_fragment_file(p)
     return BuildRequest(spec, read_series(patch_items), list(fragments), paths)
+
+
+def record_commits(meta: dict[str, Any], other: dict[str, Any]) -> None:
+    """Two kernels built from one git repository (``git:`` specs, or ``tree:`` work trees of one
+    repository): ``meta`` gets ``commits``, the commits its kernel has that ``other``'s lacks
+    (``git log OTHER..THIS``, oldest first, with their subjects), and ``commits_base``, the
+    other kernel's ``git describe`` and commit.  Nothing for other sources."""
+    src, osrc = meta.get("source") or {}, other.get("source") or {}
+    repo = src.get("repo") or src.get("path")
+    if not (src.get("commit") and osrc.get("commit")) or repo != (osrc.get("repo") or osrc.get("path")):
+        return
+    meta["commits"] = commits_between(Path(repo), osrc["commit"], src["commit"])
+    meta["commits_base"] = {"describe": osrc.get("describe", ""), "commit": osrc["commit"]}
 
 
 def guest_kernel(built: BuiltKernel, spec_text: str) -> "GuestKernel":

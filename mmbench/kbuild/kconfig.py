@@ -2,7 +2,10 @@
 
 A fragment is what ``scripts/kconfig/merge_config.sh`` takes: ``CONFIG_X=value`` and ``# CONFIG_X
 is not set`` lines (other comments and blank lines are ignored; anything else is an error naming
-the file and line).  Fragments merge in order, a later one overriding an earlier one.  After
+the file and line), plus version guards for options that were renamed or split between kernel
+versions: the lines after ``#@ linux >= 6.9`` (or ``< 6.9``, or both: ``>= 6.2, < 6.9``) apply
+only to a source of that VERSION.PATCHLEVEL, up to the next ``#@`` line (``#@ end`` closes the
+block).  Fragments merge in order, a later one overriding an earlier one.  After
 ``make olddefconfig`` every option a fragment asked for is checked in the result; one whose
 dependencies are unmet is silently dropped by kconfig, so each is named here with the
 ``depends on`` that failed, read from the source's own Kconfig files (a small reader of
@@ -23,6 +26,8 @@ SHIPPED = Path(__file__).resolve().parent.parent / "configs" / "kernel"
 LINE_SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 LINE_UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+GUARD = re.compile(r"^#@(.*)$")
+GUARD_TERM = re.compile(r"^(>=|<)\s*([0-9]+)\.([0-9]+)$")
 
 
 def shipped_fragments() -> list[str]:
@@ -41,21 +46,54 @@ def fragment_path(name: str, flag: str = "--fragment") -> Path:
     return path
 
 
-def parse_fragment(text: str, where: str) -> dict[str, str]:
-    """``CONFIG_X`` → value (``n`` for "is not set"); a line that is neither is an error."""
+def _guard(text: str, where: str) -> list[tuple[str, tuple[int, int]]] | None:
+    """A ``#@`` line's conditions: [(op, (major, minor))], or None for ``#@ end``."""
+    body = text.strip()
+    if body == "end":
+        return None
+    what, _, terms = body.partition(" ")
+    conds = []
+    for term in terms.split(",") if what == "linux" else []:
+        m = GUARD_TERM.match(term.strip())
+        if not m:
+            conds = []
+            break
+        conds.append((m.group(1), (int(m.group(2)), int(m.group(3)))))
+    if not conds:
+        raise UsageError(f"{where}: not a version guard (expected '#@ linux >= X.Y', '#@ linux < X.Y', "
+                         f"'#@ linux >= X.Y, < X.Y' or '#@ end'): {('#@' + text)[:60]!r}")
+    return conds
+
+
+def guard_holds(conds: list[tuple[str, tuple[int, int]]], version: tuple[int, int]) -> bool:
+    return all(version >= v if op == ">=" else version < v for op, v in conds)
+
+
+def parse_fragment(text: str, where: str, version: tuple[int, int] | None = None) -> dict[str, str]:
+    """``CONFIG_X`` → value (``n`` for "is not set"); a line that is neither is an error.  Lines
+    under a ``#@ linux ...`` guard count only for a source whose ``version`` (major, minor)
+    satisfies it; with ``version`` None they are checked and left out."""
     out: dict[str, str] = {}
+    conds: list[tuple[str, tuple[int, int]]] | None = None
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
+        g = GUARD.match(line)
+        if g:
+            conds = _guard(g.group(1), f"{where}:{n}")
+            continue
+        active = conds is None or (version is not None and guard_holds(conds, version))
         m = LINE_SET.match(line)
         if m:
             if not m.group(2):
                 raise UsageError(f"{where}:{n}: {m.group(1)}= has no value (write '# {m.group(1)} is not set' "
                                  f"to turn it off)")
-            out[m.group(1)] = m.group(2)
+            if active:
+                out[m.group(1)] = m.group(2)
             continue
         m = LINE_UNSET.match(line)
         if m:
-            out[m.group(1)] = "n"
+            if active:
+                out[m.group(1)] = "n"
             continue
         if line and not line.startswith("#"):
             raise UsageError(f"{where}:{n}: not a config line (expected CONFIG_X=value or "
@@ -63,7 +101,7 @@ def parse_fragment(text: str, where: str) -> dict[str, str]:
     return out
 
 
-def read_fragment_file(path: Path, flag: str = "--kconfig") -> dict[str, str]:
+def read_fragment_file(path: Path, flag: str = "--kconfig", version: tuple[int, int] | None = None) -> dict[str, str]:
     try:
         raw = path.read_bytes()
     except IsADirectoryError:
@@ -74,7 +112,7 @@ def read_fragment_file(path: Path, flag: str = "--kconfig") -> dict[str, str]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{flag} {path}: not a text file (a config fragment is CONFIG_X=value lines)") from None
-    return parse_fragment(text, str(path))
+    return parse_fragment(text, str(path), version)
 
 
 def merge(fragments: list[dict[str, str]]) -> dict[str, str]:

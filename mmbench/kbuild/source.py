@@ -45,6 +45,7 @@ class Source:
     spec: SourceSpec
     provenance: dict[str, Any] = field(default_factory=dict)
     key: str = ""                  # the source's part of the image cache key
+    linux: tuple[int, int] | None = None   # VERSION.PATCHLEVEL: which fragment guards apply
 
     @property
     def label(self) -> str:
@@ -67,16 +68,27 @@ def _git(args: list[str], cwd: Path, what: str) -> str:
 
 def kernel_version(src: Path) -> str:
     """VERSION.PATCHLEVEL.SUBLEVEL from the top Makefile."""
-    vals: dict[str, str] = {}
     try:
-        for line in (src / "Makefile").read_text(errors="replace").splitlines()[:12]:
-            m = re.match(r"^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION)\s*=\s*(\S*)", line)
-            if m:
-                vals[m.group(1)] = m.group(2)
+        return makefile_version((src / "Makefile").read_text(errors="replace"))
     except OSError:
         return ""
+
+
+def makefile_version(text: str) -> str:
+    """VERSION.PATCHLEVEL.SUBLEVEL(EXTRAVERSION) from the top Makefile's text."""
+    vals: dict[str, str] = {}
+    for line in text.splitlines()[:12]:
+        m = re.match(r"^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION)\s*=\s*(\S*)", line)
+        if m:
+            vals[m.group(1)] = m.group(2)
     return f"{vals.get('VERSION', '?')}.{vals.get('PATCHLEVEL', '?')}.{vals.get('SUBLEVEL', '?')}" \
            f"{vals.get('EXTRAVERSION', '')}"
+
+
+def major_minor(version: str) -> tuple[int, int] | None:
+    """(6, 12) from '6.12.117' or 'linux-source-6.12'; None if there is none."""
+    m = re.search(r"([0-9]+)\.([0-9]+)", version)
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _dpkg_version(package: str) -> str:
@@ -162,7 +174,8 @@ def describe_source(spec: SourceSpec) -> Source:
             version = f"tarball-{st.st_size}-{int(st.st_mtime)}"
         sid = re.sub(r"[^A-Za-z0-9.+_-]", "_", f"{package}_{version}")
         prov = {"kind": "package", "package": package, "version": version, "tarball": str(tar)}
-        return Source(sid, kbuild_root() / "src" / sid, spec, prov, f"package:{package}={version}")
+        return Source(sid, kbuild_root() / "src" / sid, spec, prov, f"package:{package}={version}",
+                      major_minor(package))
     assert spec.path is not None
     pid = hashlib.sha256(str(spec.path).encode()).hexdigest()[:12]
     if spec.kind == "tree":
@@ -179,7 +192,7 @@ def describe_source(spec: SourceSpec) -> Source:
         else:
             prov["signature"] = _tree_signature(spec.path, kbuild_root() / "signatures" / f"tree-{pid}.json")
             key = f"tree:{spec.path}:{prov['signature']}"
-        return Source(f"tree-{pid}", spec.path, spec, prov, key)
+        return Source(f"tree-{pid}", spec.path, spec, prov, key, major_minor(prov["kernelversion"]))
     # git
     if not spec.path.exists():
         raise UsageError(f"--kernel {spec.text}: {spec.path}: no such repository")
@@ -192,8 +205,23 @@ def describe_source(spec: SourceSpec) -> Source:
     commit = proc.stdout.strip()
     describe = subprocess.run(["git", "-C", str(spec.path), "describe", "--tags", "--always", "--abbrev=12", commit],
                               capture_output=True, text=True).stdout.strip() or commit[:12]
-    prov = {"kind": "git", "repo": str(spec.path), "ref": spec.ref, "commit": commit, "describe": describe}
-    return Source(f"git-{pid}", kbuild_root() / "src" / f"git-{pid}", spec, prov, f"git:{commit}")
+    makefile = subprocess.run(["git", "-C", str(spec.path), "show", f"{commit}:Makefile"],
+                              capture_output=True, text=True, errors="replace").stdout
+    prov = {"kind": "git", "repo": str(spec.path), "ref": spec.ref, "commit": commit, "describe": describe,
+            "kernelversion": makefile_version(makefile) if makefile else ""}
+    return Source(f"git-{pid}", kbuild_root() / "src" / f"git-{pid}", spec, prov, f"git:{commit}",
+                  major_minor(prov["kernelversion"]))
+
+
+def commits_between(repo: Path, base: str, commit: str, limit: int = 200) -> list[dict[str, str]]:
+    """The commits in ``base..commit`` of ``repo``, oldest first, each {"commit", "subject"}: what a
+    kernel built at ``commit`` has that one built at ``base`` has not (at most ``limit``, the newest)."""
+    proc = subprocess.run(["git", "-C", str(repo), "log", "--reverse", "--format=%H%x00%s", f"{base}..{commit}"],
+                          capture_output=True, text=True, errors="replace")
+    if proc.returncode != 0:
+        return []
+    rows = [line.split("\0", 1) for line in proc.stdout.splitlines() if "\0" in line]
+    return [{"commit": c, "subject": s} for c, s in rows[-limit:]]
 
 
 def prepare(source: Source, log: Callable[[str], None]) -> None:
@@ -235,6 +263,9 @@ def prepare(source: Source, log: Callable[[str], None]) -> None:
                 _git(["reset", "--quiet", "--hard"], source.path, f"--kernel {spec.text}")
             _git(["checkout", "--quiet", "--detach", commit], source.path, f"--kernel {spec.text}")
         _check_kernel_tree(source.path, spec.text)
+        # what is compiled, as `git describe --dirty` sees the worktree (clean: the patches come later)
+        source.provenance["describe"] = _git(["describe", "--tags", "--always", "--dirty", "--abbrev=12"],
+                                             source.path, f"--kernel {spec.text}")
 
 
 @contextmanager

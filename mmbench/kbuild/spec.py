@@ -1,7 +1,7 @@
 """What ``--kernel`` names to build: the spec syntax, parsed without touching the disk.
 
-    source                 Debian's linux-source package the set-up installed (the newest
-                           /usr/src/linux-source-X.Y.tar.xz)
+    source                 Debian's default linux-source package (the one the linux-source
+                           metapackage depends on: linux-source-6.1 on bookworm)
     source:linux-source-6.1  that package's tarball (/usr/src/linux-source-6.1.tar.xz)
     tree:PATH              a kernel source tree on this machine (built out of tree, O=)
     git:PATH@REF           a local git repository at a commit, tag or branch (a detached
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mmbench.errors import UsageError
+from mmbench.model.linux_source import default_tarball
 
 PACKAGE = re.compile(r"^linux-source-[0-9]+\.[0-9]+$")
 SRC_DIR = Path("/usr/src")
@@ -66,16 +67,15 @@ def parse_spec(text: str, flag: str = "--kernel") -> SourceSpec:
 
 
 def package_tarball(spec: SourceSpec) -> Path:
-    """The tarball of a ``source`` spec: the named package's, or the newest one installed."""
+    """The tarball of a ``source`` spec: the named package's, or Debian's default one."""
     if spec.package:
         tar = SRC_DIR / f"{spec.package}.tar.xz"
         if not tar.is_file():
             raise UsageError(f"--kernel {spec.text}: {tar} is not installed (apt-get install {spec.package}; "
-                             f"scripts/setup.sh installs Debian's default linux-source)")
+                             f"scripts/setup.sh installs linux-source-6.1 and -6.12)")
         return tar
-    found = sorted(SRC_DIR.glob("linux-source-*.tar.xz"),
-                   key=lambda p: [int(x) for x in re.findall(r"[0-9]+", p.name)])
-    if not found:
+    found = default_tarball(SRC_DIR)
+    if found is None:
         raise UsageError(f"--kernel {spec.text}: no /usr/src/linux-source-*.tar.xz (scripts/setup.sh installs "
                          f"Debian's linux-source package)")
-    return found[-1]
+    return found

@@ -18,7 +18,8 @@ Better = Literal["higher", "lower"]
 DIRECTION: dict[str, Better | None] = {
     # faults, swap, stalls: each one costs time
     "pgfault": "lower", "pgmajfault": "lower", "pswpin": "lower", "pswpout": "lower",
-    "allocstall": "lower", "zswpin": "lower", "zswpout": "lower",
+    "allocstall": "lower", "zswpin": "lower", "zswpout": "lower", "zswpwb": "lower",
+    "swpout_zero": "lower", "swpin_zero": "lower",
     "workingset_refault": "lower", "workingset_refault_anon": "lower", "workingset_refault_file": "lower",
     # reclaim work (scanned, reclaimed, written): less work for the same job
     "pgscan_direct": "lower", "pgscan_kswapd": "lower", "pgsteal_direct": "lower", "pgsteal_kswapd": "lower",

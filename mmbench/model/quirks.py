@@ -1,11 +1,16 @@
 """Kernel quirks as data, in one place: counter renames across kernel versions (``COUNTERS``),
-the settings namespaces and their files (``SETTING_NAMESPACES``), cgroup v1/v2 file names
-(``CGROUP_FILES``), the mm kernel threads (``KTHREADS``) and tracepoint renames.  Each entry
+rows whose meaning changed with a kernel version (``ROW_MEANING_CHANGES``), the settings
+namespaces and their files (``SETTING_NAMESPACES``), cgroup v1/v2 file names (``CGROUP_FILES``),
+the mm kernel threads (``KTHREADS``), tracepoint renames and changed fields
+(``TRACEPOINT_CHANGES``) and the mm functions the irqsoff rows are named after.  Each entry
 names the kernel version (or commit) behind it.  Code looks things up here instead of branching
 on versions; C programs keep their ABI constants (MADV_COLLAPSE, KPF_THP) in
 ``workloads/mmbench_util.h`` with the same kind of comment."""
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
 
 # -- /proc/vmstat counters -------------------------------------------------------------------
 
@@ -63,8 +68,10 @@ COUNTERS: dict[str, list[str]] = {
     "pgscan_file": ["pgscan_file"],
     "pgsteal_anon": ["pgsteal_anon"],
     "pgsteal_file": ["pgsteal_file"],
-    "pgscan_khugepaged": ["pgscan_khugepaged"],               # 5.19
-    "pgsteal_khugepaged": ["pgsteal_khugepaged"],             # 5.19
+    # 6.2 ("mm: vmscan: split khugepaged stats from direct reclaim stats"): before it khugepaged's
+    # reclaim counted as direct reclaim (Debian's 6.1.192 has neither counter)
+    "pgscan_khugepaged": ["pgscan_khugepaged"],
+    "pgsteal_khugepaged": ["pgsteal_khugepaged"],
     "pgscan_proactive": ["pgscan_proactive"],                 # 6.15 (memory.reclaim et al.)
     "pgsteal_proactive": ["pgsteal_proactive"],               # 6.15
     # workingset_refault (4.x, file pages only) split into _anon and _file in 5.9.
@@ -72,6 +79,11 @@ COUNTERS: dict[str, list[str]] = {
     "workingset_refault_file": ["workingset_refault_file", "workingset_refault"],
     "zswpin": ["zswpin"],                                     # 5.19 (zswap counters)
     "zswpout": ["zswpout"],
+    "zswpwb": ["zswpwb"],                                     # 6.8 (zswap writeback to swap)
+    # 6.12 ("mm: store zero pages to be swapped out in a bitmap"): a zero-filled anonymous page is
+    # swapped out without I/O, counted here and not in pswpout (swapped in: swpin_zero, not pswpin)
+    "swpout_zero": ["swpout_zero"],
+    "swpin_zero": ["swpin_zero"],
     "numa_hit": ["numa_hit"],
     "numa_miss": ["numa_miss"],
     "numa_interleave": ["numa_interleave"],
@@ -86,6 +98,61 @@ COUNTERS: dict[str, list[str]] = {
 
 # ≤ 3.3 kernels: pgsteal_<zone> counted kswapd and direct reclaim together; direct = Σ − kswapd.
 PGSTEAL_OLD = [f"pgsteal_{z}" for z in ZONES]
+
+
+# -- rows whose meaning changed --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MeaningChange:
+    """From kernel ``since`` (major, minor) on, ``rows`` (vmstat rows, by name) count something
+    else than before: a comparison of runs on both sides of ``since`` says so on each row."""
+    since: tuple[int, int]
+    rows: tuple[str, ...]
+    what: str
+
+
+ROW_MEANING_CHANGES: list[MeaningChange] = [
+    MeaningChange((6, 2), ("Direct pages scanned", "Direct pages reclaimed", "Direct efficiency %",
+                           "Direct velocity", "Percentage direct scans"),
+                  "from 6.2 khugepaged's reclaim is counted in pgscan/pgsteal_khugepaged, before it in the "
+                  "direct counters (\"mm: vmscan: split khugepaged stats from direct reclaim stats\")"),
+    MeaningChange((6, 7), ("Zswap ins", "Zswap outs"),
+                  "zswap's default pool is zsmalloc from 6.7, zbud before (\"zswap: change zswap's default "
+                  "allocator to zsmalloc\"); the pool each run used is its fingerprint's zswap.zpool"),
+    MeaningChange((6, 8), ("THP fault alloc", "THP fault fallback"),
+                  "from 6.8 (multi-size THP) these count PMD-size THPs only; a smaller size enabled in "
+                  "/sys/kernel/mm/transparent_hugepage/hugepages-*kB/enabled is counted in that size's stats/"),
+    MeaningChange((6, 11), ("THP split",),
+                  "from 6.11 thp_split_page counts splits of PMD-size folios only, before it every large "
+                  "folio's (\"mm: add per-order mTHP split counters\")"),
+    MeaningChange((6, 12), ("Swap Outs", "Swap Ins", "Page writes anon", "Page writes file"),
+                  "from 6.12 a zero-filled page is swapped without I/O and counted in swpout_zero/swpin_zero "
+                  "(rows \"Swap outs zero-filled\", \"Swap ins zero-filled\"), not in pswpout/pswpin, while "
+                  "nr_vmscan_write still counts it, so Page writes file (nr_vmscan_write - pswpout) includes "
+                  "such pages (\"mm: store zero pages to be swapped out in a bitmap\")"),
+    MeaningChange((6, 15), ("Memcg limit pages scanned", "Memcg limit pages reclaimed"),
+                  "from 6.15 proactive reclaim (memory.reclaim) is counted in pgscan/pgsteal_proactive and "
+                  "left out of these rows (all - kswapd - direct - khugepaged - proactive); before it, it is "
+                  "part of them"),
+]
+
+
+def release_version(release: str) -> tuple[int, int] | None:
+    """(major, minor) of a kernel release string ('6.12.117', '6.1.0-47-cloud-amd64')."""
+    m = re.match(r"^([0-9]+)\.([0-9]+)", release or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def meaning_changes(versions: list[tuple[int, int] | None]) -> dict[str, list[MeaningChange]]:
+    """Row name → the changes that fall between the given kernels (some before ``since``, some
+    at or after it); unknown versions (None) are left out."""
+    known = [v for v in versions if v is not None]
+    out: dict[str, list[MeaningChange]] = {}
+    for ch in ROW_MEANING_CHANGES:
+        if any(v < ch.since for v in known) and any(v >= ch.since for v in known):
+            for row in ch.rows:
+                out.setdefault(row, []).append(ch)
+    return out
 
 
 # -- settings -----------------------------------------------------------------------------------
@@ -146,11 +213,16 @@ PER_PAGE_TRACEPOINTS = ("vmscan:mm_vmscan_write_folio", "vmscan:mm_vmscan_writep
 # mm/vmscan.c and mm/swap.c's LRU batching; mm/filemap.c and mm/page-writeback.c; mm/memcontrol.c).
 # A function inlined into another is named after the one the compiler kept (6.1 inlines
 # isolate_freepages() into compaction_alloc(), as 2.6.38 did: the seed's "compaction_alloc").
+# Names of later kernels are listed beside 6.1's: 6.10's memory allocation profiling made the
+# allocating functions *_noprof, called through alloc_hooks() (compaction_alloc() wraps
+# compaction_alloc_noprof() in 6.12.117; __alloc_pages_noprof()), 6.10 made release_freepages()
+# release_free_list() and added free_unref_folios().
 IRQSOFF_MM_CLASSES: dict[str, tuple[str, ...]] = {
-    "compaction": ("compaction_alloc", "compaction_free", "isolate_freepages*", "fast_isolate_*",
-                   "isolate_migratepages*", "compact_*", "__compact_*", "kcompactd*", "split_map_pages",
-                   "release_freepages", "suitable_migration_*"),
+    "compaction": ("compaction_alloc", "compaction_alloc_noprof", "compaction_free", "isolate_freepages*",
+                   "fast_isolate_*", "isolate_migratepages*", "compact_*", "__compact_*", "kcompactd*",
+                   "split_map_pages", "release_freepages", "release_free_list", "suitable_migration_*"),
     "page-alloc": ("rmqueue*", "__rmqueue*", "free_pcppages_bulk", "free_one_page", "free_unref_page*",
+                   "free_unref_folios",
                    "__free_pages_ok", "__free_one_page", "get_page_from_freelist", "__alloc_pages*",
                    "drain_pages*", "drain_local_pages*", "steal_suitable_fallback", "move_freepages*",
                    "reserve_highatomic_pageblock", "unreserve_highatomic_pageblock", "__isolate_free_page",
@@ -175,6 +247,6 @@ IRQSOFF_MM_CLASSES: dict[str, tuple[str, ...]] = {
 # out of line (CMA calls it too) and its compact_lock_irqsave() sections are its own.  The migrate
 # scanner's lru_lock sections are isolate_migratepages_block()'s.
 IRQSOFF_MM_PATHS: dict[str, tuple[str, ...]] = {
-    "free scanner": ("compaction_alloc", "isolate_freepages*", "fast_isolate_*"),
+    "free scanner": ("compaction_alloc", "compaction_alloc_noprof", "isolate_freepages*", "fast_isolate_*"),
     "migrate scanner": ("isolate_migratepages*",),
 }

@@ -417,11 +417,14 @@ def build_facts(build: dict[str, Any]) -> dict[str, Any]:
     user = {}
     for f in build.get("fragments") or []:
         user.update(f.get("options") or {})
-    return {"source": build.get("source_label", ""), "patches": patches,
-            "series_sha256": series[:12] if patches else "",
-            "fragments": [f.get("name", "?") for f in build.get("fragments") or []],
-            "config_sha256": str(build.get("config_sha256", ""))[:12],
-            "user_options": user}
+    facts = {"source": build.get("source_label", ""), "patches": patches,
+             "series_sha256": series[:12] if patches else "",
+             "fragments": [f.get("name", "?") for f in build.get("fragments") or []],
+             "config_sha256": str(build.get("config_sha256", ""))[:12],
+             "user_options": user}
+    if "commits" in build:  # an A/B of two commits of one git repository: what this side has
+        facts["commits"] = [f"{c.get('commit', '')[:12]} {c.get('subject', '')}" for c in build["commits"]]
+    return facts
 
 
 def _report_guest_crash(workdir: Path, progress: Any) -> None:

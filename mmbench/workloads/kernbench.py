@@ -31,7 +31,6 @@ counted.
 from __future__ import annotations
 
 import fcntl
-import glob
 import os
 import re
 import shutil
@@ -44,6 +43,7 @@ from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.guest import in_guest
 from mmbench.model.cache import cache_root
+from mmbench.model.linux_source import default_tarball
 from mmbench.model.results import MetricDef
 from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
@@ -52,7 +52,6 @@ CONFIGS = ("tinyconfig", "allnoconfig", "defconfig")
 # and "build N done" (thpchallenge waits for the first build)
 PROGRESS_LOG = "kernbench.log"
 STAMP = ".mmbench-unpacked"      # written last into an unpacked tree
-_TARBALL = re.compile(r"linux-source-([\d.]+)\.tar\.xz$")
 
 
 def llc_count(sysfs: Path = Path("/sys/devices/system/cpu")) -> int:
@@ -68,10 +67,9 @@ def llc_count(sysfs: Path = Path("/sys/devices/system/cpu")) -> int:
 
 
 def source_tarball() -> Path | None:
-    """The newest /usr/src/linux-source-X.tar.xz Debian's linux-source package installed."""
-    found = [(tuple(int(x) for x in m.group(1).split(".")), Path(p))
-             for p in glob.glob("/usr/src/linux-source-*.tar.xz") if (m := _TARBALL.search(p))]
-    return max(found)[1] if found else None
+    """Debian's default linux-source tarball (/usr/src/linux-source-X.tar.xz: the version the
+    ``linux-source`` package installs, whatever other versions are installed beside it)."""
+    return default_tarball()
 
 
 def source_cache() -> Path:

@@ -10,6 +10,7 @@ from mmbench.analysis import vmstat as vm
 from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.model import Row, Section, clean
 from mmbench.analysis.compare.selection import iteration_row_tests
+from mmbench.model.quirks import meaning_changes, release_version
 from mmbench.model.results import IterationResult
 
 
@@ -26,12 +27,17 @@ def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
     if not derived:
         return sec
     per_iter = _per_iteration(measured) if ctx.multi and ctx.base in derived else {}
+    changed = _meaning_changes(ctx) if ctx.multi else {}
     for rd in vm.ROWS:
         if not any(rd.name in d for d in derived.values()):
             continue
         row = Row(rd.name, "Amean", rd.unit, rd.better,
                   {n: clean(derived.get(n, {}).get(rd.name)) for n in ctx.names})
         sec.rows.append(row)
+        for ch in changed.get(rd.name, []):
+            row.add_note(f"counts differently from {ch.since[0]}.{ch.since[1]} on: see the notes")
+            ctx.note(f"vmstat rows {', '.join(ch.rows)}: {ch.what}; these runs' kernels straddle it "
+                     f"({_kernels(ctx)})")
         if per_iter:
             _test(ctx, row, {n: [d[rd.name] for d in ds] for n, ds in per_iter.items()}, rd.count, rd.resolution)
     return sec
@@ -64,3 +70,16 @@ def _test(ctx: Context, row: Row, vals: dict[str, list[float | None]], count: bo
         row.add_note(f"no test: undefined in some iterations of {', '.join(gaps)}")
     if ctx.base in whole:
         iteration_row_tests(ctx, row, whole, count=count, resolution=resolution)
+
+
+def _release(run: object) -> str:
+    return str(((getattr(run, "fingerprint", None) or {}).get("kernel") or {}).get("release", ""))
+
+
+def _meaning_changes(ctx: Context) -> dict[str, list]:
+    """Row name → the kernel changes (``model.quirks.ROW_MEANING_CHANGES``) between the runs' kernels."""
+    return meaning_changes([release_version(_release(r)) for r in ctx.runs])
+
+
+def _kernels(ctx: Context) -> str:
+    return ", ".join(f"{n} {_release(r) or '?'}" for r, n in zip(ctx.runs, ctx.names))
