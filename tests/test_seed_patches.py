@@ -50,3 +50,25 @@ def test_readme_has_a_paragraph_per_patch_and_the_patches_install_with_the_packa
     for p in [*patches, PATCHES / "README.md"]:
         rel = p.relative_to(ROOT / "mmbench").as_posix()
         assert any(fnmatch.fnmatch(rel, g) for g in globs), f"{rel} not in package-data"
+
+
+PORTS = {"6.12": ("seed001", "seed003")}
+
+
+@pytest.mark.parametrize("version,seed", [(v, s) for v, seeds in PORTS.items() for s in seeds])
+def test_ported_patches_name_their_version_and_what_differs(version, seed):
+    """configs/seeds/patches/X.Y/: a seed's patch ported to Debian's linux-source-X.Y, in the same
+    style, with the same file name as 6.1's, saying what differs from 6.1; installed with the package."""
+    port = sorted((PATCHES / version).glob(f"{seed}-*.patch"))
+    assert [p.name for p in port] == [_patch_of(seed).name]
+    text = port[0].read_text()
+    assert re.match(r"From [0-9a-f]{40} Mon Sep 17 00:00:00 2001\n", text)
+    body, sep, diff = text.partition("\n\n")[2].partition("\n---\n")
+    assert sep and f"seed {seed[4:7]}" in body and f"linux-source-{version}" in body
+    assert re.search(r"\b[0-9a-f]{8,12}\b", body) and "What differs from 6.1" in body
+    assert "What the seed's rows should do" in body
+    assert re.findall(r"^diff --git a/(\S+) b/\1$", diff, re.M) == ["mm/compaction.c"]
+    assert port[0].name in (PATCHES / "README.md").read_text()
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    rel = port[0].relative_to(ROOT / "mmbench").as_posix()
+    assert any(fnmatch.fnmatch(rel, g) for g in data["mmbench"]), f"{rel} not in package-data"
