@@ -767,7 +767,8 @@ def test_guest_fragment_per_version_on_real_configs(tmp_path):
     lines = kconfig.dropped(v61, _real("config-6.1-fragment.gz"), src)
     assert lines == [
         "CONFIG_BASE_FULL=y was asked for, but olddefconfig left not set: no such option in this source's "
-        "Kconfig (misspelt, or not in this kernel version)",
+        "Kconfig (misspelt, or not in this kernel version: a fragment gives an option per version under "
+        "'#@ linux < X.Y' / '#@ linux >= X.Y')",
         "CONFIG_SLUB_DEBUG=y was asked for, but olddefconfig left not set: depends on (SYSFS && !SLUB_TINY), "
         "unmet here (SYSFS=y, SLUB_TINY=y)"]
 

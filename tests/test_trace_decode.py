@@ -443,3 +443,26 @@ def test_damaged_pages_neither_crash_nor_disagree(prog, tmp_path):
     assert filecmp.cmp(tmp_path / "c.tsv", tmp_path / "py.tsv", shallow=False)
     ref_rows = decode_files(cap.files, cap.formats, page_size=4096, layout=cap.layout)
     assert D.c_records(cap, prog, tmp_path) == ref_rows.events
+
+
+def test_an_event_the_kernel_lacks_is_named_in_the_notes(tmp_path):
+    """Where a whole vmscan group was recorded without mm_vmscan_reclaim_pages (6.1.192) the notes
+    say the kernel has no such tracepoint (model.quirks.TRACEPOINT_CHANGES); where the kernel has
+    it (6.18) or the suite left it out, nothing is said."""
+    groups = {"groups": ["vmscan", "compaction", "huge_memory", "oom"], "excluded": ["vmscan:mm_vmscan_write_folio"]}
+    notes = {}
+    for name in ("guest-6.1-seed001", "host-6.18-thrash"):
+        d = tmp_path / name
+        shutil.copytree(DATA / name, d)
+        meta = {**D.decode_capture(d, binary_for, keep_raw=True), **groups}
+        summary = MmTrace.summarise(d, meta)
+        notes[name] = [n for n in summary.notes if "tracepoint (" in n]
+        rows = {md.name for md, _ in summary.metrics}
+        assert "mm_vmscan_reclaim_pages events" not in rows        # none recorded in either capture
+        assert "mm_vmscan_write_folio events" not in rows          # excluded: no note either
+    assert notes["guest-6.1-seed001"] == [
+        "this kernel has no vmscan:mm_vmscan_reclaim_pages tracepoint (absent in 6.1.192 and 6.12.117, present "
+        "in 6.18): no 'mm_vmscan_reclaim_pages events' row"]
+    assert notes["host-6.18-thrash"] == []
+    d = tmp_path / "guest-6.1-seed001"
+    assert not [n for n in MmTrace.summarise(d, {"notes": []}).notes if "tracepoint (" in n]

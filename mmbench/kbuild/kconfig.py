@@ -360,7 +360,8 @@ def explain(option: str, want: str, syms: dict[str, Symbol], values: dict[str, s
     name = option[len("CONFIG_"):]
     sym = syms.get(name)
     if sym is None or not sym.deps:
-        return "no such option in this source's Kconfig (misspelt, or not in this kernel version)"
+        return ("no such option in this source's Kconfig (misspelt, or not in this kernel version: a fragment "
+                "gives an option per version under '#@ linux < X.Y' / '#@ linux >= X.Y')")
     if want == "n":
         on = [s for s in sym.selected_by if evaluate(s, values) > 0]
         if on:

@@ -43,7 +43,7 @@ from mmbench.guest import in_guest
 from mmbench.monitors.trace import stalls as stall_analysis
 from mmbench.model.kernel import pageblock_order
 from mmbench.model.params import Param
-from mmbench.model.quirks import KTHREADS, PER_PAGE_TRACEPOINTS
+from mmbench.model.quirks import KTHREADS, PER_PAGE_TRACEPOINTS, TRACEPOINT_CHANGES
 from mmbench.monitors.base import SUMMARY_CACHE, Monitor, MonitorContext, MonitorSummary, load_summary
 from mmbench.monitors.trace.capture import RawCapture
 from mmbench.monitors.trace.decode import decode_capture
@@ -116,6 +116,9 @@ class MmTrace(Monitor):
                                                     else DEFAULT_EXCLUDE)}
         events = [e for e in events if e not in excluded or e in explicit]
         self._missing = missing
+        # whole groups asked for: an event of such a group that the capture lacks is one the kernel lacks
+        self._groups = [e for e in specs if ":" not in e]
+        self._excluded = sorted(f"{g}:{e}" for g, e in excluded - explicit)
         fork, _ = expand_events(["sched:sched_process_fork"])
         events += [e for e in fork if e not in events]   # to follow the workload's children
         if missing:
@@ -168,7 +171,7 @@ class MmTrace(Monitor):
         meta: dict[str, Any] = {
             "files": ["capture.json", "tasks.json", "header_page", "header_event", "formats"], "bytes": cap_meta["bytes"],
             "reader_cpu_s": cap_meta.get("reader_cpu_s"), "errors": cap_meta.get("errors", []),
-            "notes": [], "keep_raw": keep}
+            "notes": [], "keep_raw": keep, "groups": self._groups, "excluded": self._excluded}
         if self._missing:
             meta["notes"].append("missing tracepoints: " + ", ".join(self._missing))
         if in_guest() and not p.get("decode_in_guest"):
@@ -235,10 +238,18 @@ class MmTrace(Monitor):
             counts = json.loads((outdir / "counts.json").read_text())
         out.metrics = stall_analysis.metrics(cols, counts.get("extfrag"), wakes=counts.get("kswapd_wakes"))
         ev = counts.get("events", {})
+        recorded = {f.name for f in (outdir / "formats").glob("*:*")}
         for name in ("mark_victim", "mm_compaction_deferred", "mm_vmscan_reclaim_pages", "mm_vmscan_write_folio"):
             if name in ev:
                 out.metrics.append((MetricDef(f"{name} events", "events", "lower", kind="count", mean="amean"),
                                     [float(ev[name])]))
+                continue
+            full = next((k for k in TRACEPOINT_CHANGES if k.endswith(":" + name)), "")
+            if (full and full not in recorded and full.split(":")[0] in meta.get("groups", [])
+                    and full not in meta.get("excluded", [])):
+                # its whole group was recorded and the kernel has no such event: said, not a silent gap
+                out.notes.append(f"this kernel has no {full} tracepoint ({TRACEPOINT_CHANGES[full]}): "
+                                 f"no '{name} events' row")
         out.metrics += _loss_metrics(counts)
         return out
 
