@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import filecmp
 import json
+import re
 import shutil
 import struct
 from pathlib import Path
@@ -80,7 +81,7 @@ def test_c_stalls_and_counts_identical_to_reference(name, prog, tmp_path):
 
 # (wake requests, high-order requests, high-order kswapd wakes) per real capture: the one
 # high-order request is a GFP_NOWAIT slab attempt (gfp 0x52810: COMP|NORETRY|NOWARN|KSWAPD_RECLAIM)
-KSWAPD_WAKES = {"guest-6.1-overrun": (51, 1, 0), "guest-6.1-seed001": (26, 0, 0),
+KSWAPD_WAKES = {"guest-6.1-overrun": (51, 1, 0), "guest-6.1-seed001": (26, 0, 0), "guest-6.12-seed001": (12, 0, 0),
                 "host-6.18-overrun": (0, 0, 0), "host-6.18-thrash": (0, 0, 0)}
 
 
@@ -461,8 +462,38 @@ def test_an_event_the_kernel_lacks_is_named_in_the_notes(tmp_path):
         assert "mm_vmscan_reclaim_pages events" not in rows        # none recorded in either capture
         assert "mm_vmscan_write_folio events" not in rows          # excluded: no note either
     assert notes["guest-6.1-seed001"] == [
-        "this kernel has no vmscan:mm_vmscan_reclaim_pages tracepoint (absent in 6.1.192 and 6.12.117, present "
-        "in 6.18): no 'mm_vmscan_reclaim_pages events' row"]
+        "this kernel has no vmscan:mm_vmscan_reclaim_pages tracepoint (it: in 6.18, not in 6.1.192 or 6.12.117): "
+        "no 'mm_vmscan_reclaim_pages events' row"]
     assert notes["host-6.18-thrash"] == []
     d = tmp_path / "guest-6.1-seed001"
     assert not [n for n in MmTrace.summarise(d, {"notes": []}).notes if "tracepoint (" in n]
+
+
+
+def _formats(name: str) -> dict[str, list[str]]:
+    """A capture's events → their field declarations (``type name``), common fields left out."""
+    out = {}
+    for f in (DATA / name / "formats").iterdir():
+        decl = re.findall(r"field:([^;]+);", f.read_text())
+        out[f.name] = [d.strip() for d in decl if not d.strip().split()[-1].startswith("common_")]
+    return out
+
+
+def test_tracepoint_changes_match_the_real_formats():
+    """Each model.quirks.TRACEPOINT_CHANGES entry against the captures of the kernels it names:
+    the event (or field) is in the formats of the kernels it says, not in the others'."""
+    from mmbench.model.quirks import TRACEPOINT_CHANGES
+    by_release = {}
+    for name in CAPTURES:
+        rel = D.Capture(DATA / name).meta.get("kernel_release") or name.split("-")[1]
+        key = "6.18" if rel.startswith("6.18") else "6.12.117" if rel.startswith("6.12.") else "6.1.192"
+        by_release.setdefault(key, {}).update(_formats(name))
+    assert set(by_release) == {"6.1.192", "6.12.117", "6.18"}
+    for ch in TRACEPOINT_CHANGES:
+        for rel in ch.present + ch.absent:
+            fmts = by_release[rel]
+            have = ch.event in fmts if ch.field is None else \
+                any(d == ch.field or d.endswith(" " + ch.field) for d in fmts.get(ch.event, []))
+            if ch.field is not None:
+                assert ch.event in fmts, (ch.event, rel)
+            assert have == (rel in ch.present), (ch.event, ch.field, rel)

@@ -209,21 +209,43 @@ KTHREADS = ("kswapd", "kcompactd", "khugepaged", "kdamond")
 PER_PAGE_TRACEPOINTS = ("vmscan:mm_vmscan_write_folio", "vmscan:mm_vmscan_writepage")
 
 # mm-trace's events and fields that differ between the kernels measured here, as their real
-# formats show (tests/data/trace: guest-6.1-*, guest-6.12-*, host-6.18-*; checked by
-# tests/test_trace_decode.py): event → which versions have it and how.  No field a stall row
-# reads (order, gfp_flags, nr_scanned, nr_reclaimed, usec_delayed, fallback_order,
-# change_ownership, parent_pid, child_pid) changed between 6.1, 6.12 and 6.18; an event a row
-# counts and a kernel lacks is named in that run's notes.
-TRACEPOINT_CHANGES: dict[str, str] = {
-    "vmscan:mm_vmscan_reclaim_pages": "absent in 6.1.192 and 6.12.117, present in 6.18",
-    "compaction:mm_compaction_fast_isolate_freepages": "absent in 6.1.192, present in 6.12.117 and 6.18",
-    "huge_memory:mm_khugepaged_collapse_file": "absent in 6.1.192, present in 6.12.117 and 6.18",
-    "vmscan:mm_vmscan_lru_isolate": "its isolate_mode field is in 6.1.192, not in 6.12.117 or 6.18",
-    "huge_memory:mm_khugepaged_scan_pmd": "its writable field is in 6.1.192 and 6.12.117, not in 6.18",
-    "huge_memory:mm_collapse_huge_page_isolate": "its writable field is in 6.1.192 and 6.12.117, not in 6.18",
-    "sched:sched_process_fork": "parent_comm and child_comm are char[16] in 6.1.192 and 6.12.117, "
-                                "__data_loc char[] in 6.18 (the decoders read both)",
-}
+# formats show (tests/data/trace: guest-6.1-*, guest-6.12-*, host-6.18-*; the test checks each
+# entry against them).  No field a stall row reads (order, gfp_flags, nr_scanned, nr_reclaimed,
+# usec_delayed, fallback_order, change_ownership, parent_pid, child_pid) changed between 6.1, 6.12
+# and 6.18; an event a row counts and a kernel lacks is named in that run's notes.
+
+@dataclass(frozen=True)
+class TracepointChange:
+    """``event`` (or its ``field``) is in the kernels ``present`` and not in ``absent``
+    (releases measured: 6.1.192, 6.12.117, 6.18)."""
+    event: str
+    field: str | None
+    present: tuple[str, ...]
+    absent: tuple[str, ...]
+    note: str = ""
+
+    def text(self) -> str:
+        what = f"its {self.field} field" if self.field else "it"
+        out = f"{what}: in {' and '.join(self.present)}, not in {' or '.join(self.absent)}"
+        return f"{out} ({self.note})" if self.note else out
+
+
+TRACEPOINT_CHANGES: list[TracepointChange] = [
+    TracepointChange("vmscan:mm_vmscan_reclaim_pages", None, ("6.18",), ("6.1.192", "6.12.117")),
+    TracepointChange("compaction:mm_compaction_fast_isolate_freepages", None, ("6.12.117", "6.18"), ("6.1.192",)),
+    TracepointChange("huge_memory:mm_khugepaged_collapse_file", None, ("6.12.117", "6.18"), ("6.1.192",)),
+    TracepointChange("vmscan:mm_vmscan_lru_isolate", "isolate_mode", ("6.1.192",), ("6.12.117", "6.18")),
+    TracepointChange("huge_memory:mm_khugepaged_scan_pmd", "writable", ("6.1.192", "6.12.117"), ("6.18",)),
+    TracepointChange("huge_memory:mm_collapse_huge_page_isolate", "writable", ("6.1.192", "6.12.117"), ("6.18",)),
+    TracepointChange("sched:sched_process_fork", "char parent_comm[16]", ("6.1.192", "6.12.117"), ("6.18",),
+                     "6.18 has __data_loc char[] parent_comm and child_comm; the decoders read both"),
+]
+
+
+def tracepoint_change(event: str) -> TracepointChange | None:
+    """The entry for an event that some measured kernels lack (``group:name``, or ``name``)."""
+    return next((c for c in TRACEPOINT_CHANGES if c.field is None and
+                 (c.event == event or c.event.endswith(":" + event))), None)
 
 # Classes of mm code for the irqsoff-sections monitor's rows: function names (fnmatch patterns) of
 # Debian's 6.1.192 source, by the file that defines them (mm/compaction.c; mm/page_alloc.c;

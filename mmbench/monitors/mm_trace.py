@@ -43,7 +43,7 @@ from mmbench.guest import in_guest
 from mmbench.monitors.trace import stalls as stall_analysis
 from mmbench.model.kernel import pageblock_order
 from mmbench.model.params import Param
-from mmbench.model.quirks import KTHREADS, PER_PAGE_TRACEPOINTS, TRACEPOINT_CHANGES
+from mmbench.model.quirks import KTHREADS, PER_PAGE_TRACEPOINTS, tracepoint_change
 from mmbench.monitors.base import SUMMARY_CACHE, Monitor, MonitorContext, MonitorSummary, load_summary
 from mmbench.monitors.trace.capture import RawCapture
 from mmbench.monitors.trace.decode import decode_capture
@@ -244,12 +244,11 @@ class MmTrace(Monitor):
                 out.metrics.append((MetricDef(f"{name} events", "events", "lower", kind="count", mean="amean"),
                                     [float(ev[name])]))
                 continue
-            full = next((k for k in TRACEPOINT_CHANGES if k.endswith(":" + name)), "")
-            if (full and full not in recorded and full.split(":")[0] in meta.get("groups", [])
-                    and full not in meta.get("excluded", [])):
+            ch = tracepoint_change(name)
+            if (ch and ch.event not in recorded and ch.event.split(":")[0] in meta.get("groups", [])
+                    and ch.event not in meta.get("excluded", [])):
                 # its whole group was recorded and the kernel has no such event: said, not a silent gap
-                out.notes.append(f"this kernel has no {full} tracepoint ({TRACEPOINT_CHANGES[full]}): "
-                                 f"no '{name} events' row")
+                out.notes.append(f"this kernel has no {ch.event} tracepoint ({ch.text()}): no '{name} events' row")
         out.metrics += _loss_metrics(counts)
         return out
 
