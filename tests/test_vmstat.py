@@ -159,3 +159,20 @@ def test_rows_whose_meaning_changed_between_the_kernels_say_so():
     assert {r for ch in ROW_MEANING_CHANGES for r in ch.rows} <= {r.name for r in vm.ROWS}
     assert release_version("6.1.0-47-cloud-amd64") == (6, 1) and release_version("") is None
     assert meaning_changes([(6, 1), None]) == {}
+
+
+def test_real_6_12_counters_zero_filled_swap():
+    """/proc/vmstat of a 6.12.117 guest around one seed002-simoop iteration (zram swap): the
+    zero-filled pages swapped without I/O (swpout_zero, 6.12) are rows of their own and not in
+    Swap Outs, while nr_vmscan_write counts them, so Page writes file holds them too (the
+    meaning change ROW_MEANING_CHANGES names); khugepaged's reclaim has counters of its own."""
+    d6 = DATA / "kernel-6.12"
+    delta = vmstat_delta(parse_vmstat((d6 / "vmstat-before.txt").read_text()),
+                         parse_vmstat((d6 / "vmstat-after.txt").read_text()))
+    rows = vm.derive(delta, elapsed=60.0)
+    assert (rows["Swap Outs"], rows["Swap outs zero-filled"]) == (35128, 133)
+    assert (rows["Swap Ins"], rows["Swap ins zero-filled"]) == (25301, 108)
+    assert delta["nr_vmscan_write"] == 35327
+    assert rows["Page writes file"] == 35327 - 35128 == 199        # 133 of them zero-filled anon pages
+    assert rows["Zswap writebacks"] == 0 and "pgscan_khugepaged" in delta and "pgscan_proactive" not in delta
+    assert rows["Direct pages scanned"] == delta["pgscan_direct"] == 27677
