@@ -462,8 +462,8 @@ def test_an_event_the_kernel_lacks_is_named_in_the_notes(tmp_path):
         assert "mm_vmscan_reclaim_pages events" not in rows        # none recorded in either capture
         assert "mm_vmscan_write_folio events" not in rows          # excluded: no note either
     assert notes["guest-6.1-seed001"] == [
-        "this kernel has no vmscan:mm_vmscan_reclaim_pages tracepoint (it: in 6.18, not in 6.1.192 or 6.12.117): "
-        "no 'mm_vmscan_reclaim_pages events' row"]
+        "this kernel has no vmscan:mm_vmscan_reclaim_pages tracepoint (present in 6.18; absent in 6.1.192, "
+        "6.12.117): no 'mm_vmscan_reclaim_pages events' row"]
     assert notes["host-6.18-thrash"] == []
     d = tmp_path / "guest-6.1-seed001"
     assert not [n for n in MmTrace.summarise(d, {"notes": []}).notes if "tracepoint (" in n]

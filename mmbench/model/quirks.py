@@ -225,8 +225,8 @@ class TracepointChange:
     note: str = ""
 
     def text(self) -> str:
-        what = f"its {self.field} field" if self.field else "it"
-        out = f"{what}: in {' and '.join(self.present)}, not in {' or '.join(self.absent)}"
+        what = f"{self.field} field " if self.field else ""
+        out = f"{what}present in {', '.join(self.present)}; absent in {', '.join(self.absent)}"
         return f"{out} ({self.note})" if self.note else out
 
 
