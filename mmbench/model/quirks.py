@@ -121,7 +121,8 @@ ROW_MEANING_CHANGES: list[MeaningChange] = [
                   "allocator to zsmalloc\"); the pool each run used is its fingerprint's zswap.zpool"),
     MeaningChange((6, 8), ("THP fault alloc", "THP fault fallback"),
                   "from 6.8 (multi-size THP) these count PMD-size THPs only; a smaller size enabled in "
-                  "/sys/kernel/mm/transparent_hugepage/hugepages-*kB/enabled is counted in that size's stats/"),
+                  "/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/enabled is counted in that size's "
+                  "stats/anon_fault_alloc and anon_fault_fallback"),
     MeaningChange((6, 11), ("THP split",),
                   "from 6.11 thp_split_page counts splits of PMD-size folios only, before it every large "
                   "folio's (\"mm: add per-order mTHP split counters\")"),
