@@ -368,6 +368,9 @@ elif target == "olddefconfig":
         vals.pop("CONFIG_B", None)        # B depends on A (fake_kconfig_tree)
     cfg.write_text("".join(f"{k}={v}\n" for k, v in vals.items()))
 elif target == "bzImage":
+    if "killed" in (src / "mm" / "vmscan.c").read_text():
+        import signal
+        os.kill(os.getpid(), signal.SIGTERM)
     if (src / "mm" / "broken").exists() or "broken" in (src / "mm" / "vmscan.c").read_text():
         print("mm/vmscan.c:2:9: error: 'broken' undeclared", file=sys.stderr)
         sys.exit(2)
@@ -475,6 +478,12 @@ def test_build_errors(fake_build, tmp_path):
     broken = _patch(tmp_path, "broken.patch", ONE_LINE.replace("+int b = 2;", "+int b = broken;"))
     with pytest.raises(UsageError, match=r"does not build: mm/vmscan.c:2:9: error: 'broken' undeclared"):
         _build(spec, [broken])
+    assert (src / "mm" / "vmscan.c").read_text() == "int a;\nint b = 1;\nint c;\n"
+    # make killed by a signal: said so (exit 3), not blamed on the patch nor on a compile line
+    killed = _patch(tmp_path, "killed.patch", ONE_LINE.replace("+int b = 2;", "+int b = killed;"))
+    from mmbench.errors import EnvironmentUnsupported
+    with pytest.raises(EnvironmentUnsupported, match=r"make was killed by SIGTERM \(not a compile error"):
+        _build(spec, [killed])
     assert (src / "mm" / "vmscan.c").read_text() == "int a;\nint b = 1;\nint c;\n"
     # a tree configured in place is refused (kbuild would refuse O=)
     (src / ".config").write_text("")

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -172,6 +173,17 @@ def _make(src: Path, obj: Path, targets: list[str], log_file: Path, log: Callabl
     return rc, compiled, time.monotonic() - t0
 
 
+def _failure(rc: int, log_file: Path) -> str:
+    """Why make failed: killed by a signal (no compile error to show), else the log's first error."""
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return f"make was killed by {name} (not a compile error: the objects built so far are kept; run it again)"
+    return _first_error(log_file)
+
+
 def _first_error(log_file: Path) -> str:
     try:
         lines = log_file.read_text(errors="replace").splitlines()
@@ -277,8 +289,8 @@ def _build_locked(request: BuildRequest, source: Source, wanted: dict[str, str],
         log(f"kernel build: compiling in {obj} ({'about ' + str(expect) + ' objects if cold' if expect else 'cold: ~1,300 objects, minutes'})")
         rc, compiled, make_s = _make(source.path, obj, ["bzImage"], log_file, log, "compiling", expect)
         if rc != 0:
-            why = _first_error(log_file)
-            if request.patches:
+            why = _failure(rc, log_file)
+            if request.patches and rc > 0:
                 raise UsageError(f"the kernel with patches {[p.name for p in request.patches]} does not build: "
                                  f"{why} (full log: {log_file})")
             raise EnvironmentUnsupported(f"kernel build failed: {why} (full log: {log_file})")
