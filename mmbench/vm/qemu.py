@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from mmbench.errors import EnvironmentUnsupported
 from mmbench.vm.initramfs import PROBE_MARKER, READY_MARKER, SCRATCH_SERIAL, build_initramfs
@@ -168,6 +168,26 @@ class GuestSpec:
     below_4g_mb: int | None = None
 
 
+def console_event(line: str, state: dict[str, Any]) -> None:
+    """Update a guest's ``state`` (booted, exit, panic, powering_off) from one console line.
+
+    A panic after the run reported its status and the kernel began powering off is not the run's:
+    6.12.117 guests were seen printing "reboot: Power down" and then "Attempted to kill init!"
+    when the guest script's shell exited before QEMU stopped; the run's files were all stored."""
+    if READY_MARKER in line:
+        state["booted"] = True
+    elif line.startswith(EXIT_MARKER):
+        try:
+            state["exit"] = int(line.split()[1])
+        except (IndexError, ValueError):
+            state["exit"] = 125
+    elif line.startswith("reboot: Power down"):
+        state["powering_off"] = True
+    elif any(m in line for m in PANIC_MARKERS):
+        if not (state.get("exit") is not None and state.get("powering_off")):
+            state["panic"] = True
+
+
 @dataclass
 class GuestResult:
     exit_code: int | None                  # the command's status, None if it never reported one
@@ -264,7 +284,7 @@ class Guest:
         t0 = time.monotonic()
         qemu = self._spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         tail: collections.deque[str] = collections.deque(maxlen=200)
-        state = {"exit": None, "panic": False, "booted": False}
+        state: dict[str, Any] = {"exit": None, "panic": False, "booted": False, "powering_off": False}
         console = open(self.workdir / "console.log", "w", errors="replace")
 
         def reader() -> None:
@@ -273,15 +293,7 @@ class Guest:
                 line = raw.decode(errors="replace").rstrip("\r\n")
                 console.write(line + "\n")
                 tail.append(line)
-                if READY_MARKER in line:
-                    state["booted"] = True
-                elif line.startswith(EXIT_MARKER):
-                    try:
-                        state["exit"] = int(line.split()[1])
-                    except (IndexError, ValueError):
-                        state["exit"] = 125
-                elif any(m in line for m in PANIC_MARKERS):
-                    state["panic"] = True
+                console_event(line, state)
                 on_line(line)
         t = threading.Thread(target=reader, daemon=True)
         t.start()
