@@ -10,6 +10,7 @@ from mmbench.analysis import vmstat as vm
 from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.model import Row, Section, clean
 from mmbench.analysis.compare.selection import iteration_row_tests
+from mmbench.model.files import kernel_release
 from mmbench.model.quirks import meaning_changes, release_version
 from mmbench.model.results import IterationResult
 
@@ -72,13 +73,9 @@ def _test(ctx: Context, row: Row, vals: dict[str, list[float | None]], count: bo
         iteration_row_tests(ctx, row, whole, count=count, resolution=resolution)
 
 
-def _release(run: object) -> str:
-    return str(((getattr(run, "fingerprint", None) or {}).get("kernel") or {}).get("release", ""))
-
-
 def _meaning_changes(ctx: Context) -> dict[str, list]:
     """Row name → the kernel changes (``model.quirks.ROW_MEANING_CHANGES``) between the runs' kernels."""
-    return meaning_changes([release_version(_release(r)) for r in ctx.runs])
+    return meaning_changes([release_version(kernel_release(r.fingerprint or {})) for r in ctx.runs])
 
 
 def _kernels(ctx: Context) -> str:
