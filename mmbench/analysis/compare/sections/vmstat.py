@@ -79,4 +79,4 @@ def _meaning_changes(ctx: Context) -> dict[str, list]:
 
 
 def _kernels(ctx: Context) -> str:
-    return ", ".join(f"{n} {_release(r) or '?'}" for r, n in zip(ctx.runs, ctx.names))
+    return ", ".join(f"{n} {kernel_release(r.fingerprint or {}) or '?'}" for r, n in zip(ctx.runs, ctx.names))
