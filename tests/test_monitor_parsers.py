@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from mmbench.model.kernel import parse_meminfo, parse_vmstat
 from mmbench.monitors.buddyinfo import parse_buddyinfo
 from mmbench.monitors.kthreads import TICKS, stat_cpu_seconds
-from mmbench.monitors.pagetypeinfo import parse_pagetypeinfo
+from mmbench.monitors.pagetypeinfo import Pagetypeinfo, parse_pagetypeinfo
 from mmbench.monitors.psi import parse_pressure
 from mmbench.monitors.slabinfo import parse_slabinfo
 
@@ -35,6 +37,22 @@ def test_pagetypeinfo_free_pages_and_blocks():
     assert p["free.DMA32.Movable"] == 772808 and p["free_hi.DMA32.Movable"] == 771072
     assert p["blocks.Normal.Movable"] == 1330 and p["blocks.Normal.Reclaimable"] == 91
     assert p["blocks.DMA.Movable"] == 7
+
+
+def test_pagetypeinfo_list_too_long_to_count_is_a_lower_bound():
+    """Since 5.5 the kernel prints '>100000' for a free list it stopped counting (seq_printf
+    "%s%6lu ", with ">" on overflow): parsed as 100,000, the zone/type marked capped, and the
+    summary says its free figure is a lower bound."""
+    line = "Node    0, zone   Normal, type      Movable   3629   2005   6897"
+    capped = text("pagetypeinfo").replace(line, "Node    0, zone   Normal, type      Movable >100000   2005   6897")
+    p = parse_pagetypeinfo(capped)
+    assert p["capped.Normal.Movable"] == 1 and p["capped.DMA32.Movable"] == 0
+    assert p["free.Normal.Movable"] == parse_pagetypeinfo(text("pagetypeinfo"))["free.Normal.Movable"] - 3629 + 100000
+    cols = ["time", *p]
+    arr = np.array([[0.0, *p.values()], [1.0, *p.values()]])
+    notes = Pagetypeinfo.summarise_table(cols, arr, {}).notes
+    assert any("Movable" in n and "lower bounds" in n for n in notes)
+    assert not Pagetypeinfo.summarise_table(cols, np.array([[0.0, *parse_pagetypeinfo(text("pagetypeinfo")).values()]] * 2), {}).notes
 
 
 def test_slabinfo_bytes_per_cache():

@@ -3,7 +3,8 @@
 Cost: 1-2.4 ms per read (the kernel walks every pageblock with the zone lock held), so the
 default interval is 10 s.  Columns: ``free.<zone>.<type>`` (free pages, all orders),
 ``free_hi.<zone>.<type>`` (free pages in blocks of pageblock order or above) and
-``blocks.<zone>.<type>``.  Summary: pageblocks per migrate type and free MiB per migrate type,
+``blocks.<zone>.<type>``; ``capped.<zone>.<type>`` is 1 where a free list was too long for the
+kernel to count (its free figures are then lower bounds).  Summary: pageblocks per migrate type and free MiB per migrate type,
 summed over zones (mixing of Unmovable/Reclaimable into Movable blocks is what fragmentation is).
 """
 
@@ -15,6 +16,11 @@ from mmbench.model.lazy import numpy as np
 
 from mmbench.monitors._common import clean, gauge_metric, read_text
 from mmbench.monitors.base import MonitorSummary, SamplingMonitor
+
+
+# Since 5.5 ("mm, vmstat: reduce zone->lock holding time by /proc/pagetypeinfo", commit
+# 93b3a674485f) the kernel stops counting a free list at 100,000 entries and prints ">100000".
+COUNT_CAP_PREFIX = ">"
 
 
 def parse_pagetypeinfo(text: str) -> dict[str, int]:
@@ -31,14 +37,17 @@ def parse_pagetypeinfo(text: str) -> dict[str, int]:
             zone = head.split()[-1]
             parts = counts.split()
             mtype = parts[0]
-            free = hi = 0
+            free = hi = capped = 0
             for order, v in enumerate(parts[1:]):
+                if v.startswith(COUNT_CAP_PREFIX):
+                    capped, v = 1, v[len(COUNT_CAP_PREFIX):]
                 n = int(v) << order
                 free += n
                 if order >= pb_order:
                     hi += n
             out[f"free.{zone}.{mtype}"] = free
             out[f"free_hi.{zone}.{mtype}"] = hi
+            out[f"capped.{zone}.{mtype}"] = capped
         elif line.startswith("Node") and block_types:
             parts = line.replace(",", " ").split()
             zone = parts[3]
@@ -65,6 +74,10 @@ class Pagetypeinfo(SamplingMonitor):
         for (kind, mtype), v in sorted(sums.items()):
             if kind == "blocks":
                 out.metrics.append((gauge_metric(f"Pageblocks {mtype}", "blocks", kind="count"), clean(v)))
+        capped = sorted(m for (kind, m), v in sums.items() if kind == "capped" and np.nanmax(v) > 0)
+        if capped:
+            out.notes.append(f"Free {', '.join(capped)} (MiB) are lower bounds: a free list longer than 100,000 "
+                             "pages is printed as '>100000' by the kernel (5.5+) and counted as 100,000")
         for (kind, mtype), v in sorted(sums.items()):
             if kind == "free":
                 out.metrics.append((gauge_metric(f"Free {mtype} (MiB)", "MiB", "higher"), clean(v * 4 / 1024.0)))
