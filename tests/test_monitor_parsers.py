@@ -48,7 +48,7 @@ def test_pagetypeinfo_list_too_long_to_count_is_a_lower_bound():
     p = parse_pagetypeinfo(capped)
     assert p["capped.Normal.Movable"] == 1 and p["capped.DMA32.Movable"] == 0
     assert p["free.Normal.Movable"] == parse_pagetypeinfo(text("pagetypeinfo"))["free.Normal.Movable"] - 3629 + 100000
-    cols = ["time", *p]
+    cols = list(p)
     arr = np.array([[0.0, *p.values()], [1.0, *p.values()]])
     notes = Pagetypeinfo.summarise_table(cols, arr, {}).notes
     assert any("Movable" in n and "lower bounds" in n for n in notes)
