@@ -3,12 +3,14 @@
 ``binary_for(source)`` compiles ``source`` with gcc into ``$MMBENCH_CACHE`` (default
 ``~/.cache/mmbench/bin``) under a name keyed by the hash of the source, the headers beside it and
 the flags, so an edited source is rebuilt and an unchanged one never is.  No manual build step.
+``build_all()`` builds every C source of the package as it is installed (scripts/check-wheel).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -38,6 +40,26 @@ LIB_CFLAGS = ["-O2", "-Wall", "-Wextra", "-shared", "-fPIC", "-ffp-contract=off"
 def library_for(source: str | Path) -> str:
     """Path of the shared library built from ``source`` (a .c file), building it if needed."""
     return _build(Path(source), LIB_CFLAGS, ["-lm"], ".so")
+
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+_MAIN = re.compile(rb"^\s*int\s+main\s*\(", re.M)
+
+
+def package_sources() -> list[Path]:
+    """Every C source in the package folder (as installed: a wheel's copy, or the checkout)."""
+    return sorted(p for p in PACKAGE_DIR.rglob("*.c") if "__pycache__" not in p.parts)
+
+
+def build_source(source: str | Path) -> str:
+    """The program (a source that defines ``main``) or else the shared library built from ``source``."""
+    source = Path(source)
+    return binary_for(source) if _MAIN.search(source.read_bytes()) else library_for(source)
+
+
+def build_all() -> dict[Path, str]:
+    """Build every C source of the package (``package_sources``): source → program or library."""
+    return {src: build_source(src) for src in package_sources()}
 
 
 def _build(source: Path, cflags: list[str], libs: list[str], suffix: str) -> str:

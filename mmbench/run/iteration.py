@@ -270,6 +270,8 @@ def _teardown(plan: IterationPlan, result: IterationResult, running: list[tuple[
             meta = mon.stop()
         except Exception as e:
             meta = {"error": f"{type(e).__name__}: {e}"}
+        for w in (meta or {}).get("warnings") or []:   # e.g. mm-trace decoded without its C decoder
+            log(f"warning: monitor {spec.name}: {w}")
         result.monitors[spec.name] = {"dir": str((recorded / "monitors" / spec.name).relative_to(plan.rundir)),
                                       **(meta or {})}
         try:  # summarise once now, so compare and report read a small cached summary

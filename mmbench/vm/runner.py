@@ -315,6 +315,7 @@ def finish_deferred_monitors(rundir: Path, log: Callable[[str], None]) -> None:
     from mmbench.plugins import monitors as registry
     from mmbench.run.build import binary_for
     done: dict[str, list[float]] = {}
+    warned: set[str] = set()
     for res in sorted(rundir.glob("*/iter-*/result.json")):
         data = json.loads(res.read_text())
         changed = False
@@ -330,6 +331,10 @@ def finish_deferred_monitors(rundir: Path, log: Callable[[str], None]) -> None:
             except Exception as e:   # the iteration keeps its raw data and says why it has no summary
                 new = {**meta, "errors": [*meta.get("errors", []), f"host decode: {type(e).__name__}: {e}"]}
             data["monitors"][mon] = new
+            for w in new.get("warnings") or []:
+                if w not in warned:      # said once per run, not once per iteration
+                    warned.add(w)
+                    log(f"warning: monitor {mon}: {w}")
             changed = True
             d = done.setdefault(mon, [0, 0.0, 0.0])
             d[0] += 1

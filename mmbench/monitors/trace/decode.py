@@ -225,6 +225,19 @@ def run_reference(cap: Capture, stalls_path: Path | None) -> dict[str, Any]:
             "unpaired": unpaired, "stalls": len(stalls), "lost_stalls": sum(s.lost for s in stalls)}
 
 
+SLOWER = "decoded by the Python reference reader, 25-45x slower than trace_decode.c"
+
+
+def fallback_warning(e: BaseException) -> str:
+    """Why the C decoder was not used, naming the file: its source missing from an installed
+    mmbench (a wheel without its package data), no compiler, or a build or run that failed."""
+    if isinstance(e, FileNotFoundError) and Path(e.filename or "") == SOURCE:
+        return (f"{SOURCE.name} is missing from the installed mmbench ({SOURCE}): {SLOWER}; "
+                "reinstall mmbench with its package data (pip install .)")
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{SLOWER} ({SOURCE}: {type(e).__name__}: {first})"
+
+
 def decode_capture(outdir: Path, binary: Callable[[Path], str] | None, *, keep_raw: bool = False,
                    reference: bool = False, where: str = "recording machine") -> dict[str, Any]:
     """Decode the capture in ``outdir`` in place: writes stalls.tsv, stalls.txt and counts.json,
@@ -233,17 +246,18 @@ def decode_capture(outdir: Path, binary: Callable[[Path], str] | None, *, keep_r
     cpu0 = _cpu()
     cap = Capture(outdir)
     notes: list[str] = []
+    warnings: list[str] = []
     decoder = "python"
     st: dict[str, Any] | None = None
     if not reference and binary is None:
-        notes.append("decoded by the Python reference reader (no C build in this context)")
+        warnings.append(f"{SLOWER} (no C build in this context)")
     if not reference and binary is not None:
         try:
             prog = binary(SOURCE)
             decoder = "c"
             st = run_c(cap, prog, outdir / "stalls.tsv")
         except Exception as e:   # no compiler, a failed build: the reference decodes instead (slower)
-            notes.append(f"decoded by the Python reference reader ({type(e).__name__}: {e})")
+            warnings.append(fallback_warning(e))
             decoder = "python"
     if st is None:
         st = run_reference(cap, outdir / "stalls.tsv")
@@ -273,8 +287,8 @@ def decode_capture(outdir: Path, binary: Callable[[Path], str] | None, *, keep_r
             f.unlink(missing_ok=True)
     events = sum(st["events"].values())
     return {"events": events, "stalls": st["stalls"], "decode_s": round(decode_s, 3), "decoder": decoder,
-            "decoder_peak_rss_kb": st.get("peak_rss_kb"),
-            "notes": notes, "lost_events": lost_events, "pages_with_lost_events": lost_pages,
+            "decoder_peak_rss_kb": st.get("peak_rss_kb"), "warnings": warnings,
+            "notes": [f"warning: {w}" for w in warnings] + notes, "lost_events": lost_events, "pages_with_lost_events": lost_pages,
             "stalls_in_loss": st["lost_stalls"]}
 
 
