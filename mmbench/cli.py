@@ -129,6 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--convention", choices=["mmbench", "mmtests"], default="mmbench",
                    help="summary definitions: mmbench's (docs/statistics.md) or MMTests' (samples of all "
                    "iterations pooled, B-means floored; docs/mmtests-import.md)")
+    c.add_argument("--monitor-view", action="append", default=[], metavar="MONITOR:SERIES",
+                   help="with --convention mmtests: MMTests' per-interval view of one more series (compare-mmtests.pl "
+                        "--print-monitor MONITOR --sub-heading SERIES), e.g. proc-vmstat:thp_fault_alloc or vmstat:cs; "
+                        "repeatable")
     _family_args(c)
     c.add_argument("--fail-on-regression", action="store_true",
                    help="exit 1 if any significant change in the bad direction exceeds --threshold")

@@ -2,7 +2,9 @@
 HEAD 638401e0, v1.00 and v0.25 run in mmbench's VM, see each NOTE.md), and every cell of MMTests'
 own reports of those trees: compare-kernels.sh (benchmark tables, duration, vmstat, schedstat,
 iostat), compare-mmtests.pl --print-ratio, and the vmstat / proc-vmstat series compare-kernels
-graphs (compare-mmtests.pl --print-monitor ... --sub-heading ...), kept as the expected text.
+graphs and some it does not (compare-mmtests.pl --print-monitor ... --sub-heading ...; mmbench's
+--monitor-view), kept as the expected text: every cell of the JSON, and the text report line for
+line (MMTests' layout: diffing the two shows nothing but iostat's colour codes).
 
 HEAD writes the generic GNU time files (time_unmap/logs/time-2-<I>, usemem/logs/time-<N>-<I>);
 v1.00 and v0.25 the per-benchmark logs (unmap-<I>.log, usemem-<N>-<I>, thpscale's threads-<N>.log).
@@ -89,24 +91,61 @@ def test_every_iteration_imports_with_its_samples(imported):
 
 
 def test_compare_kernels_every_cell(imported, capsys):
+    """Every cell of compare-kernels.sh's report, schedstat and iostat included: value (a NaN cell
+    is MMTests' 0.00 in mmbench's row too), percentage and significance mark."""
     gen, results, _ = imported
     benches, _, least = GENERATIONS[gen]
     blocks = report.parse((DATA / gen / "compare-kernels.txt").read_text(), RUNS)
     checked = report.check(blocks, _compare(capsys, results), benches)
-    assert checked >= least
+    assert checked == report.cells(blocks) >= least
+    assert any(b.kind == "schedstat" for b in blocks)
 
 
 def test_ratio_summary_every_cell(imported, capsys):
     gen, results, _ = imported
     benches, _, _ = GENERATIONS[gen]
     blocks = report.parse((DATA / gen / "compare-ratio.txt").read_text(), RUNS)
-    assert report.check(blocks, _compare(capsys, results, "--ratio"), benches, sections=("ratio",)) >= 10
+    checked = report.check(blocks, _compare(capsys, results, "--ratio"), benches, sections=("ratio",))
+    assert checked == report.cells(blocks) >= 10
+
+
+# compare --monitor-view: the series of monitor-views-extra.txt (compare-mmtests.pl --print-monitor
+# M --sub-heading X of that generation's MMTests), beyond the ones compare-kernels.sh graphs
+EXTRA_VIEWS = ["proc-vmstat:thp_fault_alloc", "proc-vmstat:thp_fault_fallback", "proc-vmstat:pgfault",
+               "proc-vmstat:pgalloc_dma32", "proc-vmstat:nr_free_pages", "proc-vmstat:nr_inactive_anon",
+               "vmstat:bi", "vmstat:bo", "vmstat:id", "vmstat:cache"]
+
+
+def _views_args() -> list[str]:
+    return [a for v in EXTRA_VIEWS for a in ("--monitor-view", v)]
 
 
 def test_monitor_views_every_cell(imported, capsys):
     gen, results, _ = imported
-    text = (DATA / gen / "monitor-views.txt").read_text()
-    assert report.check_monitor_views(text, _compare(capsys, results), RUNS) >= 100
+    cmp = _compare(capsys, results, *_views_args())
+    for name, least in (("monitor-views.txt", 100), ("monitor-views-extra.txt", 40)):
+        text = (DATA / gen / name).read_text()
+        expected = sum(report.cells(report.parse(c.partition("\n")[2], RUNS)) for c in text.split("== ")[1:])
+        assert report.check_monitor_views(text, cmp, RUNS) == expected >= least
+
+
+def test_text_report_is_mmtests_own(imported, capsys):
+    """``compare --convention mmtests`` prints compare-kernels.sh's report line for line (MMTests'
+    %.2f, widths, header lines and blank lines), then each --print-monitor view and --print-ratio
+    table as compare-mmtests.pl prints it: a diff against MMTests' own output shows nothing but
+    sysstat's colour codes in iostat's device names, which MMTests prints and mmbench does not."""
+    gen, results, _ = imported
+    rc = main(["compare", "--results", str(results), "--convention", "mmtests", "--ratio", *_views_args(), *RUNS])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert report.check_text((DATA / gen / "compare-kernels.txt").read_text(), out) > 100
+    tail = report.tail_blocks(out)
+    for name in ("monitor-views.txt", "monitor-views-extra.txt"):
+        for chunk in (DATA / gen / name).read_text().split("== ")[1:]:
+            title, _, body = chunk.partition("\n")
+            assert tail.get(title) == body.rstrip("\n"), f"{name}: {title}"
+    ratios = "\n".join(body for title, body in tail.items() if title.endswith(" ratio"))
+    assert ratios == (DATA / gen / "compare-ratio.txt").read_text().rstrip("\n")
 
 
 def test_a_run_mmtests_aborted(tmp_path, capsys):

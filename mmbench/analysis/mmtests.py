@@ -473,6 +473,11 @@ def vmstat_values(delta: dict[str, int], elapsed: float | None) -> dict[str, flo
     return {name: v.get(key) for key, name in VMSTAT_ROWS}
 
 
+# Why a vmstat row of MonitorMmtestsvmstat.pm is undefined (MMTests leaves it unset: Compare.pm prints 0)
+UNDEFINED_WHY = {"Compaction efficiency": "no compaction stall: compact_success * 100 / compact_stall is 0/0",
+                 "Compact scan efficiency": "no page scanned for migration (compact_migrate_scanned is 0)"}
+
+
 # ---- "MMTests Statistics: schedstat" (MonitorMmtestsschedstat.pm) ----------------------------
 
 SCHEDSTAT_ROWS: tuple[tuple[str, str], ...] = (
@@ -659,13 +664,107 @@ class ProcVmstatView:
                 continue
             delta = cur - self.last_value if self.last_value else 0.0
             self.last_value = cur
+            if delta == -1:          # extractReport: "next if $val == -1" (its marker of no value)
+                continue
             out.append(delta)
         return out
 
 
+def proc_vmstat_known(heading: str, counters: Iterable[str]) -> bool:
+    """Does MonitorProcvmstat.pm give ``heading`` a meaning on a kernel with these counters: a
+    counter of the file, or one of the series it derives (which read counters every kernel has)?
+    MMTests prints 0 for a name that is neither; here that is an error (a typo is not a zero)."""
+    return heading in set(counters) or heading in PROC_VMSTAT_DERIVED
+
+
+# the series MonitorProcvmstat.pm computes from other counters (ProcVmstatView._current)
+PROC_VMSTAT_DERIVED = frozenset(("pgpgtotal", "mmtests_minor_faults", "mmtests_total_slab", "mmtests_total_anon"))
+# the vmstat sub-headings MonitorVmstat.pm knows: vmstat's columns and the two it computes
+VMSTAT_SERIES = (*VMSTAT_COLUMNS, "totalcpu", "ussy")
+
+
+def parse_monitor_view(text: str) -> tuple[str, str]:
+    """``--monitor-view MONITOR:SERIES`` as (monitor, series): a proc-vmstat counter (or one of the
+    series MonitorProcvmstat.pm derives) or a vmstat column (or totalcpu, ussy).  Raises ValueError
+    with a one-line reason."""
+    mon, sep, series = text.partition(":")
+    if not sep or not series:
+        raise ValueError(f"{text!r}: expected MONITOR:SERIES, e.g. proc-vmstat:thp_fault_alloc or vmstat:cs")
+    if mon == "vmstat":
+        if series not in VMSTAT_SERIES:
+            raise ValueError(f"{text!r}: vmstat has no series {series!r} (one of {', '.join(VMSTAT_SERIES)})")
+    elif mon == "proc-vmstat":
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", series):
+            raise ValueError(f"{text!r}: {series!r} is not a /proc/vmstat counter name")
+    else:
+        raise ValueError(f"{text!r}: no monitor view {mon!r} (proc-vmstat or vmstat)")
+    return mon, series
+
+
+# ---- how MMTests prints a table (Compare.pm, PrintGeneric.pm) ----------------------------------
+# The column width (_FieldLength) and decimals (_Precision) of each table compare-kernels.sh prints,
+# per release: Extract.pm's default width is 18 in HEAD (ExtractShellpack: every HEAD benchmark)
+# and Summarise.pm's 12 before; the decimals are shellpack.yaml's DecimalPlaces in HEAD (stutterp
+# 4) and the extract module's _Precision before (ExtractPft.pm 4, ExtractStutterp.pm 4).  Checked
+# on the trees of tests/data/mmtests (HEAD, v1.00, v0.25 compare-kernels.txt).
+_TABLE_FIELD: dict[tuple[str, str], int] = {("pft", "v0.25"): 14, ("highalloc", "v0.25"): 25}
+_TABLE_DECIMALS: dict[tuple[str, str], int] = {("pft", "v0.25"): 4, ("stutterp", "v0.25"): 4,
+                                               ("stutterp", "v1.00"): 4, ("stutterp", "head"): 4}
+# MonitorMmtestsvmstat.pm and MonitorMmtestsschedstat.pm set 15, MonitorIostat.pm 12; MonitorDuration
+# and the --print-monitor views take Extract.pm's default (HEAD 18, before 12)
+_MONITOR_FIELD = {"vmstat": 15, "schedstat": 15, "iostat": 12}
+
+
+def table_layout(fmt: str | None, rules: Rules) -> tuple[int, int]:
+    """(field width, decimals) of a benchmark's table (and of its --print-ratio table)."""
+    field = 18 if rules == "head" else _TABLE_FIELD.get((fmt or "", rules), 12)
+    return field, _TABLE_DECIMALS.get((fmt or "", rules), 2)
+
+
+def monitor_field(part: str, rules: Rules) -> int:
+    """The field width of a monitor table: duration, vmstat, schedstat, iostat or a monitor view."""
+    return _MONITOR_FIELD.get(part, 18 if rules == "head" else 12)
+
+
+# the title lines compare-kernels.sh echoes before a benchmark's tables where it is not the
+# benchmark's name alone ("case $SUBREPORT" of the release's compare-kernels.sh); "{b}" is the name
+_TITLES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("thpscale", "v0.25"): ("{b} Fault Latencies", "{b} Percentage Faults Huge", "{b} Percentage Locality"),
+    ("pft", "v0.25"): ("{b} faults",),
+    ("simoop", "v0.25"): ("{b} latencies",), ("simoop", "v1.00"): ("{b} latencies",),
+    ("simoop", "head"): ("{b} latencies",),
+}
+
+
+def report_titles(bench: str, rules: Rules) -> tuple[str, ...]:
+    """The titles of a benchmark's tables: the main table's, then thpscale's two percentage tables'."""
+    key = "thpscale" if bench.startswith("thp") and bench.endswith("scale") else bench
+    titles = _TITLES.get((key, rules))
+    if titles is None and key == "thpscale":
+        titles = _TITLES[("thpscale", "v0.25")]
+    return tuple(t.format(b=bench) for t in (titles or ("{b}",)))
+
+
+def iostat_printed(second_row_base: float | None) -> bool:
+    """compare-kernels.sh prints the iostat table when the integer part of the baseline's cell in
+    the table's second row (Amean of the first device's await) is above 5."""
+    return second_row_base is not None and math.isfinite(second_row_base) and int(second_row_base) > 5
+
+
+def header_names(name: str) -> tuple[str, str]:
+    """Compare.pm _generateHeaderTable: a run name split at its first '-' into the two header lines
+    (past a "-rcN" after it); Perl's substr with the index -1 of a name without '-' drops the name's
+    last character from the first line."""
+    i = name.find("-")
+    if re.match(r"-rc[0-9]", name[i:i + i + 3] if i >= 0 else name[-1:]):
+        i += 4
+    top = name[:i] if i >= 0 else name[:-1]
+    return top, name[i + 1:]
+
+
 # v0.25 prefers by data type (Summarise.pm typeToPreferredVal): a monitor series whose type is not a
 # time, size or percentage prefers Higher, so its mean row is an Hmean.  v1.00 and HEAD: Lower.
-_V025_HIGHER = {"vmstat": {"r", "b", "si", "so", "in", "cs", "ussy"},
+_V025_HIGHER = {"vmstat": {"r", "b", "si", "so", "bi", "bo", "in", "cs", "ussy"},   # MonitorVmstat.pm typeMap
                 "iostat": {"avgrqsz", "rrqm", "wrqm"}}
 
 

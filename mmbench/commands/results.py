@@ -35,8 +35,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from mmbench.analysis.runstatus import run_status_notes
     for text in run_status_notes(runs, [r.name for r in runs]):   # also in the notes: said up front
         print(f"mmbench: warning: {text}", file=sys.stderr)
+    views = _monitor_views(args, runs)
     comparison = build_comparison(runs, pvalues=args.pvalues, ratio=args.ratio,
-                                  convention=getattr(args, "convention", "mmbench"), **chosen)
+                                  convention=getattr(args, "convention", "mmbench"), monitor_views=views,
+                                  **chosen)
     # the gate reads every primary row, whatever --stats leaves in the printed tables
     bad = regressions(comparison, args.threshold) if args.fail_on_regression else []
     if args.stats:
@@ -50,6 +52,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"mmbench: {len(bad)} significant regression(s) beyond {args.threshold:g}%", file=sys.stderr)
             return EXIT_REGRESSION
     return 0
+
+
+def _monitor_views(args: argparse.Namespace, runs: list[Any]) -> list[tuple[str, str]]:
+    """``--monitor-view`` as (monitor, series); it reads MMTests' monitor files of imported runs."""
+    asked = getattr(args, "monitor_view", None) or []
+    if not asked:
+        return []
+    from mmbench.analysis.mmtests import parse_monitor_view
+    views = []
+    for text in asked:
+        try:
+            views.append(parse_monitor_view(text))
+        except ValueError as e:
+            raise UsageError(f"--monitor-view {e}") from None
+    if getattr(args, "convention", "mmbench") != "mmtests":
+        raise UsageError("--monitor-view needs --convention mmtests (it is MMTests' compare-mmtests.pl "
+                         "--print-monitor view)")
+    native = [r.name for r in runs if (r.fingerprint or {}).get("imported_from") != "mmtests"]
+    if native:
+        raise UsageError(f"--monitor-view: run {native[0]} was not imported from MMTests (import-mmtests); "
+                         f"the view reads MMTests' monitor files")
+    return views
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -76,9 +76,14 @@ class PrimaryText:
     cls: str           # "good" | "bad" | "" (HTML colour)
 
 
+def fmt_mmtests(v: float | None) -> str:
+    """A number as MMTests prints one (``%.2f``); '-' for undefined."""
+    return "-" if v is None or not math.isfinite(v) else f"{v:.2f}"
+
+
 def primary_texts(cmp: Comparison) -> list[PrimaryText]:
     """The primary summary of a comparison: one line per primary row and run, entries in the
-    order the suite declares them."""
+    order the suite declares them (numbers as MMTests prints them under ``--convention mmtests``)."""
     return family_texts(cmp, cmp.primary, mechanism=False)
 
 
@@ -88,6 +93,7 @@ def mechanism_texts(cmp: Comparison) -> list[PrimaryText]:
 
 
 def family_texts(cmp: Comparison, lines: list[PrimaryLine], mechanism: bool) -> list[PrimaryText]:
+    value = fmt_mmtests if cmp.convention == "mmtests" else fmt_value
     out = []
     mark = "marked" if mechanism else "starred"
     for pl in lines:
@@ -127,7 +133,7 @@ def family_texts(cmp: Comparison, lines: list[PrimaryLine], mechanism: bool) -> 
         where = pl.section or ""
         what = f"{r.metric}" + (f" {r.stat}" if r.stat.startswith("P") else "") + (f" ({where})" if where else "")
         out.append(PrimaryText(
-            what, n, fmt_value(b), fmt_value(v), r.unit, fmt_pct(pct) if pct is not None else "",
+            what, n, value(b), value(v), r.unit, fmt_pct(pct) if pct is not None else "",
             f"ratio 95% CI [{ci[0]:.3g}, {ci[1]:.3g}]" if ci is not None else "", fmt_q(q),
             verdict + (f" [{_TEST_NAMES.get(r.test, r.test)}]" if r.test and q is not None else ""), cls))
     return out

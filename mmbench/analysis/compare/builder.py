@@ -25,16 +25,18 @@ from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
 
 def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: bool = False,
                      seed: int = 0, convention: st.Convention = "mmbench",
-                     primary: list[str] | None = None, mechanisms: list[str] | None = None) -> Comparison:
+                     primary: list[str] | None = None, mechanisms: list[str] | None = None,
+                     monitor_views: list[tuple[str, str]] | None = None) -> Comparison:
     """Compare ``runs`` (the first is the baseline).  ``pvalues`` is recorded for the exporters
     (p-values are always computed); ``ratio`` adds the per-workload ratio sections.
-    ``convention="mmtests"`` summarises metrics as MMTests does (see :func:`stats.summarise`).
+    ``convention="mmtests"`` summarises metrics as MMTests does (see :func:`stats.summarise`);
+    ``monitor_views`` adds MMTests' per-interval views of those (monitor, series) to it.
     ``primary``/``mechanisms``: entries chosen at compare time, replacing the runs' stored
     families (``compare --primary``; families.parse_override splits the option)."""
     if not runs:
         raise ValueError("build_comparison needs at least one run")
     runs = list(runs)
-    ctx = Context(runs, unique_names(runs), convention=convention)
+    ctx = Context(runs, unique_names(runs), convention=convention, monitor_views=list(monitor_views or []))
     cmp = Comparison(baseline=ctx.base, runs=ctx.names, pvalues=pvalues, ratio=ratio, seed=seed)
     if ctx.names != [r.name for r in runs]:
         ctx.note("runs with the same name were renamed: " + ", ".join(
@@ -55,6 +57,8 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
     mons: list[Section] = []
     # MMTests' own report for runs imported from MMTests (docs/mmtests-import.md §3)
     as_mmtests = convention == "mmtests" and all(is_mmtests_run(r) for r in runs)
+    if as_mmtests:
+        cmp.convention = "mmtests"
     for label in labels:
         wrs = {n: r.workload(label) for n, r in zip(ctx.names, runs)}
         measured = {n: _measured(ctx, n, label, w) for n, w in wrs.items()}

@@ -36,6 +36,9 @@ class Context:
     headline_rows: list[tuple[str, MetricDef, Row, dict[str, Series]]] = field(default_factory=list)
     # "mmtests": summary rows as MMTests computes them (imported trees; docs/mmtests-import.md)
     convention: st.Convention = "mmbench"
+    # compare --monitor-view MONITOR:SERIES, as (monitor, series): MMTests' --print-monitor views
+    # besides the ones compare-kernels.sh graphs
+    monitor_views: list[tuple[str, str]] = field(default_factory=list)
     # the declared entries of the runs' suites (families.py): outcomes (primary) and mechanisms
     primary: list[Entry] = field(default_factory=list)
     mechanisms: list[Entry] = field(default_factory=list)

@@ -122,6 +122,11 @@ class Section:
     rows: list[Row] = field(default_factory=list)
     label: str = ""      # the workload label
     source: str = ""     # the workload's plugin, or the monitor's name
+    # how MMTests prints this section (``--convention mmtests``; report/mmtests_text.py): "part"
+    # (table, huge, locality, duration, vmstat, schedstat, iostat, monitor-view, ratio), "field"
+    # (the column width), "decimals", "title" (the line compare-kernels.sh echoes before it),
+    # "runs" (the columns MMTests prints, when a run is left out)
+    layout: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -170,6 +175,8 @@ class Comparison:
     deterministic_counts: dict[str, int] = field(default_factory=dict)
     # per run: one line putting the mechanisms and the outcomes together (report/base.py makes it)
     verdicts: dict[str, str] = field(default_factory=dict)
+    # "mmtests": the sections are MMTests' own (imported runs, compare --convention mmtests)
+    convention: str = "mmbench"
 
     def to_dict(self) -> dict[str, Any]:
         """The ``mmbench-compare/1`` JSON shape (NaN → None)."""

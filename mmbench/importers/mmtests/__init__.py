@@ -144,6 +144,9 @@ def read_sysstate(it: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[s
     from ``tests-sysstate[.gz|.xz]``: between ``test begin :: TEST`` and ``test end :: TEST``, the
     lines after ``file start|end :: /proc/vmstat`` (and ``/proc/schedstat``) up to the next
     ``file start|end ::`` marker (common.sh sysstate_log_proc_files, run-mmtests.sh:575-683).
+    A test whose /proc/schedstat snapshots hold no CPU line (a kernel without CONFIG_SCHEDSTATS
+    has no /proc/schedstat: ``cat`` wrote nothing) gets an empty schedstat delta: MMTests'
+    MonitorMmtestsschedstat.pm then sums nothing and prints its table of zeros.
     None when the file is absent."""
     path = find_log(it / "tests-sysstate")
     if path is None:
@@ -153,10 +156,12 @@ def read_sysstate(it: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[s
     test = None
     section = None
     version = 0
+    cpu_lines = 0
     snaps: dict[str, dict[str, int]] = {}
     for lineno, line in numbered(read_lines(path)):
         if line.startswith("test begin :: "):
             test, section, snaps = line.split()[3], None, {"start": {}, "end": {}, "sched-start": {}, "sched-end": {}}
+            cpu_lines = 0
             continue
         if test is None:
             continue
@@ -165,6 +170,8 @@ def read_sysstate(it: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[s
                 vm_out[test] = {k: snaps["end"][k] - v for k, v in snaps["start"].items() if k in snaps["end"]}
             if snaps["sched-start"] and snaps["sched-end"]:
                 sched_out[test] = {k: snaps["sched-end"].get(k, 0) - v for k, v in snaps["sched-start"].items()}
+            elif not cpu_lines:
+                sched_out[test] = {}
             test = None
             continue
         m = re.match(r"^file (start|end) :: (\S+)", line)
@@ -178,6 +185,7 @@ def read_sysstate(it: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[s
             if line.startswith("version "):
                 version = int(number(path, lineno, line.split()[1], "schedstat version"))
             elif line.startswith("cpu"):
+                cpu_lines += 1
                 _schedstat_sum(path, lineno, version, line, snaps[section])
             continue
         k, v = _vmstat_line(path, lineno, line)

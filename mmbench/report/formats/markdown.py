@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from mmbench.analysis.compare import Comparison
-from mmbench.report.base import (LEGEND, Exporter, PrimaryText, fmt_pct, fmt_q, fmt_value, mechanism_heading,
-                                 mechanism_texts, primary_heading, primary_texts, verdict_texts)
+from mmbench.report.base import (LEGEND, Exporter, PrimaryText, fmt_mmtests, fmt_pct, fmt_q, fmt_value,
+                                 mechanism_heading, mechanism_texts, primary_heading, primary_texts, verdict_texts)
 
 
 def _esc(s: str) -> str:
@@ -54,6 +54,7 @@ class MarkdownExporter(Exporter):
                                                                                 mechanism_texts(comparison))
         if multi and any(sec.rows for sec in comparison.sections):
             out += [_esc(" ".join(f"{x}." for x in LEGEND)), ""]
+        value = fmt_mmtests if comparison.convention == "mmtests" else fmt_value   # MMTests' %.2f
         for sec in comparison.sections:
             if not sec.rows:
                 continue
@@ -63,7 +64,7 @@ class MarkdownExporter(Exporter):
             for r in sec.rows:
                 cells = []
                 for n in runs:
-                    c = fmt_value(r.values.get(n))
+                    c = value(r.values.get(n))
                     if multi:
                         c += f" ({fmt_pct(r.pct.get(n))})"
                     if r.significant.get(n):

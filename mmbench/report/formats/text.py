@@ -4,8 +4,9 @@ significant primary or mechanism cell and ``~`` after an exploratory lead, ``q=`
 detectable effect with ``--pvalues``.  Environment differences first, then warnings, then the
 verdict (one line per run: mechanisms moved, outcomes better, worse or not resolved), the primary
 summary (one line per outcome row: change, interval, verdict) and the mechanism summary (moved up
-or down), the legend, the tables; notes last.  Colour (significant better green, worse red) only when ``options["color"]`` is set and
-NO_COLOR is not; the plain path needs nothing but the standard library.
+or down), the legend, the tables; notes last (``--convention mmtests`` of MMTests runs: MMTests'
+own layout first, report/mmtests_text.py).  Colour (significant better green, worse red) only when
+``options["color"]`` is set and NO_COLOR is not; the plain path needs nothing but the standard library.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ class TextExporter(Exporter):
     name = "text"
 
     def render(self, comparison: Comparison, options: dict[str, Any]) -> str:
+        if comparison.convention == "mmtests":     # MMTests' own layout (report/mmtests_text.py)
+            from mmbench.report import mmtests_text
+            return mmtests_text.render(comparison, options, lambda c, secs: self._render(c, options, secs))
+        return self._render(comparison, options, comparison.sections)
+
+    def _render(self, comparison: Comparison, options: dict[str, Any], sections: list) -> str:
         pvalues = bool(options.get("pvalues"))
         color = bool(options.get("color")) and not os.environ.get("NO_COLOR")
         paint = _painter() if color else None
@@ -68,11 +75,11 @@ class TextExporter(Exporter):
             out.append(mechanism_heading(comparison))
             out += _summary(mechanism_texts(comparison))
             out.append("")
-        if multi and any(sec.rows for sec in comparison.sections):
+        if multi and any(sec.rows for sec in sections):
             # said once: every row's percentage is signed by its own direction
             out += list(LEGEND)
             out.append("")
-        for sec in comparison.sections:
+        for sec in sections:
             if not sec.rows:
                 continue
             sw = max(10, *(len(r.stat) for r in sec.rows))   # "Stddev.samples" is wider than "Amean"

@@ -2,8 +2,10 @@
 compare-kernels.sh report, computed as the MMTests release that wrote the trees computes them
 (``analysis/mmtests.py``): the benchmark table (MMTests' rows, grouped by statistic, its
 percentages and its significance marks), "duration" and "vmstat" (Singleops: the best iteration,
-no percentage), and with ``--ratio`` compare-mmtests.pl's ``--print-ratio`` summary.  The
-differences from mmbench's default convention and their reasons are in docs/mmtests-import.md."""
+no percentage), and with ``--ratio`` compare-mmtests.pl's ``--print-ratio`` summary.  A cell
+MMTests prints as 0.00 for NaN holds 0.0 here, named in a note; each section's ``layout`` says how
+MMTests prints it (report/mmtests_text.py).  The differences from mmbench's default convention
+and their reasons are in docs/mmtests-import.md."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.model import Row, Section, clean
 from typing import Any
 
+from mmbench.errors import UsageError
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 
 
@@ -286,15 +289,29 @@ def schedstat_section(ctx: Context, label: str, measured: dict[str, list[Iterati
     """MonitorMmtestsschedstat.pm's "Ops" rows from the /proc/schedstat deltas around the test."""
     sec = Section(f"schedstat: {label}", "vmstat")
     values: dict[str, dict[str, list[float | None]]] = {}
+    empty: dict[str, int] = {}
+    no_wakeups: dict[str, int] = {}
     for n, its in measured.items():
         for it in its:
             delta = it.imported.get("mmtests_schedstat")
             if delta is None:
                 continue
+            if not delta:
+                empty[n] = empty.get(n, 0) + 1
+            elif not delta.get("ttwu_count"):
+                no_wakeups[n] = no_wakeups.get(n, 0) + 1
             for name, v in mt.schedstat_values(delta).items():
                 values.setdefault(n, {}).setdefault(name, []).append(None if v != v else v)
     _singleops(ctx, sec, "Ops", values, [name for _, name in mt.SCHEDSTAT_ROWS],
                "Higher" if rules == "v0.25" else "Lower")
+    for n, k in empty.items():
+        ctx.note(f"schedstat: {label} ({n}): the kernel had no schedstats: /proc/schedstat was empty in "
+                 f"tests-sysstate around {label} in {k} iteration(s) (a kernel without CONFIG_SCHEDSTATS); "
+                 f"its column is MMTests' table of zeros (MonitorMmtestsschedstat.pm sums nothing), not a measurement")
+    for n, k in no_wakeups.items():
+        ctx.note(f"schedstat: {label} ({n}): TTWU Count is 0 in {k} iteration(s): the kernel counted no "
+                 f"wake-ups, i.e. schedstats were off (kernel.sched_schedstats=0), so its TTWU and SIS rows "
+                 f"measure nothing")
     return sec
 
 
@@ -304,7 +321,11 @@ def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
     (Compare.pm _generateRatioComparisonTable), then Dmean/Dmin/Dmax of cidiff and the Gmean."""
     sec = Section(f"ratio: {label}", "ratio")
     base_w = next((w for w in wrs.values() if w is not None), None)
-    if base_w is None or not summaries:
+    if base_w is None:
+        return sec
+    if not summaries:     # no op in any run: MMTests prints the Gmean of nothing, NaN
+        sec.rows.append(_fixed(Row("Lower", "Gmean", "ratio", "higher", {n: None for n in ctx.names}), ctx.names))
+        ctx.note(f"ratio: {label}: no benchmark samples in any run; its Gmean is undefined (MMTests prints NaN)")
         return sec
     prefs = {md.name: ("Higher" if md.better == "higher" else "Lower") for md in extract_ops(wrs)}
     preferred = "Lower"       # the module's preference (getPreferredValue() of the first module)
@@ -379,14 +400,20 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
     proc-vmstat --sub-heading X), each as its Amean and Max over every iteration's values pooled."""
     runs = dict(zip(ctx.names, ctx.runs))
     out = []
-    for mon, fname, headings in (("vmstat", "vmstat.log", mt.VMSTAT_VIEWS),
-                                 ("proc-vmstat", "proc-vmstat.tsv", mt.PROC_VMSTAT_VIEWS)):
+    for mon, fname, graphed in (("vmstat", "vmstat.log", mt.VMSTAT_VIEWS),
+                                ("proc-vmstat", "proc-vmstat.tsv", mt.PROC_VMSTAT_VIEWS)):
+        asked = [h for m, h in ctx.monitor_views if m == mon]
+        headings = list(dict.fromkeys([*graphed, *asked]))
         series: dict[str, dict[str, list[float]]] = {}
+        counters: dict[str, set[str]] = {}
         for n, its in measured.items():
             its_with = [(it, f) for it in sorted(its, key=lambda i: i.index)
                         if (f := _monitor_file(runs[n], it, mon, fname))]
             files = [f for _, f in its_with]
             if not files:
+                if asked and its:
+                    ctx.note(f"monitor {mon} (MMTests): {label} ({n}): no {mon} monitor file, so no "
+                             f"{', '.join(asked)} view")
                 continue
             if mon == "vmstat":
                 texts = [f.read_text().splitlines() for f in files]
@@ -394,6 +421,7 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
                 series[n] = {h: [v for t in texts for v in view(t, h)] for h in headings}
             else:
                 frames = [_tsv_frames(f) for f in files]
+                counters[n] = {c for fr in frames for f in fr for c in f}
                 reads = [it.monitors[mon].get("mmtests_frames_read") for it, _ in its_with]
                 series[n] = {}
                 for h in headings:
@@ -401,7 +429,16 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
                     series[n][h] = [v for fr, r in zip(frames, reads) for v in view.series(fr, r)]
         if not series:
             continue
-        sec = Section(f"monitor {mon} (MMTests): {label}", "monitor")
+        for h in asked if mon == "proc-vmstat" else []:
+            lacking = [n for n in series if not mt.proc_vmstat_known(h, counters[n])]
+            if len(lacking) == len(series):
+                raise UsageError(f"--monitor-view proc-vmstat:{h}: no /proc/vmstat counter {h!r} in the "
+                                 f"proc-vmstat monitor of {label} in any run (e.g. "
+                                 f"{', '.join(sorted(counters[lacking[0]])[:6])}, ...)")
+            for n in lacking:
+                ctx.note(f"monitor proc-vmstat (MMTests): {label} ({n}): its kernel has no counter {h}; "
+                         f"MMTests' view reads 0 for it, shown as such")
+        sec = Section(f"monitor {mon} (MMTests): {label}", "monitor", label=label, source=mon)
         rules = rules_of(ctx)
         for h in headings:
             pref = mt.monitor_preferred(mon, h, rules)
@@ -452,12 +489,81 @@ def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
     """Every MMTests section of one benchmark, in compare-kernels.sh's order."""
     rules = rules_of(ctx)
     table, summaries = benchmark_section(ctx, label, wrs, measured, rules)
+    base_w = next((w for w in wrs.values() if w is not None), None)
+    fmt = base_w.params.get("mmtests_format") if base_w is not None else None
+    field, decimals = mt.table_layout(fmt, rules)
+    titles = mt.report_titles(label, rules)
+    table.layout = {"part": "table", "field": field, "decimals": decimals, "title": titles[0]}
     out = [table]
     if is_thpscale(wrs):
-        out += [thpscale_huge_section(ctx, label, measured), thpscale_locality_section(ctx, label, measured)]
-    out += [duration_section(ctx, label, measured), vmstat_section(ctx, label, measured, rules),
-           schedstat_section(ctx, label, measured, rules), iostat_section(ctx, label, measured)]
-    out += monitor_view_sections(ctx, label, measured)
+        huge, local = thpscale_huge_section(ctx, label, measured), thpscale_locality_section(ctx, label, measured)
+        huge.layout = {"part": "huge", "field": 12, "decimals": 2, "title": titles[1]}
+        shown = [n for n in ctx.names if any(r.values.get(n) is not None for r in local.rows)]
+        local.layout = {"part": "locality", "field": 12, "decimals": 2, "title": titles[2], "runs": shown}
+        out += [huge, local]
+    for sec, part in ((duration_section(ctx, label, measured), "duration"),
+                      (vmstat_section(ctx, label, measured, rules), "vmstat"),
+                      (schedstat_section(ctx, label, measured, rules), "schedstat"),
+                      (iostat_section(ctx, label, measured), "iostat")):
+        sec.layout = {"part": part, "field": mt.monitor_field(part, rules), "decimals": 2}
+        if part == "iostat" and sec.rows:
+            sec.layout["omitted"] = _iostat_omitted(ctx, sec, rules)
+        out.append(sec)
+    for sec in monitor_view_sections(ctx, label, measured):
+        sec.layout = {"part": "monitor-view", "field": mt.monitor_field("view", rules), "decimals": 2,
+                      "monitor": sec.source}
+        out.append(sec)
+    for sec in out:
+        _nan_as_mmtests(ctx, sec)
     if ratio and ctx.multi:
-        out.append(ratio_section(ctx, label, wrs, summaries))
+        rsec = ratio_section(ctx, label, wrs, summaries)
+        rsec.layout = {"part": "ratio", "field": field, "decimals": decimals}
+        out.append(rsec)
+    if not any(it.duration for it in measured.get(ctx.base, [])):
+        # compare-kernels.sh reports the benchmarks the baseline began in its first iteration
+        # (run_report_name reads tests-activity); one the baseline never ran is not among them
+        for sec in out:
+            sec.layout["benchmark_omitted"] = f"the baseline {ctx.base} never ran it (no 'time ::' line)"
     return out
+
+
+def _iostat_omitted(ctx: Context, sec: Section, rules: mt.Rules) -> str:
+    """Why compare-kernels.sh prints no iostat table for these runs ("" when it prints one)."""
+    second = sec.rows[1].values.get(ctx.base) if len(sec.rows) > 1 else None
+    if not mt.iostat_printed(second):
+        return ("compare-kernels.sh prints it only when the baseline's second row (Amean await of the "
+                "first device) is above 5")
+    if rules == "v1.00" and any(r.values.get(n) is None for r in sec.rows for n in ctx.names[1:]):
+        return ("MMTests v1.00 dies printing it: a column without data has no interval for Compare.pm's "
+                "significance test (\"Can't use an undefined value as an ARRAY reference\", fixed later)")
+    return ""
+
+
+# the tables compare-mmtests.pl prints with percentages (an extract module's, not a monitor's)
+COMPARED = ("table", "huge", "locality")
+
+
+def _nan_as_mmtests(ctx: Context, sec: Section) -> None:
+    """Compare.pm prints an undefined cell (NaN, or an op a run lacks) as 0 with 0 %: the rows
+    hold that 0, and a note names every such cell and why (docs/mmtests-import.md, "NaN cells")."""
+    if "runs" not in sec.layout and sec.rows:
+        # a run with no value at all here: MMTests fails to load its module and leaves its column out
+        sec.layout["runs"] = [n for n in ctx.names if any(r.values.get(n) is not None for r in sec.rows)]
+        for n in ctx.names:
+            if n not in sec.layout["runs"]:
+                ctx.note(f"{sec.title} ({n}): no data; MMTests' table has no column for it "
+                         f"(\"Failed to load module\")")
+    shown = sec.layout["runs"] if sec.rows else []
+    percentages = ctx.multi and sec.layout.get("part") in COMPARED
+    undefined: dict[str, list[str]] = {}
+    for r in sec.rows:
+        for n in shown:
+            if r.values.get(n) is None:
+                r.values[n] = 0.0
+                why = mt.UNDEFINED_WHY.get(r.metric)
+                undefined.setdefault(n, []).append(f"{r.stat} {r.metric}" + (f" ({why})" if why else ""))
+            if percentages and r.pct.get(n) is None:
+                r.pct[n] = 0.0
+    for n, cells in undefined.items():
+        ctx.note(f"{sec.title} ({n}): undefined, printed 0.00 as MMTests prints NaN (Compare.pm): "
+                 + ", ".join(cells))
