@@ -408,3 +408,19 @@ def test_thpscale_locality_table(tmp_path, results, capsys):
     assert rows["local-base-2"]["pct"]["c"] == 0.0 and rows["local-base-2"]["pct"]["b"] == 0.0
     assert rows["remote-base-2"]["pct"]["c"] == pytest.approx(100.0)
     assert any("percentage locality: thpscale (a)" in n for n in cmp["notes"])
+
+
+def test_mmtests_rules_of_the_renderer():
+    """Facts of MMTests' Perl the real trees do not exercise: Compare.pm's header split of a name
+    without '-' (substr with index -1 drops its last character) and past "-rcN"; a proc-vmstat
+    view drops a value of exactly -1 (MonitorProcvmstat.pm: "next if $val == -1"), after a 0 reading
+    a delta is 0, and the last frame is never read."""
+    from mmbench.analysis import mmtests as mt
+    assert mt.header_names("thp-never") == ("thp", "never")
+    assert mt.header_names("vanilla") == ("vanill", "vanilla")
+    assert mt.header_names("6.1-rc3-patched") == ("6.1-rc3", "patched")
+    frames = [{"nr_zspages": v} for v in (0, 10, 9, 12, 12, 40)]
+    assert mt.ProcVmstatView("nr_zspages").series(frames) == [0.0, 0.0, 3.0, 0.0]   # 10→9 is -1: dropped
+    assert mt.ProcVmstatView("nr_free_pages").series([{"nr_free_pages": 5}, {"nr_free_pages": 7}, {}]) == [5, 7]
+    assert mt.table_layout("gnu-time", "head") == (18, 2) and mt.table_layout("pft", "v0.25") == (14, 4)
+    assert mt.monitor_field("vmstat", "v0.25") == 15 and mt.monitor_field("view", "v1.00") == 12

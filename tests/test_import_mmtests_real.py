@@ -213,3 +213,25 @@ def test_gnu_time_files_as_extract_time_reads_them(tmp_path, capsys):
     f.write_text(first.replace("elapsed", "x:elapsed", 1))
     rc, _, err = _cli(capsys, "import-mmtests", "--force", "--results", str(results), str(tree))
     assert rc == 2 and "time-2-1: line 1:" in err and len(err.strip().splitlines()) == 1
+
+
+def test_monitor_view_bad_input_is_one_line(tmp_path, capsys):
+    """--monitor-view: a counter no run's kernel has, an unknown monitor or vmstat column, no
+    --convention mmtests, a run not imported from MMTests: each one line naming it, exit 2."""
+    results = tmp_path / "results"
+    assert _cli(capsys, "import-mmtests", "--results", str(results), str(DATA / "head" / "log"))[0] == 0
+    base = ["compare", "--results", str(results)]
+    for args, says in (
+            (["--convention", "mmtests", "--monitor-view", "proc-vmstat:thp_fault_aloc"],
+             "no /proc/vmstat counter 'thp_fault_aloc'"),
+            (["--convention", "mmtests", "--monitor-view", "iostat:await"], "no monitor view 'iostat'"),
+            (["--convention", "mmtests", "--monitor-view", "vmstat:sys"], "vmstat has no series 'sys'"),
+            (["--convention", "mmtests", "--monitor-view", "proc-vmstat"], "expected MONITOR:SERIES"),
+            (["--monitor-view", "proc-vmstat:thp_fault_alloc"], "needs --convention mmtests")):
+        rc, out, err = _cli(capsys, *base, *args, *RUNS)
+        assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (args, err)
+    csv = tmp_path / "s.csv"
+    csv.write_text("workload,metric,unit,better,iteration,value\nw,t,s,lower,0,1\nw,t,s,lower,1,2\n")
+    assert _cli(capsys, "import", "--results", str(results), str(csv), "native")[0] == 0
+    rc, _, err = _cli(capsys, *base, "--convention", "mmtests", "--monitor-view", "vmstat:cs", "native", "thp-never")
+    assert rc == 2 and "run native was not imported from MMTests" in err
