@@ -17,6 +17,8 @@ after its first iter-N, thp-always ran thpscale's logs with "cannot run ./thpsca
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 from pathlib import Path
@@ -49,16 +51,19 @@ def _cli(capsys, *args: str) -> tuple[int, str, str]:
     return rc, out, err
 
 
-@pytest.fixture(params=list(GENERATIONS))
-def imported(request, tmp_path, capsys):
+@pytest.fixture(scope="module", params=list(GENERATIONS))
+def imported(request, tmp_path_factory):
+    """Each tree imported once for the tests that only read it."""
     gen = request.param
     tree = DATA / gen / "log"
     if not tree.is_dir():
         pytest.skip(f"no {gen} tree in {DATA}")
-    results = tmp_path / "results"
-    rc, out, err = _cli(capsys, "import-mmtests", "--results", str(results), str(tree))
-    assert rc == 0, err
-    return gen, results, err
+    results = tmp_path_factory.mktemp(gen) / "results"
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["import-mmtests", "--results", str(results), str(tree)])
+    assert rc == 0, err.getvalue()
+    return gen, results, err.getvalue()
 
 
 def _compare(capsys, results: Path, *extra: str) -> dict:
