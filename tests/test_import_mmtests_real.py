@@ -34,12 +34,14 @@ RUNS = ["thp-never", "thp-always"]
 GENERATIONS = {
     # generation: (benchmarks in the order MMTests ran them, layout, the cells MMTests prints at least)
     "head": (["time_unmap", "usemem"], "GNU time files", 500),
+    # a kernel without CONFIG_SCHEDSTATS (mmbench's own 6.1 guest build): empty /proc/schedstat snapshots
+    "head-noschedstat": (["time_unmap"], "GNU time files", 200),
     "v1.00": (["time_unmap", "usemem"], "per-benchmark logs", 400),
     "v0.25": (["time_unmap", "usemem"], "per-benchmark logs", 500),
     "v0.25-thpscale": (["thpscale"], "per-benchmark logs", 328),
     "v0.25-unbuilt": (["time_unmap", "usemem", "thpscale"], "per-benchmark logs", 500),
 }
-COMPLETE = ("head", "v1.00", "v0.25", "v0.25-thpscale")
+COMPLETE = ("head", "head-noschedstat", "v1.00", "v0.25", "v0.25-thpscale")
 # the monitors each complete tree ran that mmbench imports (v0.25-thpscale: config-workload-thpscale's
 # own, proc-vmstat, top and vmstat; top is not imported)
 MONITORS = {"v0.25-thpscale": {"proc-vmstat", "vmstat"}}
@@ -240,3 +242,26 @@ def test_monitor_view_bad_input_is_one_line(tmp_path, capsys):
     assert _cli(capsys, "import", "--results", str(results), str(csv), "native")[0] == 0
     rc, _, err = _cli(capsys, *base, "--convention", "mmtests", "--monitor-view", "vmstat:cs", "native", "thp-never")
     assert rc == 2 and "run native was not imported from MMTests" in err
+
+
+def test_a_kernel_without_schedstats(tmp_path, capsys):
+    """A guest kernel without CONFIG_SCHEDSTATS has no /proc/schedstat: MMTests' tests-sysstate
+    holds empty snapshots, and its report still prints the schedstat table, all zeros (and 100 for
+    the efficiencies).  mmbench prints the same table, cell for cell (test_compare_kernels_every_cell),
+    and says that the kernel had no schedstats; a kernel that has them but counted nothing (the
+    other trees: schedstats off at run time) gets its own note."""
+    results = tmp_path / "results"
+    assert _cli(capsys, "import-mmtests", "--results", str(results), str(DATA / "head-noschedstat" / "log"))[0] == 0
+    for run in RUNS:
+        for it in FileStore(results).load_run(run).workload("time_unmap").iterations:
+            assert it.imported["mmtests_schedstat"] == {}
+    cmp = _compare(capsys, results)
+    sched = next(s for s in cmp["sections"] if s["title"] == "schedstat: time_unmap")
+    assert len(sched["rows"]) == 18 and {r["values"][RUNS[0]] for r in sched["rows"]} == {0.0, 100.0}
+    for run in RUNS:
+        assert any(f"schedstat: time_unmap ({run}): the kernel had no schedstats" in n for n in cmp["notes"])
+    assert not any("TTWU Count is 0" in n for n in cmp["notes"])
+    assert _cli(capsys, "import-mmtests", "--results", str(tmp_path / "r2"), str(DATA / "head" / "log"))[0] == 0
+    notes = _compare(capsys, tmp_path / "r2")["notes"]
+    assert any("TTWU Count is 0 in 3 iteration(s)" in n for n in notes)
+    assert not any("had no schedstats" in n for n in notes)
