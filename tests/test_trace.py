@@ -78,7 +78,10 @@ def test_mm_trace_end_to_end(tmp_path, journal):
     assert "missing tracepoints: vmscan:mmbench_no_such_event" in meta["notes"], meta["notes"]
     # decoded by the C program, inside a fixed gap (the same pause after every iteration)
     assert meta["decoder"] == "c" and meta["gap_s"] >= 0.6 and stop_s >= 0.6
-    assert (ctx.outdir / "summary.json").exists()      # summarised inside the gap too
+    # summarised inside the gap too; a decode slower than the gap (a loaded host) says so and
+    # leaves the summary to be made again with that note
+    late = [n for n in meta["notes"] if "longer than the fixed gap" in n]
+    assert (ctx.outdir / "summary.json").exists() != bool(late), (late, meta["notes"])
     # stop() itself put everything back (before the journal does)
     assert tracing_state() == before
     assert journal.restore(since=mark) == []
