@@ -25,6 +25,23 @@ def stored_doc(path: Path) -> dict:
     return doc
 
 
+
+def store_records(root: Path, *runs) -> str:
+    """Write in-memory RunRecords (mmbench.model.results) as complete runs of a results directory
+    at ``root``; returns the directory as ``--results`` takes it."""
+    from mmbench.model.results import WorkloadRun
+    from mmbench.store import open_store
+    store = open_store(root)
+    for run in runs:
+        w = store.create_run(run.name, force=True, suite_text=run.suite_text, suite_hash="x", suite_effective={},
+                             fingerprint={}, settings={})
+        for wr in run.workloads:
+            w.add_workload(WorkloadRun(wr.label, wr.plugin, {}, wr.metrics, []))
+            for it in wr.iterations:
+                w.add_iteration(it)
+        w.finish("complete")
+    return str(root)
+
 def is_root() -> bool:
     return os.geteuid() == 0
 

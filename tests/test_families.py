@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import mmbench
+from conftest import mmbench, store_records
 from mmbench.analysis import vmstat as vm
 from mmbench.analysis.compare import build_comparison, regressions
 from mmbench.config import primary as pr
@@ -139,23 +139,11 @@ def test_fail_on_regression_reads_primary_rows_only(seed001):
 
 
 def test_fail_on_regression_cli_exit(tmp_path):
-    from mmbench.store import open_store
-    store = open_store(tmp_path / "res")
-    for run in (seed001_run("off", *OFF, 2), seed001_run("on", *ON, 1)):
-        _store_run(store, run)
+    store_records(tmp_path / "res", seed001_run("off", *OFF, 2), seed001_run("on", *ON, 1))
     proc = mmbench("compare", "--results", str(tmp_path / "res"), "--fail-on-regression", "off", "on")
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.index("Primary rows") < proc.stdout.index("\nthpavail\n")
 
-
-def _store_run(store, run: RunRecord) -> None:
-    w = store.create_run(run.name, force=True, suite_text=run.suite_text, suite_hash="x", suite_effective={},
-                         fingerprint={}, settings={})
-    for wr in run.workloads:
-        w.add_workload(WorkloadRun(wr.label, wr.plugin, {}, wr.metrics, []))
-        for it in wr.iterations:
-            w.add_iteration(it)
-    w.finish("complete")
 
 
 def test_primary_checked_when_loading(suite_file, results):
@@ -208,10 +196,7 @@ def test_shipped_suites_declare_checked_primary_rows():
 
 def test_fail_on_regression_ignores_the_stats_filter(tmp_path):
     # --stats only trims the printed rows: the gate still reads every primary row
-    from mmbench.store import open_store
-    store = open_store(tmp_path / "res")
-    for run in (seed001_run("off", *OFF, 2), seed001_run("on", *ON, 1)):
-        _store_run(store, run)
+    store_records(tmp_path / "res", seed001_run("off", *OFF, 2), seed001_run("on", *ON, 1))
     proc = mmbench("compare", "--results", str(tmp_path / "res"), "--stats", "stddev", "--fail-on-regression",
                    "off", "on")
     assert proc.returncode == 1, proc.stderr

@@ -15,7 +15,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import mmbench
+from conftest import mmbench, store_records
 from mmbench.analysis.compare import build_comparison, regressions
 from mmbench.config.load import load_suite
 from mmbench.errors import UsageError
@@ -138,23 +138,10 @@ def test_an_entry_naming_several_rows_asks_for_a_section(suite_file):
     assert all(e.split(":")[0] in ("one", "two") for e in s.primary) and len(s.primary) <= 6
 
 
-def _store(tmp_path, *runs: RunRecord):
-    from mmbench.store import open_store
-    store = open_store(tmp_path / "res")
-    for run in runs:
-        w = store.create_run(run.name, force=True, suite_text=run.suite_text, suite_hash="x", suite_effective={},
-                             fingerprint={}, settings={})
-        for wr in run.workloads:
-            w.add_workload(WorkloadRun(wr.label, wr.plugin, {}, wr.metrics, []))
-            for it in wr.iterations:
-                w.add_iteration(it)
-        w.finish("complete")
-    return str(tmp_path / "res")
-
 
 def test_compare_primary_chooses_the_family_now(tmp_path):
     old = '[suite]\nprimary = ["Percentage huge"]\n'      # a run stored before its suite named these
-    res = _store(tmp_path, thpavail("on", True, 1, suite=old), thpavail("off", False, 2, suite=old))
+    res = store_records(tmp_path / "res", thpavail("on", True, 1, suite=old), thpavail("off", False, 2, suite=old))
     proc = mmbench("compare", "--results", res, "--primary", "THP fault alloc", "--mechanisms",
                    "Compaction stalls", "--format", "json", "on", "off")
     assert proc.returncode == 0, proc.stderr
@@ -194,7 +181,7 @@ def test_compare_primary_entry_naming_several_rows(tmp_path):
                                                                samples={"time": [float(rng.normal(10 + shift, 1))]})
                                                for i in range(3)]) for lab in ("w1", "w2")]
         return RunRecord(name, "complete", 0.0, 1.0, "", "", {}, {}, wl)
-    res = _store(tmp_path, two("a", 0), two("b", 1))
+    res = store_records(tmp_path / "res", two("a", 0), two("b", 1))
     bad = mmbench("compare", "--results", res, "--primary", "time", "a", "b")
     assert bad.returncode == 2 and "matches 2 rows (time (w1 (sim)); time (w2 (sim)))" in bad.stderr, bad.stderr
     assert "name one with a section, e.g. 'workload:w1:time'" in bad.stderr

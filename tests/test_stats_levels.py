@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import mmbench
+from conftest import mmbench, store_records
 from mmbench.analysis import significance as sig
 from mmbench.analysis.compare import build_comparison
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
@@ -112,19 +112,6 @@ def test_the_decision_is_compares(cell):
         assert starred == decide(b, n, c), (b, n)
 
 
-def _store(tmp_path, runs):
-    from mmbench.store import open_store
-    store = open_store(tmp_path / "res")
-    for run in runs:
-        w = store.create_run(run.name, force=True, suite_text=run.suite_text, suite_hash="x", suite_effective={},
-                             fingerprint={}, settings={})
-        for wr in run.workloads:
-            w.add_workload(WorkloadRun(wr.label, wr.plugin, {}, wr.metrics, []))
-            for it in wr.iterations:
-                w.add_iteration(it)
-        w.finish("complete")
-    return str(tmp_path / "res")
-
 
 def test_one_arm_all_zeros_from_the_command_line(tmp_path):
     # the case: counts 0,0,0 against 300,290,0 printed q=0.029 * and --fail-on-regression exit 1
@@ -133,7 +120,7 @@ def test_one_arm_all_zeros_from_the_command_line(tmp_path):
     def run(name, vals):
         its = [IterationResult("w", i, False, "ok", samples={cnt.name: [v]}) for i, v in enumerate(vals)]
         return RunRecord(name, "complete", 0.0, 1.0, "", "", {}, {}, [WorkloadRun("w", "w", {}, [cnt], its)])
-    res = _store(tmp_path, [run("a", [0, 0, 0]), run("b", [300, 290, 0])])
+    res = store_records(tmp_path / "res", run("a", [0, 0, 0]), run("b", [300, 290, 0]))
     proc = mmbench("compare", "--results", res, "--fail-on-regression", "a", "b")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "*" not in proc.stdout.split("\n% vs the baseline")[0].split("Primary rows")[1]
