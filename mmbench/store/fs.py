@@ -1004,7 +1004,11 @@ def _mean_rows(run: str, it: IterationResult) -> list[tuple[str, str, int, str, 
         import numpy as np
         a = np.asarray(vals, dtype=np.float64)
         fin = a[np.isfinite(a)]
-        rows.append((run, it.workload, it.index, metric, int(a.size), float(fin.mean()) if fin.size else None))
+        # the same correctly rounded sum as a list's: an iteration indexed as it is written (lists)
+        # and again from its sidecar (arrays) must give the same bytes (numpy's pairwise mean can
+        # differ in the last place, which verify then calls a damaged index)
+        mean = math.fsum(fin.tolist()) / fin.size if fin.size else None
+        rows.append((run, it.workload, it.index, metric, int(a.size), mean))
     return rows
 
 
