@@ -259,9 +259,13 @@ def row_move(row: str, good: Sequence[float], bad: Sequence[float], resolution: 
     pct = 100.0 * (mb / mg - 1.0) if mg > 0 else None
     effect = None
     if len(g) >= 2 and len(b) >= 2:
-        c = contrast(b, g, resolution, 0.025)
-        s = c.se / math.sqrt(1.0 / len(g) + 1.0 / len(b))
-        effect = abs(c.diff) / s
+        tol = _tolerance([*g, *b], resolution)
+        ss = math.fsum((v - mg) ** 2 for v in g) + math.fsum((v - mb) ** 2 for v in b)
+        s = math.sqrt(ss / (len(g) + len(b) - 2))
+        if s <= tol:      # constant within each end (at the resolution): apart or not at all
+            effect = math.inf if abs(mb - mg) > tol else 0.0
+        else:
+            effect = abs(mb - mg) / s
     return RowMove(row, mg, mb, pct, effect, len(g), len(b))
 
 
@@ -578,6 +582,13 @@ def log_from_dict(d: Any, source: str = "log") -> BisectLog:
                                   _contrast_from(sd.get("vs_good"), f"{where}.vs_good"),
                                   _contrast_from(sd.get("vs_bad"), f"{where}.vs_bad"),
                                   str(sd.get("reason", ""))))
+        o = d.get("outcome")
+        if o is not None:
+            _need(o, dict, f"{source}: outcome")
+            log.outcome = Outcome(str(_get(o, "status", f"{source}: outcome")), o.get("first_bad"),
+                                  str(o.get("last_good")), str(o.get("first_known_bad")),
+                                  [str(c) for c in o.get("candidates", [])],
+                                  float(o.get("error_bound") or 0.0), str(o.get("message", "")))
     except (TypeError, ValueError, KeyError, AttributeError) as e:
         raise BisectError(f"{source}: damaged log ({e})") from None
     return log
