@@ -5,6 +5,7 @@ figures (bench/bisect-sim).
 A commit before the planted one gives per-round values around the good mean, the planted one and
 every later one around the bad mean (good mean × (1 + effect)); the noise is ``normal`` (spread
 ``cv`` of the good mean), ``lognormal`` (the same coefficient of variation, skewed),
+``heavy`` (Student's t with 3 degrees of freedom, scaled to the same spread: outliers),
 ``poisson`` (counts; ``cv`` is ignored, the good mean sets the spread) or ``constant`` (a
 deterministic clock: no noise at all).  Seeded: the same seed gives the same bisection.
 """
@@ -18,7 +19,7 @@ from typing import Sequence
 
 from mmbench.analysis import bisection as bis
 
-NOISES = ("normal", "lognormal", "poisson", "constant")
+NOISES = ("normal", "lognormal", "heavy", "poisson", "constant")
 
 
 @dataclass
@@ -67,6 +68,9 @@ class Planted:
         if self.noise == "lognormal":
             s2 = math.log1p(self.cv * self.cv)
             return m * math.exp(r.gauss(-s2 / 2.0, math.sqrt(s2)))
+        if self.noise == "heavy":        # t(3) has variance 3
+            chi2 = sum(r.gauss(0.0, 1.0) ** 2 for _ in range(3))
+            return m + self.cv * self.mean / math.sqrt(3.0) * r.gauss(0.0, 1.0) / math.sqrt(chi2 / 3.0)
         return float(_poisson(r, m))
 
     def measure(self, commit: str, rounds: int) -> list[float]:
@@ -103,7 +107,8 @@ class Tally:
     step_errors: int = 0     # decided steps whose verdict was wrong
     decided_steps: int = 0
     step_rounds: int = 0
-    end_rounds: int = 0
+    end_rounds: int = 0      # fresh rounds of both ends
+    pilot_rounds: int = 0    # pilot rounds of both ends (the given ones included)
     bounds: list[float] = field(default_factory=list)
 
     def add(self, planted: Planted, log: bis.BisectLog | None) -> None:
@@ -114,7 +119,8 @@ class Tally:
         o = log.outcome
         assert o is not None
         self.bounds.append(o.error_bound)
-        self.end_rounds += log.end_rounds or 0
+        self.end_rounds += 2 * (log.end_rounds or 0)
+        self.pilot_rounds += sum(len(x.samples) for x in (log.pilot_good, log.pilot_bad) if x)
         for s in log.steps:
             if s.verdict == "skipped":
                 continue
@@ -148,6 +154,12 @@ class Tally:
 
     @property
     def step_error_rate(self) -> float:
+        """Wrong verdicts per step measured: what the per-step level bounds (a wrong verdict
+        among the decided steps alone can be more frequent where steps rarely decide)."""
+        return self.step_errors / self.steps if self.steps else math.nan
+
+    @property
+    def decided_error_rate(self) -> float:
         return self.step_errors / self.decided_steps if self.decided_steps else math.nan
 
 
