@@ -5,8 +5,13 @@ rather than wrong when it is not, and handles skipped commits, resumed logs and 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -296,9 +301,99 @@ def test_end_rounds_planned_from_the_pilot():
 
 
 def test_import_is_light():
-    import subprocess
-    import sys
     out = subprocess.run([sys.executable, "-c", "import sys, mmbench.analysis.bisection; "
                           "print('numpy' in sys.modules, 'pydantic' in sys.modules)"],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+# ------------------------------------------------------------------------------------------
+# scripts/make-bisect-repo, on a small stand-in for the kernel tree
+
+REPO_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make-bisect-repo"
+
+
+def _git(cwd, *args):
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True,
+                          env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def small_kernel(tmp_path_factory):
+    """A git repository with the files the script edits, Debian's top-level '/*' .gitignore, and
+    a known-answer patch made with git format-patch."""
+    root = tmp_path_factory.mktemp("kernel")
+    src = root / "linux"
+    src.mkdir()
+    spec = importlib.util.spec_from_loader("make_bisect_repo", loader=None)
+    mod = importlib.util.module_from_spec(spec)
+    mod.__file__ = str(REPO_SCRIPT)
+    exec(compile(REPO_SCRIPT.read_text(), str(REPO_SCRIPT), "exec"), mod.__dict__)
+    for path, kind in mod.EDITS:
+        f = src / path
+        f.parent.mkdir(parents=True, exist_ok=True)
+        guard = path.replace("/", "_").replace(".", "_").upper()
+        f.write_text(f"#ifndef {guard}\n#define {guard}\nint x;\n#endif /* {guard} */\n" if kind == "header"
+                     else "int f(void)\n{\n\treturn 0;\n}\n")
+    (src / ".gitignore").write_text("/*\n!/debian/\n")
+    _git(src, "init", "-q", "-b", "main")
+    _git(src, "add", "-f", "-A")
+    _git(src, "commit", "-q", "-m", "base")
+    _git(src, "tag", "base")
+    (src / "mm" / "page_alloc.c").write_text("int f(void)\n{\n\treturn 1;\n}\n")
+    _git(src, "commit", "-q", "-a", "-m", "mm: the known answer")
+    _git(src, "format-patch", "-q", "-1", "-o", str(root))
+    _git(src, "reset", "-q", "--hard", "base")
+    return mod, src, next(root.glob("0001-*.patch"))
+
+
+def make_repo(small_kernel, dest, *args):
+    _, src, patch = small_kernel
+    return subprocess.run([sys.executable, str(REPO_SCRIPT), str(dest), "--from-git", f"{src}@base",
+                           "--patch", str(patch), *args], capture_output=True, text=True)
+
+
+def test_make_bisect_repo_places_the_known_answer(small_kernel, tmp_path):
+    mod = small_kernel[0]
+    out = make_repo(small_kernel, tmp_path / "a", "--commits", "16", "--first-bad", "5")
+    assert out.returncode == 0, out.stderr
+    repo = tmp_path / "a"
+    log = _git(repo, "log", "--reverse", "--format=%H %s", "bisect-good..bisect-bad").splitlines()
+    assert len(log) == 16
+    assert log[4].split()[0] == _git(repo, "rev-parse", "bisect-first-bad")
+    assert log[4].endswith("mm: the known answer")
+    assert "<- known answer (tag bisect-first-bad)" in out.stdout
+    assert "first bad: " in out.stdout and "(position 5 of 16)" in out.stdout
+    # each harmless commit adds only an unused helper; headers inside their include guard
+    for i, line in enumerate(log):
+        if i == 4:
+            continue
+        diff = _git(repo, "show", "--format=", "--unified=0", line.split()[0])
+        added = [d[1:] for d in diff.splitlines() if d.startswith("+") and not d.startswith("+++")]
+        removed = [d for d in diff.splitlines() if d.startswith("-") and not d.startswith("---")]
+        assert removed == [] and any("static inline int __maybe_unused mmbench_bisect_unused_" in a for a in added)
+    mmzone = (repo / "include/linux/mmzone.h").read_text()
+    assert mmzone.index("mmbench_bisect_unused_1(") < mmzone.rindex("#endif")
+    # the helper is valid C that warns about nothing, and emits no code
+    c = tmp_path / "helper.c"
+    c.write_text("#define __maybe_unused __attribute__((__unused__))\n" + mod.helper(7))
+    cc = subprocess.run(["gcc", "-Wall", "-Wextra", "-Werror", "-c", "-o", str(tmp_path / "h.o"), str(c)],
+                        capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    nm = subprocess.run(["nm", str(tmp_path / "h.o")], capture_output=True, text=True).stdout
+    assert "mmbench_bisect_unused" not in nm
+    # same arguments, same hashes
+    again = make_repo(small_kernel, tmp_path / "b", "--commits", "16", "--first-bad", "5")
+    assert again.returncode == 0
+    assert _git(tmp_path / "b", "rev-parse", "bisect-bad") == _git(repo, "rev-parse", "bisect-bad")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--commits", "8"], "--commits 8: at least 16"),
+    (["--first-bad", "0"], "--first-bad 0: must be between 1 and --commits 20"),
+    (["--first-bad", "21"], "--first-bad 21: must be between 1 and --commits 20"),
+])
+def test_make_bisect_repo_bad_arguments(small_kernel, tmp_path, args, message):
+    out = make_repo(small_kernel, tmp_path / "x", *args)
+    assert out.returncode == 2 and out.stderr.strip() == f"make-bisect-repo: {message}"
