@@ -126,7 +126,7 @@ class Settings:
 
     @property
     def look_alpha(self) -> float:
-        """The level of each one-sided test at one look: α / K."""
+        """The level of each (two-sided) test at one look: α / K."""
         return self.alpha / self.looks
 
     @property
@@ -552,6 +552,7 @@ def log_from_dict(d: Any, source: str = "log") -> BisectLog:
         sd = _get(d, "settings", source)
         _need(sd, dict, f"{source}: settings")
         settings = Settings(**{k: sd[k] for k in Settings().as_dict() if k in sd})
+        settings.check()
         commits = _get(d, "commits", source)
         _need(commits, list, f"{source}: commits")
         pilot = d.get("pilot") or {}
