@@ -334,7 +334,9 @@ def small_kernel(tmp_path_factory):
         f = src / path
         f.parent.mkdir(parents=True, exist_ok=True)
         guard = path.replace("/", "_").replace(".", "_").upper()
-        f.write_text(f"#ifndef {guard}\n#define {guard}\nint x;\n#endif /* {guard} */\n" if kind == "header"
+        c_part = ("#ifndef __ASSEMBLY__\nint x;\n#endif /* !__ASSEMBLY__ */\n" if path.endswith("mmzone.h")
+                  else "int x;\n")
+        f.write_text(f"#ifndef {guard}\n#define {guard}\n{c_part}#endif /* {guard} */\n" if kind == "header"
                      else "int f(void)\n{\n\treturn 0;\n}\n")
     (src / ".gitignore").write_text("/*\n!/debian/\n")
     _git(src, "init", "-q", "-b", "main")
@@ -373,8 +375,11 @@ def test_make_bisect_repo_places_the_known_answer(small_kernel, tmp_path):
         added = [d[1:] for d in diff.splitlines() if d.startswith("+") and not d.startswith("+++")]
         removed = [d for d in diff.splitlines() if d.startswith("-") and not d.startswith("---")]
         assert removed == [] and any("static inline int __maybe_unused mmbench_bisect_unused_" in a for a in added)
-    mmzone = (repo / "include/linux/mmzone.h").read_text()
-    assert mmzone.index("mmbench_bisect_unused_1(") < mmzone.rindex("#endif")
+    mmzone = (repo / "include/linux/mmzone.h").read_text()     # in the C part, not seen by assembly
+    assert mmzone.index("#ifndef __ASSEMBLY__") < mmzone.index("mmbench_bisect_unused_1(") < \
+        mmzone.index("#endif /* !__ASSEMBLY__ */")
+    gfp = (repo / "include/linux/gfp.h").read_text()
+    assert gfp.index("mmbench_bisect_unused_5(") < gfp.rindex("#endif")
     # the helper is valid C that warns about nothing, and emits no code
     c = tmp_path / "helper.c"
     c.write_text("#define __maybe_unused __attribute__((__unused__))\n" + mod.helper(7))
