@@ -374,7 +374,7 @@ def test_make_bisect_repo_places_the_known_answer(small_kernel, tmp_path):
         diff = _git(repo, "show", "--format=", "--unified=0", line.split()[0])
         added = [d[1:] for d in diff.splitlines() if d.startswith("+") and not d.startswith("+++")]
         removed = [d for d in diff.splitlines() if d.startswith("-") and not d.startswith("---")]
-        assert removed == [] and any("static inline int __maybe_unused mmbench_bisect_unused_" in a for a in added)
+        assert removed == [] and any("static inline int __attribute__((__unused__)) mmbench_bisect_unused_" in a for a in added)
     mmzone = (repo / "include/linux/mmzone.h").read_text()     # in the C part, not seen by assembly
     assert mmzone.index("#ifndef __ASSEMBLY__") < mmzone.index("mmbench_bisect_unused_1(") < \
         mmzone.index("#endif /* !__ASSEMBLY__ */")
@@ -382,7 +382,7 @@ def test_make_bisect_repo_places_the_known_answer(small_kernel, tmp_path):
     assert gfp.index("mmbench_bisect_unused_5(") < gfp.rindex("#endif")
     # the helper is valid C that warns about nothing, and emits no code
     c = tmp_path / "helper.c"
-    c.write_text("#define __maybe_unused __attribute__((__unused__))\n" + mod.helper(7))
+    c.write_text(mod.helper(7))
     cc = subprocess.run(["gcc", "-Wall", "-Wextra", "-Werror", "-c", "-o", str(tmp_path / "h.o"), str(c)],
                         capture_output=True, text=True)
     assert cc.returncode == 0, cc.stderr
