@@ -31,12 +31,26 @@ def test_buddyinfo_per_zone_and_total():
 def test_pagetypeinfo_free_pages_and_blocks():
     p = parse_pagetypeinfo(text("pagetypeinfo"))
     # DMA Movable: one order-9 and three order-10 blocks = 512 + 3 * 1024 pages, all >= pageblock
-    assert p["free.DMA.Movable"] == 3584 and p["free_hi.DMA.Movable"] == 3584
+    assert p["free.node0-DMA.Movable"] == 3584 and p["free_hi.node0-DMA.Movable"] == 3584
     # DMA Unmovable: one order-8 block, below the pageblock order 9
-    assert p["free.DMA.Unmovable"] == 256 and p["free_hi.DMA.Unmovable"] == 0
-    assert p["free.DMA32.Movable"] == 772808 and p["free_hi.DMA32.Movable"] == 771072
-    assert p["blocks.Normal.Movable"] == 1330 and p["blocks.Normal.Reclaimable"] == 91
-    assert p["blocks.DMA.Movable"] == 7
+    assert p["free.node0-DMA.Unmovable"] == 256 and p["free_hi.node0-DMA.Unmovable"] == 0
+    assert p["free.node0-DMA32.Movable"] == 772808 and p["free_hi.node0-DMA32.Movable"] == 771072
+    assert p["blocks.node0-Normal.Movable"] == 1330 and p["blocks.node0-Normal.Reclaimable"] == 91
+    assert p["blocks.node0-DMA.Movable"] == 7
+
+
+def test_pagetypeinfo_keeps_each_nodes_zones_apart():
+    """On a two-node machine both nodes have a zone Normal: node 1's lines must not overwrite
+    node 0's (they did when the columns were keyed by zone name alone)."""
+    real = text("pagetypeinfo")
+    node1 = "\n".join(line.replace("Node    0,", "Node    1,").replace("Node 0,", "Node 1,")
+                      for line in real.splitlines() if " ".join(line.split()).startswith("Node 0, zone Normal"))
+    node1 = node1.replace("Movable   3629", "Movable     17")
+    p = parse_pagetypeinfo(real + "\n" + node1 + "\n")
+    one = parse_pagetypeinfo(real)
+    assert p["free.node0-Normal.Movable"] == one["free.node0-Normal.Movable"]
+    assert p["free.node1-Normal.Movable"] == one["free.node0-Normal.Movable"] - 3629 + 17
+    assert p["blocks.node1-Normal.Movable"] == one["blocks.node0-Normal.Movable"]
 
 
 def test_pagetypeinfo_list_too_long_to_count_is_a_lower_bound():
@@ -46,8 +60,8 @@ def test_pagetypeinfo_list_too_long_to_count_is_a_lower_bound():
     line = "Node    0, zone   Normal, type      Movable   3629   2005   6897"
     capped = text("pagetypeinfo").replace(line, "Node    0, zone   Normal, type      Movable >100000   2005   6897")
     p = parse_pagetypeinfo(capped)
-    assert p["capped.Normal.Movable"] == 1 and p["capped.DMA32.Movable"] == 0
-    assert p["free.Normal.Movable"] == parse_pagetypeinfo(text("pagetypeinfo"))["free.Normal.Movable"] - 3629 + 100000
+    assert p["capped.node0-Normal.Movable"] == 1 and p["capped.node0-DMA32.Movable"] == 0
+    assert p["free.node0-Normal.Movable"] == parse_pagetypeinfo(text("pagetypeinfo"))["free.node0-Normal.Movable"] - 3629 + 100000
     cols = list(p)
     arr = np.array([[0.0, *p.values()], [1.0, *p.values()]])
     notes = Pagetypeinfo.summarise_table(cols, arr, {}).notes

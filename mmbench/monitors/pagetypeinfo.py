@@ -1,9 +1,9 @@
 """pagetypeinfo: free pages per migrate type and pageblocks per migrate type (/proc/pagetypeinfo).
 
 Cost: 1-2.4 ms per read (the kernel walks every pageblock with the zone lock held), so the
-default interval is 10 s.  Columns: ``free.<zone>.<type>`` (free pages, all orders),
-``free_hi.<zone>.<type>`` (free pages in blocks of pageblock order or above) and
-``blocks.<zone>.<type>``; ``capped.<zone>.<type>`` is 1 where a free list was too long for the
+default interval is 10 s.  Columns: ``free.<node>-<zone>.<type>`` (free pages, all orders;
+``<node>`` is ``node0``, ``node1``, ...), ``free_hi.<node>-<zone>.<type>`` (free pages in blocks of
+pageblock order or above) and ``blocks.<node>-<zone>.<type>``; ``capped.<node>-<zone>.<type>`` is 1 where a free list was too long for the
 kernel to count (its free figures are then lower bounds).  Summary: pageblocks per migrate type and free MiB per migrate type,
 summed over zones (mixing of Unmovable/Reclaimable into Movable blocks is what fragmentation is).
 """
@@ -34,7 +34,8 @@ def parse_pagetypeinfo(text: str) -> dict[str, int]:
             block_types = line.split()[4:]
         elif line.startswith("Node") and ", type" in line:
             head, _, counts = line.partition(", type")
-            zone = head.split()[-1]
+            words = head.replace(",", " ").split()      # Node N zone NAME
+            zone = f"node{words[1]}-{words[3]}"
             parts = counts.split()
             mtype = parts[0]
             free = hi = capped = 0
@@ -50,7 +51,7 @@ def parse_pagetypeinfo(text: str) -> dict[str, int]:
             out[f"capped.{zone}.{mtype}"] = capped
         elif line.startswith("Node") and block_types:
             parts = line.replace(",", " ").split()
-            zone = parts[3]
+            zone = f"node{parts[1]}-{parts[3]}"
             for mtype, v in zip(block_types, parts[4:]):
                 out[f"blocks.{zone}.{mtype}"] = int(v)
     return out
