@@ -16,7 +16,7 @@ PKG = Path(mmbench.__file__).parent
 
 # stage → rank; a module may import ranks <= its own.
 STAGES = {
-    "model": 0, "errors": 0, "plugins": 0, "guest": 0, "__init__": 0,
+    "model": 0, "errors": 0, "plugins": 0, "guest": 0, "cbuild": 0, "__init__": 0,
     "config": 1,
     "run": 2, "vm": 2, "kbuild": 2, "workloads": 2, "monitors": 2,
     "store": 3, "importers": 3,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mmbench.run.build import CFLAGS, binary_for
+from mmbench.cbuild import CFLAGS, INCLUDE_DIR, binary_for
 
 ROOT = Path(__file__).resolve().parent.parent / "mmbench"
 SOURCES = sorted([*ROOT.glob("workloads/*.c"), *ROOT.glob("monitors/*.c")])
@@ -22,7 +22,7 @@ def test_the_build_warns():
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 @pytest.mark.parametrize("src", SOURCES, ids=[p.name for p in SOURCES])
 def test_compiles_clean_with_analyzer(src, tmp_path):
-    flags = [f for f in CFLAGS if f not in ("-g",)] + ["-Werror", "-fanalyzer"]
+    flags = [f for f in CFLAGS if f not in ("-g",)] + ["-Werror", "-fanalyzer", f"-I{INCLUDE_DIR}"]
     proc = subprocess.run(["gcc", *flags, "-c", "-o", str(tmp_path / "x.o"), str(src)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -35,7 +35,7 @@ def test_plugin_builds_counts_and_answers_each_request(tmp_path):
     """The plugin, built as mmbench builds it, loaded by the real QEMU under the instruction clock:
     every slot the guest jumps to is one request answered with its ID, the counts only grow, and
     at exit it writes its totals."""
-    from mmbench.run.build import library_for
+    from mmbench.cbuild import library_for
     lib = library_for(REPO / "mmbench" / "vm" / "insn_plugin.c")
     disk = tmp_path / "boot.img"
     _boot_sector(disk)
@@ -66,7 +66,7 @@ def test_plugin_builds_counts_and_answers_each_request(tmp_path):
 def test_plugin_refuses_a_bad_argument_in_one_line(tmp_path):
     if shutil.which("qemu-system-x86_64") is None:
         pytest.skip("needs QEMU")
-    from mmbench.run.build import library_for
+    from mmbench.cbuild import library_for
     lib = library_for(REPO / "mmbench" / "vm" / "insn_plugin.c")
     p = subprocess.run(["qemu-system-x86_64", "-accel", "tcg", "-display", "none", "-plugin", f"{lib},bogus=1"],
                        capture_output=True, text=True, timeout=60)

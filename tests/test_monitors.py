@@ -11,7 +11,7 @@ import pytest
 from mmbench.plugins import monitors as registry
 from mmbench.monitors._common import load_tsv
 from memcg_helper import TestMemcg
-from mmbench.run.build import binary_for
+from mmbench.cbuild import binary_for
 from mmbench.monitors.base import MonitorContext
 from mmbench.run.journal import Journal
 

@@ -20,7 +20,7 @@ from mmbench.monitors.base import MonitorContext
 from mmbench.monitors.trace.formats import parse_format
 from mmbench.monitors.trace.ringbuffer import decode_files
 from mmbench.monitors.trace.tracefs import TRACEFS, is_mounted
-from mmbench.run.build import binary_for
+from mmbench.cbuild import binary_for
 from mmbench.run.journal import Journal
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (tracefs, cgroups)")

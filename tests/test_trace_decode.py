@@ -17,7 +17,7 @@ from mmbench.monitors.mm_trace import MmTrace
 from mmbench.monitors.trace import decode as D
 from mmbench.monitors.trace import stalls as sa
 from mmbench.monitors.trace.ringbuffer import decode_files
-from mmbench.run.build import binary_for
+from mmbench.cbuild import binary_for
 
 DATA = Path(__file__).parent / "data" / "trace"
 CAPTURES = sorted(p.name for p in DATA.iterdir() if (p / "capture.json").exists())

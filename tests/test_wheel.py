@@ -20,7 +20,7 @@ from mmbench.analysis.compare import build_comparison
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
 from mmbench.monitors.mm_trace import MmTrace
 from mmbench.monitors.trace import decode as D
-from mmbench.run.build import binary_for, package_sources
+from mmbench.cbuild import binary_for, package_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "check-wheel"

@@ -11,7 +11,7 @@ import pytest
 from conftest import needs_root
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.model.params import resolve_params
-from mmbench.run.build import binary_for
+from mmbench.cbuild import binary_for
 from workload_harness import run_workload
 from mmbench.workloads.pfscale import Pfscale, parse_pfscale
 from mmbench.workloads.usemem import swap_free_bytes

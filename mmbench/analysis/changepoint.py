@@ -159,7 +159,7 @@ def best_splits(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int, obs
 def _program() -> str:
     """edivisive.c's program, built on first use (cached by the source's hash)."""
     from pathlib import Path
-    from mmbench.run.build import binary_for
+    from mmbench.cbuild import binary_for
     return binary_for(Path(__file__).with_name("edivisive.c"))
 
 

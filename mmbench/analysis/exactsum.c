@@ -5,7 +5,7 @@
  * about 27 ns a value on our machines), this reads the array in place.  The method is Shewchuk's
  * (1997): keep the running total as a list of non-overlapping partial sums, each addition exact
  * by two-sum, then round the partials once, half to even.  Built as a shared library by
- * mmbench/run/build.py, loaded with ctypes by exactsum.py; compiled with -ffp-contract=off so
+ * mmbench/cbuild, loaded with ctypes by exactsum.py; compiled with -ffp-contract=off so
  * that no multiply-add is fused (the squared deviation must round as Python's (v - m) * (v - m)).
  */
 #include <math.h>

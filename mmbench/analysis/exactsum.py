@@ -19,7 +19,7 @@ def _load() -> Any:
     global _lib
     if _lib is None:
         try:
-            from mmbench.run.build import library_for
+            from mmbench.cbuild import library_for
             lib = ctypes.CDLL(library_for(Path(__file__).with_name("exactsum.c")))
             dbl_p = ctypes.POINTER(ctypes.c_double)
             lib.mmbench_fsum.argtypes = [ctypes.c_void_p, ctypes.c_size_t, dbl_p]

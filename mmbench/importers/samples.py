@@ -82,7 +82,7 @@ def _csv_columns(p: Path, first: str) -> list[WorkloadRun] | None:
     if len(set(header)) != len(header) or len(header) > 64:
         return None
     import numpy as np
-    from mmbench.run.build import binary_for   # built on first use, cached by the source's hash
+    from mmbench.cbuild import binary_for   # built on first use, cached by the source's hash
     exe = binary_for(Path(__file__).with_name("samplecsv.c"))
     vcol = header.index("value")
     proc = subprocess.run([exe, str(p), str(len(header)), str(vcol)], capture_output=True)

@@ -5,7 +5,7 @@ the mm kernel threads (``KTHREADS``), tracepoint renames and changed fields
 (``TRACEPOINT_CHANGES``) and the mm functions the irqsoff rows are named after.  Each entry
 names the kernel version (or commit) behind it.  Code looks things up here instead of branching
 on versions; C programs keep their ABI constants (MADV_COLLAPSE, KPF_THP) in
-``workloads/mmbench_util.h`` with the same kind of comment."""
+``cbuild/mmbench_util.h`` with the same kind of comment."""
 
 from __future__ import annotations
 

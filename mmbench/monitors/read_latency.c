@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../workloads/mmbench_util.h"
+#include "mmbench_util.h"
 
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig; stop = 1; }

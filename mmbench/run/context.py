@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from mmbench.errors import WorkloadError
-from mmbench.run.build import binary_for
+from mmbench.cbuild import binary_for
 from mmbench.run.journal import Journal
 from mmbench.run.sandbox import MemorySandbox
 

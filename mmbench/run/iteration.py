@@ -24,7 +24,7 @@ from mmbench.monitors.base import Monitor, MonitorContext, load_summary
 from mmbench.run.context import IterationContext
 from mmbench.run.journal import Journal
 from mmbench.run.sandbox import MemorySandbox
-from mmbench.run.build import binary_for
+from mmbench.cbuild import binary_for
 from mmbench.model.kernel import parse_vmstat, read_vmstat, vmstat_delta
 from mmbench.model.results import IterationResult, MetricDef
 from mmbench.workloads.base import Samples, Workload

@@ -297,7 +297,7 @@ def _insn_plugin(suite: Any, accel: str, kernel: GuestKernel, workdir: Path, log
     counts with the guest's PMU)."""
     if accel != "tcg" or not any(m.name == "insn-count" for m in suite.monitors):
         return None, {}
-    from mmbench.run.build import library_for
+    from mmbench.cbuild import library_for
     from mmbench.kbuild.symbols import read_group_names
     library = Path(library_for(Path(__file__).with_name("insn_plugin.c")))
     groups = read_group_names(kernel.symbols) if kernel.symbols else []
@@ -313,7 +313,7 @@ def finish_deferred_monitors(rundir: Path, log: Callable[[str], None]) -> None:
     """Finish, on the host, the work a guest's monitors left (mm-trace decodes its raw pages here,
     not under emulation): every stored iteration of the guest's run folder, result.json updated."""
     from mmbench.plugins import monitors as registry
-    from mmbench.run.build import binary_for
+    from mmbench.cbuild import binary_for
     done: dict[str, list[float]] = {}
     warned: set[str] = set()
     for res in sorted(rundir.glob("*/iter-*/result.json")):

@@ -69,7 +69,7 @@ def read_fast(path: Path, n: int, out: Parsed) -> bool:
     False when any fault line is not one it reads exactly (the line-by-line readers then name the
     bad line, or take a locality field that is no number as Perl does)."""
     import numpy as np
-    from mmbench.run.build import binary_for     # built on first use, cached by the source's hash
+    from mmbench.cbuild import binary_for     # built on first use, cached by the source's hash
     exe = binary_for(Path(__file__).with_name("fieldlines.c"))
     proc = subprocess.run([exe, "fault", "2", "3,5", "huge", "base"], input=read_bytes(path), capture_output=True)
     if proc.returncode != 0:

@@ -15,7 +15,7 @@
  * mmb_xmalloc/mmb_xcalloc/mmb_xrealloc()  allocation that exits 1 with a message when it fails.
  * mmb_pt()            check a pthread_* return value (they return the error, not -1/errno).
  *
- * build.py hashes this header with each program, so an edit here rebuilds them all.
+ * the C builder (mmbench/cbuild) hashes this header with each program, so an edit here rebuilds them all.
  */
 #ifndef MMBENCH_UTIL_H
 #define MMBENCH_UTIL_H

@@ -1,9 +1,10 @@
-"""Build the C programs that sit beside workloads and monitors, automatically and cached.
+"""The C builder: every C program and library of the package, compiled on first use and cached.
 
 ``binary_for(source)`` compiles ``source`` with gcc into ``$MMBENCH_CACHE`` (default
-``~/.cache/mmbench/bin``) under a name keyed by the hash of the source, the headers beside it and
-the flags, so an edited source is rebuilt and an unchanged one never is.  No manual build step.
-``build_all()`` builds every C source of the package as it is installed (scripts/check-wheel).
+``~/.cache/mmbench/bin``) under a name keyed by the hash of the source, the headers beside it, the
+shared header ``mmbench_util.h`` (this folder, on the include path of every build) and the flags,
+so an edited source is rebuilt and an unchanged one never is.  No manual build step.  It sits at
+the bottom so that every stage (runner, importers, analysis) can build its C.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from mmbench.model.cache import cache_root
 
 CFLAGS = ["-O2", "-g", "-Wall", "-Wextra", "-D_GNU_SOURCE", "-pthread"]
 LIBS = ["-lm", "-lrt"]
+# the folder of the header every C source of the package may include (mmbench_util.h)
+INCLUDE_DIR = Path(__file__).resolve().parent
+SHARED_HEADER = INCLUDE_DIR / "mmbench_util.h"
 
 
 def cache_dir() -> Path:
@@ -64,10 +68,8 @@ def build_all() -> dict[Path, str]:
 
 def _build(source: Path, cflags: list[str], libs: list[str], suffix: str) -> str:
     text = source.read_bytes()
-    # the headers beside the source (mmbench_util.h) are part of every program built there
-    # (and the shared mmbench_util.h, which the monitors' programs include from workloads/)
-    shared = Path(__file__).resolve().parent.parent / "workloads" / "mmbench_util.h"
-    headers = b"".join(h.read_bytes() for h in sorted({*source.parent.glob("*.h"), shared}))
+    # the headers beside the source and the shared one are part of every program built there
+    headers = b"".join(h.read_bytes() for h in sorted({*source.parent.glob("*.h"), SHARED_HEADER}))
     digest = hashlib.sha256(text + headers + " ".join(cflags + libs).encode()).hexdigest()[:16]
     out = cache_dir() / f"{source.stem}-{digest}{suffix}"
     if out.exists():
@@ -78,7 +80,7 @@ def _build(source: Path, cflags: list[str], libs: list[str], suffix: str) -> str
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{source.stem}-")
     os.close(fd)
-    proc = subprocess.run([cc, *cflags, "-o", tmp, str(source), *libs], capture_output=True, text=True)
+    proc = subprocess.run([cc, *cflags, f"-I{INCLUDE_DIR}", "-o", tmp, str(source), *libs], capture_output=True, text=True)
     if proc.returncode != 0:
         os.unlink(tmp)
         raise EnvironmentUnsupported(f"building {source.name} failed:\n{proc.stderr.strip()}")
