@@ -238,7 +238,7 @@ def test_pgbench_ladder_metric_names():
 def test_topology_walk_as_mmtests(topology, low, expected):
     """MMTests' threads_topology_walk (bin/generate-stride-range), the rungs its pgbench and
     will-it-scale configs walk; the expected lists are what MMTests' script printed."""
-    from mmbench.workloads.stressng import topology_walk
+    from mmbench.workloads._topology import topology_walk
     assert topology_walk(low, 2 * topology[0], topology) == expected
 
 
@@ -262,7 +262,7 @@ def test_kernbench_job_ladder_as_mmtests():
 def test_kernbench_llc_count(tmp_path):
     """NUM_LLCS as MMTests counts it: distinct shared_cpu_list values of the highest cache index;
     1 without cache information."""
-    from mmbench.workloads.kernbench import llc_count
+    from mmbench.workloads._topology import llc_count
     assert llc_count(tmp_path) == 1
     for cpu in range(4):
         for idx, shared in ((0, str(cpu)), (2, "0-1" if cpu < 2 else "2-3")):

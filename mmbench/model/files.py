@@ -36,14 +36,9 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Protocol
 
 from mmbench.errors import UsageError
+from mmbench.model.store_format import MAX_ITERATION_INDEX, STORE_FORMAT
 
-# bump when a stored file changes meaning; readers refuse newer formats.  2 (2026-11-27): packed
-# samples live in a sidecar file beside result.json (SAMPLES_FILE), no longer base64 inside it.
-STORE_FORMAT = 2
 MAX_FILE_BYTES = 256 << 20   # no stored JSON file is this large; a bigger one is not ours
-# an iteration's number names its folder (iter-N) and is an index column: SQLite's INTEGER holds
-# 64 bits, PostgreSQL's "integer" (mmbench_iterations.idx, mmbench_values.idx) 32
-MAX_ITERATION_INDEX = 2**31 - 1
 
 
 def iteration_index_problem(index: Any) -> str | None:
@@ -111,7 +106,7 @@ def _validator_digest_key() -> bytes:
     if _validator_key is None:
         here = Path(__file__).parent
         h = blake2b(digest_size=16)
-        for name in ("stored.py", "names.py", "files.py"):
+        for name in ("stored.py", "names.py", "files.py", "store_format.py"):
             h.update((here / name).read_bytes())
         h.update(str(STORE_FORMAT).encode())
         _validator_key = h.digest()

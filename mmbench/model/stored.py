@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mmbench.model.files import MAX_ITERATION_INDEX, STORE_FORMAT
+from mmbench.model.store_format import MAX_ITERATION_INDEX, STORE_FORMAT
 from mmbench.model.names import name_problem
 
 

@@ -46,7 +46,8 @@ from mmbench import __version__
 from mmbench.model.kernel import proc_start_time
 from mmbench.errors import UsageError
 from mmbench.model.store import RunWriter, Store, durable_writes, reseal_documents, validate_run_name
-from mmbench.model.files import (SAMPLES_FILE, STORE_FORMAT, VERIFY_HINT, StoreError, StoreFull, file_kind,
+from mmbench.model.store_format import STORE_FORMAT
+from mmbench.model.files import (SAMPLES_FILE, VERIFY_HINT, StoreError, StoreFull, file_kind,
                                  iteration_index_problem, json_default, kernel_release, pack_iteration_samples,
                                  read_checked, read_json, read_object, read_regular, register_store_root,
                                  remember_checked_files, samples_from_json, seal, sidecar_reader)

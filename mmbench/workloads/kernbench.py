@@ -45,6 +45,7 @@ from mmbench.guest import in_guest
 from mmbench.model.cache import cache_root
 from mmbench.model.linux_source import default_tarball
 from mmbench.model.results import MetricDef
+from mmbench.workloads._topology import cpu_count, ladder, llc_count
 from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 CONFIGS = ("tinyconfig", "allnoconfig", "defconfig")
@@ -52,18 +53,6 @@ CONFIGS = ("tinyconfig", "allnoconfig", "defconfig")
 # and "build N done" (thpchallenge waits for the first build)
 PROGRESS_LOG = "kernbench.log"
 STAMP = ".mmbench-unpacked"      # written last into an unpacked tree
-
-
-def llc_count(sysfs: Path = Path("/sys/devices/system/cpu")) -> int:
-    """Last-level caches (MMTests' NUM_LLCS): distinct CPU sets sharing the highest-index cache
-    sysfs lists; 1 where sysfs has no cache information."""
-    sets: dict[int, set[str]] = {}
-    for f in sysfs.glob("cpu[0-9]*/cache/index[0-9]*/shared_cpu_list"):
-        try:
-            sets.setdefault(int(f.parent.name[5:]), set()).add(f.read_text().strip())
-        except OSError:
-            continue
-    return len(sets[max(sets)]) if sets else 1
 
 
 def source_tarball() -> Path | None:
@@ -193,7 +182,6 @@ class Kernbench(Workload):
         per last-level cache builds at -jNCPU only), or None for one build at ``jobs``."""
         if not params.get("ladder"):
             return None
-        from mmbench.workloads.stressng import cpu_count, ladder
         n = ncpus or cpu_count()
         low = n // max(1, llcs or llc_count()) // 4
         return [n] if low < 4 else ladder(low, n)

@@ -26,6 +26,7 @@ from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
+from mmbench.workloads._topology import topology_of, topology_walk
 from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 from mmbench.workloads.pft import client_ladder
 
@@ -37,7 +38,6 @@ def task_ladder(params: dict[str, Any], ncpus: int | None = None) -> list[int]:
     will-it-scale walk (configs/config-workload-will-it-scale-pf-*: WIS_MIN_THREADS=2 to
     WIS_MAX_THREADS=2xNCPU through ``threads_topology_walk``; 2, 3, 4 on 2 CPUs)."""
     if params.get("ladder"):
-        from mmbench.workloads.stressng import topology_of, topology_walk
         topology = topology_of(ncpus)
         return topology_walk(2, 2 * topology[0], topology)
     return client_ladder({"clients": params.get("tasks")}, ncpus)

@@ -48,6 +48,7 @@ from typing import Any
 from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
 from mmbench.model.results import MetricDef
+from mmbench.workloads._topology import topology_of, topology_walk
 from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 SCALE_BYTES = 15 << 20
@@ -181,7 +182,6 @@ class Pgbench(Workload):
         this machine's, or a flat one of ``ncpus`` CPUs when that differs from this machine's)."""
         ncpus = ncpus or len(os.sched_getaffinity(0))
         if params.get("ladder"):
-            from mmbench.workloads.stressng import topology_of, topology_walk
             topology = topology or topology_of(ncpus)
             return topology_walk(1, 2 * topology[0], topology)
         counts = params.get("clients")
