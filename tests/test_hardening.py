@@ -493,8 +493,9 @@ def test_rm_removes_from_folders_and_index(tmp_path):
 def test_rm_refuses_a_live_run(tmp_path):
     results = imported(tmp_path, "a")
     meta = stored_doc(results / "a" / "run.json")
-    from mmbench.store.fs import _boot_id, proc_start_time
-    meta.update(status="running", pid=os.getpid(), pid_start=proc_start_time(os.getpid()), boot_id=_boot_id())
+    from mmbench.model.kernel import proc_start_time
+    from mmbench.store.writer import boot_id
+    meta.update(status="running", pid=os.getpid(), pid_start=proc_start_time(os.getpid()), boot_id=boot_id())
     (results / "a" / "run.json").write_text(json.dumps(meta))
     one_line_error(cli("rm", "--results", str(results), "a"), 2, "still running")
     assert (results / "a" / "run.json").is_file()

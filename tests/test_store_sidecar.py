@@ -15,7 +15,8 @@ import pytest
 
 from mmbench.model.files import SAMPLES_FILE, StoreError
 from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
-from mmbench.store.fs import FileStore, indexed_files
+from mmbench.store.fs import FileStore
+from mmbench.store.index import indexed_files
 from tests.test_hardening import cli, one_line_error
 from tests.conftest import stored_doc
 

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mmbench.model.files import SEAL, StoreError, samples_from_json, seal
+from mmbench.model.files import SEAL, StoreError, samples_from_json
 from mmbench.model.results import OWNER_UNKNOWN, IterationResult, MetricDef, WorkloadRun
-from mmbench.store.fs import FileStore, owner_check
+from mmbench.store.fs import FileStore
+from mmbench.store.writer import owner_check
 from tests.conftest import mmbench, stored_doc
 from tests.test_hardening import cli, one_line_error
 
@@ -121,8 +122,8 @@ def test_a_damaged_index_row_is_indexed_again_never_shown(tmp_path):
 
 def test_a_run_is_running_only_while_its_writer_is_proved_alive():
     from mmbench.model.kernel import proc_start_time
-    from mmbench.store.fs import _boot_id
-    me = {"pid": os.getpid(), "boot_id": _boot_id(), "pid_start": proc_start_time(os.getpid())}
+    from mmbench.store.writer import boot_id
+    me = {"pid": os.getpid(), "boot_id": boot_id(), "pid_start": proc_start_time(os.getpid())}
     assert owner_check(me)[0] == "running"
     assert owner_check({**me, "pid_start": "1"})[0] == "incomplete"              # the pid is another process now
     assert owner_check({**me, "boot_id": "another-boot"})[0] == OWNER_UNKNOWN     # a reboot, or another machine

@@ -58,7 +58,7 @@ class StoreFull(StoreError):
 
 
 class CheckedFiles(Protocol):
-    """Where a store remembers files that passed validation (store/fs.py keeps it in its index)."""
+    """Where a store remembers files that passed validation (store/checked.py keeps it in the index)."""
 
     def lookup(self, path: Path) -> tuple[str, str | None] | None:
         """(digest, validated document as JSON or None when it is the file itself), if known."""

@@ -45,7 +45,8 @@ from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.model.files import SEAL, StoreError, check_document, samples_from_bytes, samples_from_json
 from mmbench.model.store import (RunWriter, Store, is_store_document, reseal_documents, run_summary,
                                  validate_run_name)
-from mmbench.store.fs import FileRunWriter, FileStore, owner_check, pid_alive
+from mmbench.store.fs import FileStore
+from mmbench.store.writer import FileRunWriter, owner_check, pid_alive
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
 
 SCHEMA_VERSION = 2
@@ -126,7 +127,7 @@ NEW_VERSION = "gen_random_uuid()::text"
 
 
 def _sidecar_in(files: dict[str, bytes], folder: str, where: str = "") -> Any:
-    """Reads an iteration's sidecar of samples from a run's files (fs.py writes them), checked
+    """Reads an iteration's sidecar of samples from a run's files (store/writer.py writes them), checked
     against its references and its digest."""
     return lambda file, count: samples_from_bytes(files.get(f"{folder}/{file}"), f"{where}{folder}/{file}",
                                                   file, count)
@@ -533,7 +534,7 @@ class PgStore(Store):
     def _row_status(self, status: str, owner: str, updated: float, boot_id: str | None = None,
                     pid_start: str | None = None) -> str:
         """A row that says running: on this machine, running only when its writer is proved alive
-        (fs.py ``owner_check``: boot id, pid and start time); on another machine, running while it
+        (writer.py ``owner_check``: boot id, pid and start time); on another machine, running while it
         has written within ``STALE_SECONDS``."""
         if status != "running":
             return status

@@ -30,6 +30,8 @@ from mmbench.errors import UsageError
 from mmbench.model.files import (SAMPLES_FILE, SEAL, VERIFY_HINT, StoreError, check_document, file_kind, read_regular,
                                  samples_from_bytes, samples_from_json)
 from mmbench.model.store import is_store_document
+from mmbench.store.index import SCHEMA, files_signature, indexed_files, insert_run
+from mmbench.store.writer import owner_check, text_digest, write_json
 
 DAMAGED, UNSAFE, TIDY, NOTE = "damaged", "unsafe", "tidy", "note"
 _KINDS = {"run.json": "run", "workload.json": "workload", "result.json": "result"}
@@ -91,7 +93,6 @@ def check_run_files(files: dict[str, bytes], where: str, report: Report) -> bool
         ok = False
     want = ((meta or {}).get("files") or {}).get("suite.toml") if isinstance((meta or {}).get("files"), dict) else None
     if "suite.toml" in files and want is not None:
-        from mmbench.store.fs import text_digest
         if text_digest(files["suite.toml"]) != want:
             report.add(DAMAGED, f"{where}/suite.toml", "its bytes do not match the BLAKE2b digest run.json "
                        "holds for it", RESTORE)
@@ -225,7 +226,6 @@ def _remover(path: Path) -> Callable[[], str]:
 
 
 def verify_file_store(store: Any, names: list[str], report: Report) -> None:
-    from mmbench.store.fs import owner_check
     store._check_root()
     if not store.root.is_dir():
         raise UsageError(f"verify: {store.option} {store.root}: no such results directory")
@@ -265,7 +265,6 @@ def _check_running(store: Any, name: str, run_dir: Path, report: Report, owner_c
         return
 
     def mark() -> str:
-        from mmbench.store.fs import write_json
         meta.pop(SEAL, None)
         meta["status"] = "incomplete"
         meta["note"] = f"marked incomplete by mmbench verify --repair: it said running, but {why}"
@@ -276,7 +275,6 @@ def _check_running(store: Any, name: str, run_dir: Path, report: Report, owner_c
 
 
 def _check_index(store: Any, good: list[str], folders: list[str], report: Report, *, whole: bool) -> None:
-    from mmbench.store.fs import SCHEMA, _insert_run, _signature, indexed_files
     index = store.root / "index.sqlite"
     rebuild = _reindexer(store)
     if not os.path.lexists(index):
@@ -304,12 +302,12 @@ def _check_index(store: Any, good: list[str], folders: list[str], report: Report
         tables = (("runs", "name", "name"), ("workloads", "run", "label"), ("metrics", "run", "workload, name"),
                   ("iterations", "run", "workload, idx"), ("sample_means", "run", "workload, idx, metric"))
         for name in good:
-            if indexed.get(name) != _signature(indexed_files(store.run_path(name))):
+            if indexed.get(name) != files_signature(indexed_files(store.run_path(name))):
                 continue   # changed since indexed: the next list indexes it again
             rec = store._load_run(name, store.run_path(name), sync_index=False)
             meta = json.loads(read_regular(store.run_path(name) / "run.json"))
             meta.setdefault("description", "")
-            _insert_run(mem, name, rec, meta, str(store.run_path(name)))
+            insert_run(mem, name, rec, meta, str(store.run_path(name)))
             for table, key, order in tables:
                 q = f"SELECT * FROM {table} WHERE {key}=? ORDER BY {order}"
                 have, want = db.execute(q, (name,)).fetchall(), mem.execute(q, (name,)).fetchall()
