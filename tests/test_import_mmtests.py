@@ -368,7 +368,8 @@ def test_compare_cells_baseline_minus_one():
     """Compare.pm prints a -1 (v0.25's Hmean of a series with a value <= 0) as 0, and a baseline's
     -1 as 0 in every run (the thp-always nr_dirty Hmean of tests/data/mmtests/v0.25-thpscale)."""
     from mmbench.analysis import mmtests as mt
-    assert mt.monitor_summary_v025([5, 0, 7], "Higher")[1] == -1
+    from mmbench.analysis import mmtests_monitors as mmv
+    assert mmv.monitor_summary_v025([5, 0, 7], "Higher")[1] == -1
     assert mt.compare_cells({"a": -1.0, "b": 4.5}, "a") == {"a": None, "b": None}
     assert mt.compare_cells({"a": 2.0, "b": -1.0, "c": float("nan")}, "a") == {"a": 2.0, "b": None, "c": None}
 
@@ -416,11 +417,12 @@ def test_mmtests_rules_of_the_renderer():
     view drops a value of exactly -1 (MonitorProcvmstat.pm: "next if $val == -1"), after a 0 reading
     a delta is 0, and the last frame is never read."""
     from mmbench.analysis import mmtests as mt
+    from mmbench.analysis import mmtests_monitors as mmv
     assert mt.header_names("thp-never") == ("thp", "never")
     assert mt.header_names("vanilla") == ("vanill", "vanilla")
     assert mt.header_names("6.1-rc3-patched") == ("6.1-rc3", "patched")
     frames = [{"nr_zspages": v} for v in (0, 10, 9, 12, 12, 40)]
-    assert mt.ProcVmstatView("nr_zspages").series(frames) == [0.0, 0.0, 3.0, 0.0]   # 10→9 is -1: dropped
-    assert mt.ProcVmstatView("nr_free_pages").series([{"nr_free_pages": 5}, {"nr_free_pages": 7}, {}]) == [5, 7]
+    assert mmv.ProcVmstatView("nr_zspages").series(frames) == [0.0, 0.0, 3.0, 0.0]   # 10→9 is -1: dropped
+    assert mmv.ProcVmstatView("nr_free_pages").series([{"nr_free_pages": 5}, {"nr_free_pages": 7}, {}]) == [5, 7]
     assert mt.table_layout("gnu-time", "head") == (18, 2) and mt.table_layout("pft", "v0.25") == (14, 4)
-    assert mt.monitor_field("vmstat", "v0.25") == 15 and mt.monitor_field("view", "v1.00") == 12
+    assert mmv.monitor_field("vmstat", "v0.25") == 15 and mmv.monitor_field("view", "v1.00") == 12

@@ -59,7 +59,7 @@ def _monitor_views(args: argparse.Namespace, runs: list[Any]) -> list[tuple[str,
     asked = getattr(args, "monitor_view", None) or []
     if not asked:
         return []
-    from mmbench.analysis.mmtests import parse_monitor_view
+    from mmbench.analysis.mmtests_monitors import parse_monitor_view
     views = []
     for text in asked:
         try:

@@ -1,11 +1,11 @@
 """``compare --convention mmtests`` of runs imported from MMTests: the sections of MMTests'
 compare-kernels.sh report, computed as the MMTests release that wrote the trees computes them
-(``analysis/mmtests.py``): the benchmark table (MMTests' rows, grouped by statistic, its
-percentages and its significance marks), "duration" and "vmstat" (Singleops: the best iteration,
-no percentage), and with ``--ratio`` compare-mmtests.pl's ``--print-ratio`` summary.  A cell
-MMTests prints as 0.00 for NaN holds 0.0 here, named in a note; each section's ``layout`` says how
-MMTests prints it (report/mmtests_text.py).  The differences from mmbench's default convention
-and their reasons are in docs/mmtests-import.md."""
+(``analysis/mmtests.py``, its monitors' ``analysis/mmtests_monitors.py``): the benchmark table
+(MMTests' rows, grouped by statistic, its percentages and its significance marks), "duration" and
+"vmstat" (Singleops: the best iteration, no percentage), and with ``--ratio`` compare-mmtests.pl's
+``--print-ratio`` summary.  A cell MMTests prints as 0.00 for NaN holds 0.0 here, named in a note;
+each section's ``layout`` says how MMTests prints it (report/mmtests_text.py).  The differences from
+mmbench's default convention and their reasons are in docs/mmtests-import.md."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from mmbench.analysis import mmtests as mt
+from mmbench.analysis import mmtests_monitors as mmv
 from mmbench.analysis.compare.context import Context
 from mmbench.analysis.compare.model import Row, Section, clean
 from typing import Any
@@ -259,9 +260,9 @@ def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
         for it in its:
             if not it.vmstat_delta:
                 continue
-            for name, v in mt.vmstat_values(it.vmstat_delta, it.duration.get("elapsed")).items():
+            for name, v in mmv.vmstat_values(it.vmstat_delta, it.duration.get("elapsed")).items():
                 values.setdefault(n, {}).setdefault(name, []).append(v)
-    order = [name for _, name in mt.VMSTAT_ROWS]
+    order = [name for _, name in mmv.VMSTAT_ROWS]
     _singleops(ctx, sec, "Ops", values, order, "Higher" if rules == "v0.25" else "Lower")
     for n, per in values.items():
         holes = [op for op, xs in per.items() if _hole(xs)] if rules != "v0.25" else []
@@ -300,9 +301,9 @@ def schedstat_section(ctx: Context, label: str, measured: dict[str, list[Iterati
                 empty[n] = empty.get(n, 0) + 1
             elif not delta.get("ttwu_count"):
                 no_wakeups[n] = no_wakeups.get(n, 0) + 1
-            for name, v in mt.schedstat_values(delta).items():
+            for name, v in mmv.schedstat_values(delta).items():
                 values.setdefault(n, {}).setdefault(name, []).append(None if v != v else v)
-    _singleops(ctx, sec, "Ops", values, [name for _, name in mt.SCHEDSTAT_ROWS],
+    _singleops(ctx, sec, "Ops", values, [name for _, name in mmv.SCHEDSTAT_ROWS],
                "Higher" if rules == "v0.25" else "Lower")
     for n, k in empty.items():
         ctx.note(f"schedstat: {label} ({n}): the kernel had no schedstats: /proc/schedstat was empty in "
@@ -400,8 +401,8 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
     proc-vmstat --sub-heading X), each as its Amean and Max over every iteration's values pooled."""
     runs = dict(zip(ctx.names, ctx.runs))
     out = []
-    for mon, fname, graphed in (("vmstat", "vmstat.log", mt.VMSTAT_VIEWS),
-                                ("proc-vmstat", "proc-vmstat.tsv", mt.PROC_VMSTAT_VIEWS)):
+    for mon, fname, graphed in (("vmstat", "vmstat.log", mmv.VMSTAT_VIEWS),
+                                ("proc-vmstat", "proc-vmstat.tsv", mmv.PROC_VMSTAT_VIEWS)):
         asked = [h for m, h in ctx.monitor_views if m == mon]
         headings = list(dict.fromkeys([*graphed, *asked]))
         series: dict[str, dict[str, list[float]]] = {}
@@ -417,7 +418,7 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
                 continue
             if mon == "vmstat":
                 texts = [f.read_text().splitlines() for f in files]
-                view = mt.vmstat_view_v025 if rules_of(ctx) == "v0.25" else mt.vmstat_view
+                view = mmv.vmstat_view_v025 if rules_of(ctx) == "v0.25" else mmv.vmstat_view
                 series[n] = {h: [v for t in texts for v in view(t, h)] for h in headings}
             else:
                 frames = [_tsv_frames(f) for f in files]
@@ -425,12 +426,12 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
                 reads = [it.monitors[mon].get("mmtests_frames_read") for it, _ in its_with]
                 series[n] = {}
                 for h in headings:
-                    view = mt.ProcVmstatView(h)    # one per run: its last value carries across iterations
+                    view = mmv.ProcVmstatView(h)    # one per run: its last value carries across iterations
                     series[n][h] = [v for fr, r in zip(frames, reads) for v in view.series(fr, r)]
         if not series:
             continue
         for h in asked if mon == "proc-vmstat" else []:
-            lacking = [n for n in series if not mt.proc_vmstat_known(h, counters[n])]
+            lacking = [n for n in series if not mmv.proc_vmstat_known(h, counters[n])]
             if len(lacking) == len(series):
                 raise UsageError(f"--monitor-view proc-vmstat:{h}: no /proc/vmstat counter {h!r} in the "
                                  f"proc-vmstat monitor of {label} in any run (e.g. "
@@ -441,8 +442,8 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
         sec = Section(f"monitor {mon} (MMTests): {label}", "monitor", label=label, source=mon)
         rules = rules_of(ctx)
         for h in headings:
-            pref = mt.monitor_preferred(mon, h, rules)
-            summarise = mt.monitor_summary_v025 if rules == "v0.25" else mt.monitor_summary
+            pref = mmv.monitor_preferred(mon, h, rules)
+            summarise = mmv.monitor_summary_v025 if rules == "v0.25" else mmv.monitor_summary
             summ = {n: summarise(series[n][h] if n in series else [], pref) for n in ctx.names}
             title = summ[ctx.names[0]][0]
             for i, stat in ((1, title), (2, "Max")):
@@ -457,7 +458,7 @@ def iostat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
     """MonitorIostat.pm's Amean and Max of every device column (compare-kernels.sh prints it when
     the second row's baseline value is above 5; shown here whenever there is data)."""
     runs = dict(zip(ctx.names, ctx.runs))
-    view = mt.IostatView(rules_of(ctx))   # one per comparison: its device set spans runs and iter-N
+    view = mmv.IostatView(rules_of(ctx))   # one per comparison: its device set spans runs and iter-N
     series: dict[str, dict[str, list[float]]] = {}
     order: list[str] = []
     for n, its in measured.items():
@@ -476,9 +477,9 @@ def iostat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
     rules = rules_of(ctx)
     for i in (1, 2):                  # the mean rows of every op, then the Max rows
         for op in order:
-            pref = mt.monitor_preferred("iostat", op, rules)
-            summ = {n: mt.monitor_summary(series[n][op], pref) for n in ctx.names if op in series.get(n, {})}
-            stat = (mt.monitor_summary([], pref)[0]) if i == 1 else "Max"
+            pref = mmv.monitor_preferred("iostat", op, rules)
+            summ = {n: mmv.monitor_summary(series[n][op], pref) for n in ctx.names if op in series.get(n, {})}
+            stat = (mmv.monitor_summary([], pref)[0]) if i == 1 else "Max"
             vals = {n: clean(summ[n][i]) if n in summ else None for n in ctx.names}
             sec.rows.append(_fixed(Row(op, stat, "", "higher" if pref == "Higher" else "lower", vals), ctx.names))
     return sec
@@ -505,12 +506,12 @@ def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
                       (vmstat_section(ctx, label, measured, rules), "vmstat"),
                       (schedstat_section(ctx, label, measured, rules), "schedstat"),
                       (iostat_section(ctx, label, measured), "iostat")):
-        sec.layout = {"part": part, "field": mt.monitor_field(part, rules), "decimals": 2}
+        sec.layout = {"part": part, "field": mmv.monitor_field(part, rules), "decimals": 2}
         if part == "iostat" and sec.rows:
             sec.layout["omitted"] = _iostat_omitted(ctx, sec, rules)
         out.append(sec)
     for sec in monitor_view_sections(ctx, label, measured):
-        sec.layout = {"part": "monitor-view", "field": mt.monitor_field("view", rules), "decimals": 2,
+        sec.layout = {"part": "monitor-view", "field": mmv.monitor_field("view", rules), "decimals": 2,
                       "monitor": sec.source}
         out.append(sec)
     for sec in out:
@@ -530,7 +531,7 @@ def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
 def _iostat_omitted(ctx: Context, sec: Section, rules: mt.Rules) -> str:
     """Why compare-kernels.sh prints no iostat table for these runs ("" when it prints one)."""
     second = sec.rows[1].values.get(ctx.base) if len(sec.rows) > 1 else None
-    if not mt.iostat_printed(second):
+    if not mmv.iostat_printed(second):
         return ("compare-kernels.sh prints it only when the baseline's second row (Amean await of the "
                 "first device) is above 5")
     if rules == "v1.00" and any(r.values.get(n) is None for r in sec.rows for n in ctx.names[1:]):
@@ -560,7 +561,7 @@ def _nan_as_mmtests(ctx: Context, sec: Section) -> None:
         for n in shown:
             if r.values.get(n) is None:
                 r.values[n] = 0.0
-                why = mt.UNDEFINED_WHY.get(r.metric)
+                why = mmv.UNDEFINED_WHY.get(r.metric)
                 undefined.setdefault(n, []).append(f"{r.stat} {r.metric}" + (f" ({why})" if why else ""))
             if percentages and r.pct.get(n) is None:
                 r.pct[n] = 0.0
