@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# helpers the tests share with the measurements of bench/ (a private PostgreSQL server, a throw-away
+# memory cgroup, fault trials, a generated MMTests tree)
+sys.path.insert(0, str(REPO / "bench" / "lib"))
 # Tests queue behind any other mmbench run on the machine instead of failing.
 os.environ.setdefault("MMBENCH_LOCK_WAIT", "900")
 THP = Path("/sys/kernel/mm/transparent_hugepage")
@@ -100,8 +103,8 @@ def suite_file(tmp_path: Path):
 
 @pytest.fixture(scope="session")
 def pg_server():
-    """A real PostgreSQL server for this test session (see tests/pgserver.py)."""
-    from tests.pgserver import PgServer, pg_bindir
+    """A real PostgreSQL server for this test session (see bench/lib/pgserver.py)."""
+    from pgserver import PgServer, pg_bindir
     if pg_bindir() is None:
         pytest.skip("PostgreSQL server is not installed (scripts/setup.sh --test installs Debian's postgresql)")
     server = PgServer()

@@ -1,7 +1,7 @@
 """The fleet: a PostgreSQL store behind the Store interface, push/pull, the job queue with two
 agents (one SIGKILLed mid-job), interleaving, and history with change points.
 
-Everything runs against a real PostgreSQL server started for the session (tests/pgserver.py).
+Everything runs against a real PostgreSQL server started for the session (bench/lib/pgserver.py).
 """
 
 from __future__ import annotations
@@ -401,7 +401,7 @@ def test_no_password_reaches_the_job_table_ps_or_a_log(tmp_path):
     import secrets
     import zlib
     import psycopg
-    from tests.pgserver import PgServer
+    from pgserver import PgServer
     secret = f"Pw{secrets.token_hex(8)}"
     server = PgServer(password=secret)
     try:

@@ -1,6 +1,6 @@
 """Signals at the boundaries never leave the machine changed and never lie (issue 11, item 1).
 
-Each trial runs a tiny suite (tests/faultinject.py), sends the signal at a fixed moment —
+Each trial runs a tiny suite (bench/lib/faultinject.py), sends the signal at a fixed moment —
 during the first iteration, between iterations, 0-20 ms after the last one (the run's final
 restore), during `mmbench restore` — and checks the machine (sysctls, THP, swap/zram, cgroups,
 mounts, trace instances, scratch folder, journal) and the store (every reported iteration stored,
