@@ -10,11 +10,11 @@
 * :func:`deterministic` — rows that are constant at their resolution within each run (a
   deterministic guest clock): a difference larger than the resolution, seen in every iteration
   of both runs, is a change; a smaller one is none.
-* :func:`mann_whitney` — Mann–Whitney U (two-sided); no longer used by compare (the iteration is
-  the unit of replication; one iteration a side gets no test), kept for the calibration script.
+* :func:`mann_whitney` — Mann–Whitney U (two-sided), for the calibration script; compare does
+  not use it (the iteration is the unit of replication; one iteration a side gets no test).
 * :func:`ratio_ci` — Welch t-interval of new/base on the log scale (the interval compare shows);
-  :func:`bootstrap_ratio_ci`, the percentile bootstrap it replaced, stays for
-  ``bench/stats-calibration``.
+  :func:`bootstrap_ratio_ci`, the percentile bootstrap, for ``bench/stats-calibration``'s
+  comparison of the two.
 * :func:`min_detectable_effect` and :func:`iterations_to_detect` — power at 80 %: the smallest
   change these data could detect, and the iterations per run that would detect a given one.
 * :func:`bh_adjust` — Benjamini–Hochberg adjusted p-values over every test of one report.
@@ -43,11 +43,11 @@ BOOTSTRAP_MIN_RESAMPLES = 200
 WELCH_MIN_ITERATIONS = 2
 MWU_MIN_SAMPLES = 3
 # Values closer than this (relative) are the same value: 7 and 7.00000001 are equal, a spread of
-# 1e-8 of the mean is rounding, not variation (issue 22 item 2).
+# 1e-8 of the mean is rounding, not variation.
 REL_TOL = 1e-8
 
 # "no-variance": both sides constant (within REL_TOL), so a t statistic has no scale: not tested,
-# never a p of 0 (issue 22 item 2); "same-constant" when the two constants are equal as well.
+# never a p of 0; "same-constant" when the two constants are equal as well.
 TestState = Literal["ok", "too-few-samples", "no-variance", "same-constant", "undefined", "not-counts"]
 # Count rows are tested exactly (every split of the iterations between the runs) up to this many
 # splits: C(6, 3) = 20 at 3 vs 3, 252 at 5 vs 5, 3432 at 7 vs 7, 5456 at 3 vs 30.
@@ -62,7 +62,7 @@ class TestResult:
     n_base: int = 0
     n_new: int = 0
     # the smallest p this test could give with these iteration counts (and, for counts, these
-    # totals): above ALPHA, no q can reach ALPHA whatever the data (issue 22 item 2)
+    # totals): above ALPHA, no q can reach ALPHA whatever the data
     p_floor: float = 0.0
 
     @property
@@ -614,22 +614,15 @@ def ratio_ci(base: Values, new: Values,
     bootstrap by bench/stats-calibration: the bootstrap covers 81 % at 3 iterations.
     None when a side has fewer than 2 units or a mean is undefined; a zero-width interval for
     two constant series."""
-    b, n = _finite(base), _finite(new)
-    if len(b) < 2 or len(n) < 2:
+    got = _scaled_log_means(base, new, kind)
+    if got is None:
         return None
-    scale = max(max(abs(v) for v in b), max(abs(v) for v in n))
-    if scale == 0:
-        return None
-    b = [v / scale for v in b]
-    n = [v / scale for v in n]
-    mb, mn = _mean_and_var_of_log_mean(b, kind), _mean_and_var_of_log_mean(n, kind)
-    if mb is None or mn is None:
-        return None
+    nb, nn, mb, mn = got
     d = mn[0] - mb[0]
     vb, vn = mb[1], mn[1]
     if vb + vn == 0:
         return math.exp(d), math.exp(d)
-    df = welch_df(vb, vn, len(b), len(n))
+    df = welch_df(vb, vn, nb, nn)
     h = t_quantile(0.5 + level / 2.0, df) * math.sqrt(vb + vn)
     try:
         return math.exp(d - h), math.exp(d + h)
@@ -637,10 +630,11 @@ def ratio_ci(base: Values, new: Values,
         return None
 
 
-def _log_mean_variances(base: Values, new: Values, kind: MeanKind) -> tuple[int, int, float, float] | None:
-    """Iteration counts and the variances of each side's log mean (values scaled by the larger
-    magnitude first, so extreme data cannot overflow); None with fewer than 2 iterations a side
-    or all zeros."""
+def _scaled_log_means(base: Values, new: Values, kind: MeanKind
+                      ) -> tuple[int, int, tuple[float, float], tuple[float, float]] | None:
+    """Iteration counts and each side's (log mean, variance of the log mean), the values scaled
+    by the larger magnitude first so that extreme data cannot overflow; None with fewer than 2
+    iterations a side, all zeros, or a mean that is undefined."""
     b, n = _finite(base), _finite(new)
     if len(b) < 2 or len(n) < 2:
         return None
@@ -651,7 +645,13 @@ def _log_mean_variances(base: Values, new: Values, kind: MeanKind) -> tuple[int,
     mn = _mean_and_var_of_log_mean([v / scale for v in n], kind)
     if mb is None or mn is None:
         return None
-    return len(b), len(n), mb[1], mn[1]
+    return len(b), len(n), mb, mn
+
+
+def _log_mean_variances(base: Values, new: Values, kind: MeanKind) -> tuple[int, int, float, float] | None:
+    """Iteration counts and the variances of each side's log mean (``_scaled_log_means``)."""
+    got = _scaled_log_means(base, new, kind)
+    return None if got is None else (got[0], got[1], got[2][1], got[3][1])
 
 
 def noncentrality(alpha: float, power: float, df: float) -> float:
@@ -659,8 +659,7 @@ def noncentrality(alpha: float, power: float, df: float) -> float:
     freedom detects with probability ``power``: the noncentral t's quantile by Jennett and Welch's
     normal approximation, t_c(1 − 1/(4ν)) + z_power·√(1 + t_c²/(2ν)), t_c = t(1 − α/2, ν); within
     0.5 % of scipy's ``nct`` for ν ≥ 2 (tested).  The textbook t_c + t(power, ν), used before,
-    overstates the power at a few iterations: 71–75 % instead of 80 % at ν = 4 and α = 0.01
-    (issue 22 item 5)."""
+    overstates the power at a few iterations: 71–75 % instead of 80 % at ν = 4 and α = 0.01."""
     tc = t_quantile(1.0 - alpha / 2.0, df)
     return tc * (1.0 - 1.0 / (4.0 * df)) + _normal_quantile(power) * math.sqrt(1.0 + tc * tc / (2.0 * df))
 

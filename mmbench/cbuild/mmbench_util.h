@@ -14,6 +14,8 @@
  *                     an error, never 0).
  * mmb_xmalloc/mmb_xcalloc/mmb_xrealloc()  allocation that exits 1 with a message when it fails.
  * mmb_pt()            check a pthread_* return value (they return the error, not -1/errno).
+ * mmb_fork_tasks/mmb_kill_tasks/mmb_check_tasks/mmb_reap()  a program's child tasks: started,
+ *                     killed, checked for an early end, reaped.
  *
  * the C builder (mmbench/cbuild) hashes this header with each program, so an edit here rebuilds them all.
  */
@@ -110,6 +112,25 @@ static inline void mmb_kill_tasks(pid_t *pids, int n)
 	for (int i = 0; i < n; i++)
 		if (pids[i] > 0)
 			waitpid(pids[i], NULL, 0);
+}
+
+/* Fork n tasks, task i running fn(i) and then exiting 0; their pids in pids[0..n).  A fork that
+ * fails is a message, the tasks already started are killed, and the program exits 1. */
+static inline void mmb_fork_tasks(pid_t *pids, int n, void (*fn)(int))
+{
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+		if (pid < 0) {
+			fprintf(stderr, "%s: fork: %s\n", __progname, strerror(errno));
+			mmb_kill_tasks(pids, i);
+			exit(1);
+		}
+		if (pid == 0) {
+			fn(i);
+			_exit(0);
+		}
+		pids[i] = pid;
+	}
 }
 
 /* Before the parent says stop, a task that has ended has failed: say how (``who`` names the

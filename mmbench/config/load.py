@@ -26,6 +26,7 @@ from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.guest import in_guest
 from mmbench.model.kernel import meminfo_bytes
 from mmbench.model.results import MetricDef, flatten
+from mmbench.model.userfile import read_user_file
 
 if TYPE_CHECKING:  # the plugins themselves come from mmbench.plugins at run time
     from mmbench.monitors.base import Monitor
@@ -258,14 +259,7 @@ def _schema_error(path: Path, e: ValidationError, doc: dict[str, Any]) -> UsageE
 
 def _read_suite_text(path: Path) -> str:
     """The suite file as text; a directory, binary or non-UTF-8 file or an empty one is one line."""
-    try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise UsageError(f"--config {path}: is a directory, not a suite file") from None
-    except OSError as e:
-        raise UsageError(f"--config {path}: cannot read: {e.strerror or e}") from None
-    if b"\0" in raw:
-        raise UsageError(f"{path}: a binary file, not a TOML suite")
+    raw = read_user_file(path, "--config", "a TOML suite")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -1,11 +1,12 @@
 """Import samples measured elsewhere, so they can be compared like runs.
 
 CSV: a header ``workload,metric,unit,better,iteration,value`` (any order; an optional ``kind``
-column), one sample per line.  JSON: a list of objects with the same fields, or
-``{"samples": [...]}``; an object may carry ``"values": [...]`` (all the samples of that workload,
-metric and iteration) instead of ``"value"``, which reads a million samples as fast as the CSV.  Several lines with the same workload, metric and iteration are samples
-of that iteration.  Bad input raises :class:`mmbench.errors.UsageError` with one line naming the
-file, the line (CSV) or sample (JSON) and the field.
+column), one sample per line.  JSON: a list of objects with the same fields, or ``{"samples":
+[...]}``; an object may carry ``"values": [...]`` (all the samples of that workload, metric and
+iteration) instead of ``"value"``, which reads a million samples as fast as the CSV.  Several lines
+with the same workload, metric and iteration are samples of that iteration.  Bad input raises
+:class:`mmbench.errors.UsageError` with one line naming the file, the line (CSV) or sample (JSON)
+and the field.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def read_samples_file(path: str | Path) -> list[WorkloadRun]:
         raise UsageError(f"{p}: cannot read: {e.strerror or e}") from None
     is_json = p.suffix.lower() == ".json" or head.lstrip()[:1] in (b"[", b"{")
     if not is_json:
-        # a CSV is split in C without Python ever holding its text (issue 25: memory per sample)
+        # a CSV is split in C without Python ever holding its text (memory per sample)
         first = head.split(b"\n", 1)[0]
         try:
             # small files stay in Python: numpy's import and a C process cost ~50 ms, more than
@@ -67,7 +68,7 @@ FAST_CSV_MIN_BYTES = 1 << 20   # below this, Python's csv module reads the file
 
 
 def _csv_columns(p: Path, first: str) -> list[WorkloadRun] | None:
-    """The fast path for CSV (issue 25): samplecsv.c splits the file in C and returns the values as
+    """The fast path for CSV: samplecsv.c splits the file in C and returns the values as
     one float64 array and every other column as runs of equal text, so each name, unit, direction,
     iteration and kind is checked once per run of rows, not once per sample, and the samples of an
     iteration stay a numpy array (a view of that array when the file is grouped).  None when the
@@ -140,16 +141,8 @@ def _csv_columns(p: Path, first: str) -> list[WorkloadRun] | None:
         where = f"line {line}"
         if key not in checked:
             checked[key] = _check_record(p, where, rec, workloads)
-        wl, metric, unit, better, it_no, kind = checked[key]
-        w = workloads.get(wl)
-        if w is None:
-            w = workloads[wl] = WorkloadRun(label=wl, plugin="imported", params={}, metrics=[])
-        md = w.metric(metric)
-        if md is None:
-            w.metrics.append(MetricDef(metric, unit, better, kind))  # type: ignore[arg-type]
-        elif (md.unit, md.better, md.kind) != (unit, better, kind):
-            raise UsageError(f"{p}: {where}: metric {metric!r} of {wl!r} has unit/better/kind "
-                             f"{unit}/{better}/{kind}, earlier {md.unit}/{md.better}/{md.kind}")
+        wl, metric, _, _, it_no, _ = checked[key]
+        _declare_metric(p, where, workloads, checked[key])
         pieces.setdefault((wl, it_no, metric), []).append(values[a:b])
     iters: dict[tuple[str, int], IterationResult] = {}
     for (wl, it_no, metric), parts in pieces.items():
@@ -259,6 +252,23 @@ def _check_record(p: Path, where: str, rec: dict[str, Any],
     return wl, metric, unit, better, it_no, kind
 
 
+def _declare_metric(p: Path, where: str, workloads: dict[str, WorkloadRun],
+                    checked: tuple[str, str, str, str, int, str]) -> WorkloadRun:
+    """The workload of a checked record (made on its first record) with the record's metric
+    declared; a metric whose unit, direction or kind differs from its first record is an error."""
+    wl, metric, unit, better, _, kind = checked
+    w = workloads.get(wl)
+    if w is None:
+        w = workloads[wl] = WorkloadRun(label=wl, plugin="imported", params={}, metrics=[])
+    md = w.metric(metric)
+    if md is None:
+        w.metrics.append(MetricDef(metric, unit, better, kind))  # type: ignore[arg-type]
+    elif (md.unit, md.better, md.kind) != (unit, better, kind):
+        raise UsageError(f"{p}: {where}: metric {metric!r} of {wl!r} has unit/better/kind "
+                         f"{unit}/{better}/{kind}, earlier {md.unit}/{md.better}/{md.kind}")
+    return w
+
+
 def _value(p: Path, where: str, rec: dict[str, Any]) -> float:
     raw_v = _field(p, where, rec, "value")
     try:
@@ -278,7 +288,7 @@ def _build(p: Path, records: list[tuple[str, dict[str, Any]]]) -> list[WorkloadR
     workloads: dict[str, WorkloadRun] = {}
     iters: dict[tuple[str, int], IterationResult] = {}
     # an iteration's samples of a metric as they come: single values, and float64 arrays from
-    # "values" (never a Python float per value: 1 M samples in one JSON file, issue 25)
+    # "values" (never a Python float per value: 1 M samples in one JSON file)
     pieces: dict[tuple[str, int, str], list[Any]] = {}
     for where, rec in records:
         wl, metric, unit, better, it_no, kind = _check_record(p, where, rec, workloads)
@@ -290,15 +300,7 @@ def _build(p: Path, records: list[tuple[str, dict[str, Any]]]) -> list[WorkloadR
             arr = _values(p, where, many)
         else:
             value = _value(p, where, rec)
-        w = workloads.get(wl)
-        if w is None:
-            w = workloads[wl] = WorkloadRun(label=wl, plugin="imported", params={}, metrics=[])
-        md = w.metric(metric)
-        if md is None:
-            w.metrics.append(MetricDef(metric, unit, better, kind))  # type: ignore[arg-type]
-        elif (md.unit, md.better, md.kind) != (unit, better, kind):
-            raise UsageError(f"{p}: {where}: metric {metric!r} of {wl!r} has unit/better/kind "
-                             f"{unit}/{better}/{kind}, earlier {md.unit}/{md.better}/{md.kind}")
+        w = _declare_metric(p, where, workloads, (wl, metric, unit, better, it_no, kind))
         key = (wl, it_no)
         itr = iters.get(key)
         if itr is None:

@@ -31,6 +31,30 @@ def read_text(path: str | os.PathLike, bufsize: int = 1 << 16) -> str:
         os.close(fd)
 
 
+# Since 5.5 ("mm, vmstat: reduce zone->lock holding time by /proc/pagetypeinfo", commit
+# 93b3a674485f) the kernel stops counting a free list at 100,000 entries and prints ">100000".
+COUNT_CAP_PREFIX = ">"
+
+
+def zone_counts(line: str) -> tuple[str, str, str | None, list[int], bool] | None:
+    """One line of counts per zone: /proc/buddyinfo's ("Node 0, zone   Normal   3   1 ...") and
+    /proc/pagetypeinfo's ("Node 0, zone Normal, type Movable   3   1 ..." and its pageblock
+    counts, shaped like buddyinfo's) as (node, zone, migrate type or None, counts, whether a count
+    was capped at ">100000"); None for any other line."""
+    head, sep, rest = line.partition(", zone")
+    if not sep or not head.startswith("Node"):
+        return None
+    zone_part, typed, type_part = rest.partition(", type")
+    fields = (type_part if typed else zone_part).split()
+    if not fields:
+        return None
+    zone = zone_part.split()[0] if typed else fields[0]
+    values = fields[1:]
+    capped = any(v.startswith(COUNT_CAP_PREFIX) for v in values)
+    counts = [int(v.removeprefix(COUNT_CAP_PREFIX)) for v in values]
+    return head.split()[-1], zone, fields[0] if typed else None, counts, capped
+
+
 def load_tsv(path: Path) -> tuple[list[str], np.ndarray]:
     """Columns (without ``time``) and a 2-D array whose column 0 is time."""
     with open(path) as fh:
@@ -57,6 +81,17 @@ def rates(t: np.ndarray, v: np.ndarray) -> np.ndarray:
     r = dv / dt
     r[dv < 0] = 0.0
     return r[np.isfinite(r)]
+
+
+def interval_share(t: np.ndarray, total: np.ndarray, unit: float = 1.0) -> list[float]:
+    """Percent of each sampling interval spent running or stalled, from a cumulative time column
+    (``total``, counted in ``unit`` seconds: 1e-6 for PSI's microseconds).  A failed sample (NaN)
+    is bridged by the interval after it; every value is clipped to 0..100."""
+    ok = np.isfinite(total)
+    if ok.sum() < 2:
+        return []
+    pct = np.diff(total[ok]) * unit / np.maximum(np.diff(t[ok]), 1e-9) * 100
+    return clean(np.clip(pct, 0, 100))
 
 
 def clean(values: Any) -> list[float]:

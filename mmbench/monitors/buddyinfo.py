@@ -12,7 +12,7 @@ from typing import Any
 
 from mmbench.model.lazy import numpy as np
 
-from mmbench.monitors._common import clean, gauge_metric, read_text
+from mmbench.monitors._common import clean, gauge_metric, read_text, zone_counts
 from mmbench.monitors.base import MonitorSummary, SamplingMonitor
 
 PAGE_KB = 4
@@ -22,13 +22,11 @@ def parse_buddyinfo(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     total: dict[int, int] = {}
     for line in text.splitlines():
-        parts = line.split()
-        if len(parts) < 5 or parts[0] != "Node":
+        found = zone_counts(line)
+        if found is None:
             continue
-        node = parts[1].rstrip(",")
-        zone = parts[3]
-        for order, v in enumerate(parts[4:]):
-            n = int(v)
+        node, zone, _, counts, _ = found
+        for order, n in enumerate(counts):
             out[f"{node}.{zone}.o{order}"] = n
             total[order] = total.get(order, 0) + n
     for order, n in sorted(total.items()):

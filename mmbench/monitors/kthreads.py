@@ -21,7 +21,7 @@ from mmbench.guest import GUEST_CLOCK_ENV
 
 from mmbench.model.lazy import numpy as np
 
-from mmbench.monitors._common import clean
+from mmbench.monitors._common import interval_share
 from mmbench.monitors.base import MonitorContext, MonitorSummary, SamplingMonitor
 from mmbench.model.quirks import KTHREADS
 from mmbench.model.results import MetricDef
@@ -107,12 +107,10 @@ class Kthreads(SamplingMonitor):
         if len(arr) < 2:
             return out
         t = arr[:, 0]
-        dt = np.diff(t)
         for i, c in enumerate(cols, start=1):
             d = np.diff(arr[:, i])
-            pct = 100.0 * d / np.where(dt > 0, dt, np.nan)
             out.metrics.append((MetricDef(f"{c} CPU %", "%", "lower", kind="percent", mean="amean",
-                                          description=f"CPU used by {c} per interval"), clean(pct)))
+                                          description=f"CPU used by {c} per interval"), interval_share(t, arr[:, i])))
             total = np.nansum(d[d >= 0])
             out.metrics.append((MetricDef(f"{c} CPU (s)", "s", "lower", kind="time", mean="amean",
                                           description=f"CPU seconds used by {c} during the iteration"), [float(total)]))

@@ -1,11 +1,12 @@
 """pagetypeinfo: free pages per migrate type and pageblocks per migrate type (/proc/pagetypeinfo).
 
-Cost: 1-2.4 ms per read (the kernel walks every pageblock with the zone lock held), so the
-default interval is 10 s.  Columns: ``free.<node>-<zone>.<type>`` (free pages, all orders;
-``<node>`` is ``node0``, ``node1``, ...), ``free_hi.<node>-<zone>.<type>`` (free pages in blocks of
-pageblock order or above) and ``blocks.<node>-<zone>.<type>``; ``capped.<node>-<zone>.<type>`` is 1 where a free list was too long for the
-kernel to count (its free figures are then lower bounds).  Summary: pageblocks per migrate type and free MiB per migrate type,
-summed over zones (mixing of Unmovable/Reclaimable into Movable blocks is what fragmentation is).
+Cost: 1-2.4 ms per read (the kernel walks every pageblock with the zone lock held), so the default
+interval is 10 s.  Columns: ``free.<node>-<zone>.<type>`` (free pages, all orders; ``<node>`` is
+``node0``, ``node1``, ...), ``free_hi.<node>-<zone>.<type>`` (free pages in blocks of pageblock
+order or above) and ``blocks.<node>-<zone>.<type>``; ``capped.<node>-<zone>.<type>`` is 1 where a
+free list was too long for the kernel to count (its free figures are then lower bounds).  Summary:
+pageblocks per migrate type and free MiB per migrate type, summed over zones (mixing of
+Unmovable/Reclaimable into Movable blocks is what fragmentation is).
 """
 
 from __future__ import annotations
@@ -14,13 +15,8 @@ from typing import Any
 
 from mmbench.model.lazy import numpy as np
 
-from mmbench.monitors._common import clean, gauge_metric, read_text
+from mmbench.monitors._common import clean, gauge_metric, read_text, zone_counts
 from mmbench.monitors.base import MonitorSummary, SamplingMonitor
-
-
-# Since 5.5 ("mm, vmstat: reduce zone->lock holding time by /proc/pagetypeinfo", commit
-# 93b3a674485f) the kernel stops counting a free list at 100,000 entries and prints ">100000".
-COUNT_CAP_PREFIX = ">"
 
 
 def parse_pagetypeinfo(text: str) -> dict[str, int]:
@@ -30,30 +26,23 @@ def parse_pagetypeinfo(text: str) -> dict[str, int]:
     for line in text.splitlines():
         if line.startswith("Page block order:"):
             pb_order = int(line.split(":")[1])
-        elif line.startswith("Number of blocks type"):
+            continue
+        if line.startswith("Number of blocks type"):
             block_types = line.split()[4:]
-        elif line.startswith("Node") and ", type" in line:
-            head, _, counts = line.partition(", type")
-            words = head.replace(",", " ").split()      # Node N zone NAME
-            zone = f"node{words[1]}-{words[3]}"
-            parts = counts.split()
-            mtype = parts[0]
-            free = hi = capped = 0
-            for order, v in enumerate(parts[1:]):
-                if v.startswith(COUNT_CAP_PREFIX):
-                    capped, v = 1, v[len(COUNT_CAP_PREFIX):]
-                n = int(v) << order
-                free += n
-                if order >= pb_order:
-                    hi += n
-            out[f"free.{zone}.{mtype}"] = free
-            out[f"free_hi.{zone}.{mtype}"] = hi
-            out[f"capped.{zone}.{mtype}"] = capped
-        elif line.startswith("Node") and block_types:
-            parts = line.replace(",", " ").split()
-            zone = f"node{parts[1]}-{parts[3]}"
-            for mtype, v in zip(block_types, parts[4:]):
-                out[f"blocks.{zone}.{mtype}"] = int(v)
+            continue
+        found = zone_counts(line)
+        if found is None:
+            continue
+        node, zone_name, mtype, counts, capped = found
+        zone = f"node{node}-{zone_name}"
+        if mtype is not None:
+            pages = [n << order for order, n in enumerate(counts)]
+            out[f"free.{zone}.{mtype}"] = sum(pages)
+            out[f"free_hi.{zone}.{mtype}"] = sum(pages[pb_order:])
+            out[f"capped.{zone}.{mtype}"] = int(capped)
+        elif block_types:
+            for block_type, n in zip(block_types, counts):
+                out[f"blocks.{zone}.{block_type}"] = n
     return out
 
 

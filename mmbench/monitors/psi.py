@@ -15,7 +15,7 @@ from typing import Any
 
 from mmbench.model.lazy import numpy as np
 
-from mmbench.monitors._common import clean, read_text
+from mmbench.monitors._common import interval_share, read_text
 from mmbench.monitors.base import SeriesSpec, MonitorContext, MonitorSummary, SamplingMonitor
 from mmbench.model.results import MetricDef
 
@@ -71,25 +71,15 @@ class Psi(SamplingMonitor):
 
     @classmethod
     def summarise_table(cls, cols: list[str], arr: np.ndarray, meta: dict[str, Any]) -> MonitorSummary:
-        out = MonitorSummary()
-        if len(arr) < 2:
-            return out
-        t = arr[:, 0]
-        dt = np.diff(t)
-        for i, c in enumerate(cols, start=1):
-            scope, res, kind, what = c.split(".")
-            label = ("sandbox " if scope == "cg" else "") + f"{res} {kind}"
-            if what == "total":
-                col = arr[:, i]
-                ok = np.isfinite(col)
-                if ok.sum() < 2:
-                    continue
-                tt, cc = t[ok], col[ok]
-                pct = np.clip(np.diff(cc) / np.maximum(np.diff(tt), 1e-9) / 1e4, 0, 100)
-                out.metrics.append((MetricDef(f"PSI {label} stall %", "%", "lower", kind="percent", mean="amean",
-                                              description="share of the interval with tasks stalled, from total"),
-                                    clean(pct)))
+        out = MonitorSummary()   # (fewer than two samples: no interval, no row)
         # avg10 stays in psi.tsv (for graphs): in a comparison it only repeats the stall % from
         # totals, less exactly (a decaying 10 s average)
-        del dt
+        for i, c in enumerate(cols, start=1):
+            scope, res, kind, what = c.split(".")
+            pct = interval_share(arr[:, 0], arr[:, i], unit=1e-6) if what == "total" else []
+            if pct:
+                label = ("sandbox " if scope == "cg" else "") + f"{res} {kind}"
+                out.metrics.append((MetricDef(f"PSI {label} stall %", "%", "lower", kind="percent", mean="amean",
+                                              description="share of the interval with tasks stalled, from total"),
+                                    pct))
         return out

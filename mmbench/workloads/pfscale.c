@@ -225,23 +225,11 @@ int main(int argc, char **argv)
 	}
 	pids = mmb_xcalloc(ntasks, sizeof(*pids));
 	pthread_t *tids = mmb_xcalloc(ntasks, sizeof(*tids));
-	for (int i = 0; i < ntasks; i++) {
-		if (procs) {
-			pid_t pid = fork();
-			if (pid < 0) {
-				perror("pfscale: fork");
-				kill_all();
-				return 1;
-			}
-			if (pid == 0) {
-				task(i);
-				_exit(0);
-			}
-			pids[i] = pid;
-		} else {
+	if (procs)
+		mmb_fork_tasks(pids, ntasks, task);
+	else
+		for (int i = 0; i < ntasks; i++)
 			mmb_pt(pthread_create(&tids[i], NULL, thread_main, (void *)(intptr_t)i), "pthread_create");
-		}
-	}
 	/* Every task set up (files created) before the clock starts. */
 	uint64_t deadline = now_ns() + 60ULL * 1000000000ULL;
 	while (__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < ntasks) {

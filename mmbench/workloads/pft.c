@@ -70,16 +70,6 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-static void kill_clients(pid_t *pids, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (pids[i] > 0)
-			kill(pids[i], SIGKILL);
-	for (int i = 0; i < n; i++)
-		if (pids[i] > 0)
-			waitpid(pids[i], NULL, 0);
-}
-
 /* The parent's side of one repeat in process mode: a helper thread waits on the two barriers
  * and times the repeat; the parent meanwhile reaps children.  A child that ends before the
  * helper has passed the "done" barrier failed (it never reaches the barrier the others wait on):
@@ -134,7 +124,7 @@ static uint64_t timed_wait_processes(pid_t *pids, int n, int *failed)
 			fprintf(stderr, "pft: client %d was killed by signal %d\n", idx, WTERMSIG(st));
 		else
 			fprintf(stderr, "pft: client %d exited with status %d\n", idx, WEXITSTATUS(st));
-		kill_clients(pids, n);
+		mmb_kill_tasks(pids, n);
 		*failed = 1;
 		exit(1);
 	}
@@ -175,22 +165,11 @@ int main(int argc, char **argv)
 		mmb_pt(pthread_barrier_init(&sh->start, &attr, n + 1), "pthread_barrier_init");
 		mmb_pt(pthread_barrier_init(&sh->done, &attr, n + 1), "pthread_barrier_init");
 		memset(sh->cpu_ns, 0, n * sizeof(uint64_t));
-		for (int i = 0; i < n; i++) {
-			if (procs) {
-				pids[i] = fork();
-				if (pids[i] < 0) {
-					perror("fork");
-					kill_clients(pids, i);
-					return 1;
-				}
-				if (pids[i] == 0) {
-					client(i);
-					_exit(0);
-				}
-			} else {
+		if (procs)
+			mmb_fork_tasks(pids, n, client);
+		else
+			for (int i = 0; i < n; i++)
 				mmb_pt(pthread_create(&tids[i], NULL, thread_main, (void *)(intptr_t)i), "pthread_create");
-			}
-		}
 		uint64_t wall;
 		int failed = 0;
 		if (procs) {

@@ -307,19 +307,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pids = mmb_xcalloc(ntasks, sizeof(*pids));
-	for (int i = 0; i < ntasks; i++) {
-		pid_t pid = fork();
-		if (pid < 0) {
-			perror("vmscale: fork");
-			kill_all();
-			return 1;
-		}
-		if (pid == 0) {
-			task(i);
-			_exit(0);
-		}
-		pids[i] = pid;
-	}
+	mmb_fork_tasks(pids, ntasks, task);
 	wait_count(&sh->ready);
 	long long s0[3], s1[3];
 	read_stat(statpath, s0);

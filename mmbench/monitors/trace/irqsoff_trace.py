@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable
 
 from mmbench.errors import UsageError
+from mmbench.model.userfile import read_user_file
 
 # Functions that only take/drop a lock or trace the IRQ toggle: skipped when looking for the code
 # that held IRQs off.  Why the tracer names them at all (verified in Debian's 6.1.192 source and
@@ -208,20 +209,10 @@ def check_trace_file(path: str | Path) -> None:
     summarised as "0 us", which reads like a measurement.  A real dump with no section (nothing
     exceeded the threshold) is accepted: its 0 us is true."""
     p = Path(path)
-    if p.is_dir():
-        raise UsageError(f"analyze irqsoff: {p}: is a directory; give the monitor's irqsoff.txt or a saved trace file")
-    if p.exists() and not p.is_file():   # a FIFO or device could block or never end
-        raise UsageError(f"analyze irqsoff: {p}: not a regular file")
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"analyze irqsoff: no such file: {p}") from None
-    except OSError as e:
-        raise UsageError(f"analyze irqsoff: {p}: cannot read: {e.strerror}") from None
+    raw = read_user_file(p, "analyze irqsoff:", "irqsoff tracer output (give the monitor's irqsoff.txt or a "
+                         "saved trace file)", regular_only=True)
     if not raw.strip():
         raise UsageError(f"analyze irqsoff: {p}: empty file, no irqsoff trace in it")
-    if b"\0" in raw[:65536]:
-        raise UsageError(f"analyze irqsoff: {p}: a binary file, not irqsoff tracer output")
     text = raw.decode("utf-8", errors="replace")
     if "# tracer: irqsoff" not in text and not parse(text):
         raise UsageError(f"analyze irqsoff: {p}: no irqsoff trace in it (expected the irqsoff tracer's "
