@@ -1,3 +1,5 @@
+"""``python -m mmbench``: the ``mmbench`` command."""
+
 import sys
 
 from mmbench.cli import main

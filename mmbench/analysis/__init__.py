@@ -1,0 +1,1 @@
+"""Analysis: statistics, significance, the comparison of runs, vmstat rows and history."""

@@ -16,16 +16,13 @@ one: p = (count + 1) / (permutations + 1).  With p <= 0.001 and 999 permutations
 already means "not significant", so the test stops at the first one (permutations go in blocks,
 8 first: a series without a change costs a few, not 999).  A real change costs all 999, so
 ``edivisive.c`` (built on first use) draws them and computes their statistics: the same sums from
-a Fenwick tree over the values' ranks, O(n log n) a permutation (a 1,000-point series with a step:
-tens of ms, 4-6 s before).  It shuffles as numpy's ``Generator.permutation`` does, from the
+a Fenwick tree over the values' ranks, O(n log n) a permutation (tens of ms for a 1,000-point
+series with a step).  It shuffles as numpy's ``Generator.permutation`` does, from the
 generator's raw words, so the permutations, the generator's state after them and the answers are
 numpy's; numpy's O(n^2) code is the fallback without a C compiler.  A segment keeps at least
 ``MIN_SIZE`` values on each side of a split.  The generator is numpy's ``default_rng`` with a fixed
 seed, one shuffle per segment and permutation in order: the same series always gives the same
-answer, and no global random state is touched.
-
-Written for mmbench (formerly the ``signal-processing-algorithms`` package did this, but it
-requires numpy < 2 and pinned every install to an old numpy).
+answer, and no global random state is touched.  Why mmbench has its own: docs/fleet.md.
 """
 
 from __future__ import annotations

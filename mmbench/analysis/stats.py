@@ -11,9 +11,9 @@ iteration means when there are at least two iterations, else the samples of the 
 
 The arithmetic is plain Python on lists (``math.fsum``): a comparison holds a few to a few
 thousand values per series, and importing numpy alone costs more (0.1 s) than a whole two-run
-compare (issue 13 item 9).  Inputs may be lists or numpy arrays.  Data holding a NaN or an
+compare.  Inputs may be lists or numpy arrays.  Data holding a NaN or an
 infinity take numpy's code path, so those edge cases keep numpy's exact semantics.  A large array
-(stored samples of a long run, issue 25) is summed in place by :mod:`exactsum`, with the very
+(stored samples of a long run) is summed in place by :mod:`exactsum`, with the very
 result math.fsum gives.
 """
 
@@ -49,13 +49,13 @@ def floats(x: Iterable[float] | Any) -> list[float]:
 def _finite_all(a: list[float]) -> bool:
     """True when every value is finite (one sum: a NaN or inf propagates; an overflowing sum of
     finite values, 9e307 + 9e307, is checked value by value: such data are finite and take the
-    scaled path below, not numpy's overflowing one; issue 22 item 6)."""
+    scaled path below, not numpy's overflowing one)."""
     return math.isfinite(sum(a)) or all(map(math.isfinite, a))
 
 
 def _scale(a: list[float]) -> float:
     """The largest magnitude (at least 1): dividing by it keeps sums of finite data finite."""
-    if len(a) > 10_000:   # the same maximum, found by numpy (a compare of 1 M-sample runs, issue 25)
+    if len(a) > 10_000:   # the same maximum, found by numpy (a compare of 1 M-sample runs)
         np = _np()
         return max(1.0, float(np.max(np.abs(np.asarray(a, dtype=np.float64)))))
     return max(1.0, max(abs(v) for v in a))
@@ -136,7 +136,7 @@ def _stddev(a: list[float]) -> float:
         m = math.fsum(b) / len(b)
         return k * math.sqrt(math.fsum((v - m) * (v - m) for v in b) / (len(b) - 1))
     m = math.fsum(a) / len(a)
-    if len(a) > 10_000:   # the same IEEE operations, squared deviations formed by numpy (issue 25)
+    if len(a) > 10_000:   # the same IEEE operations, squared deviations formed by numpy
         d = _np().asarray(a) - m
         return math.sqrt(math.fsum((d * d).tolist()) / (len(a) - 1))
     return math.sqrt(math.fsum((v - m) * (v - m) for v in a) / (len(a) - 1))
@@ -355,7 +355,7 @@ def outliers(values: Values, z: float = OUTLIER_Z) -> list[tuple[int, float]]:
     score = |x − median| / scale, scale = max(1.4826·MAD, 1.2533·mean|x − median|).
     The plain MAD alone is unusable with the 3–10 iterations benchmarks have: with 5 normal
     values it flags one in five sets; the max() with the mean absolute deviation brings the
-    false-flag rate to 1.0–1.5 % per run at n = 10…20 (issue 13's measurement) while a value 10σ
+    false-flag rate to 1.0–1.5 % per run at n = 10…20 (bench/stats-calibration) while a value 10σ
     away is still flagged for n ≥ 7.  Needs at least 3 finite values; a zero scale flags
     nothing."""
     a = floats(values)

@@ -174,7 +174,7 @@ ROWS: list[RowDef] = [
            lambda x: _ratio(x("numa_local"), _sum(x("numa_local"), x("numa_other"))), numa=True),
     # As MMTests: numa_pte_updates counts a huge PMD as 512 base pages (change_prot_numa), so the
     # raw counter is the "base-page range" and PTEs alone are raw - 512 * numa_huge_pte_updates
-    # (MMTests reports: 2517600 range = 1754720 PTE + 512 * 1490 PMD).  Was swapped (issue 13).
+    # (MMTests reports: 2517600 range = 1754720 PTE + 512 * 1490 PMD).
     _plain("NUMA base-page range updates", "pages", "numa_pte_updates", numa=True),
     RowDef("NUMA PTE updates", "PTEs", "lower",
            lambda x: _sub(x("numa_pte_updates"),

@@ -420,8 +420,8 @@ def read_object(path: Path) -> dict[str, Any]:
 
 # Samples of a metric above this many are packed: their little-endian float64 bytes go into the
 # iteration's sidecar file (SAMPLES_FILE), and result.json holds where, ``{"file", "offset",
-# "count"}`` (issue 25: 1 M samples read back in milliseconds, no number parsed or base64 decoded
-# per sample); fewer stay a JSON list a person can read.  Format 1's ``{"f8": base64}`` is read too.
+# "count"}`` (1 M samples read back in milliseconds, no number parsed or base64 decoded per
+# sample); fewer stay a JSON list a person can read.  Format 1's ``{"f8": base64}`` is read too.
 PACKED_MIN = 256
 # the sidecar's name: its content's digest, so a rewritten iteration never leaves a result.json
 # pointing into another write's samples; a name, never a path

@@ -1,8 +1,8 @@
 """numpy, imported when first used rather than when a module that may use it is imported.
 
 Every monitor module imports numpy for its parsers and summaries, and ``compare`` loads every
-monitor class to read their cached summaries, which need no numpy at all: importing it anyway was
-0.06-0.11 s of a 0.25 s compare.  ``from mmbench.model.lazy import numpy as np`` gives a stand-in
+monitor class to read their cached summaries, which need no numpy at all: importing it anyway
+costs 0.06-0.11 s of a 0.25 s compare.  ``from mmbench.model.lazy import numpy as np`` gives a stand-in
 whose attributes are numpy's, imported on the first attribute read.
 """
 

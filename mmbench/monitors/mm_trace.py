@@ -13,22 +13,9 @@ pid and writes ``stalls.tsv``, ``stalls.txt`` and ``counts.json``: on a host run
 recorded gap after the workload (``decode_gap``); in a VM guest never: the host decodes the
 capture after the guest powers off (``finish_deferred``).
 
-Why raw ring-buffer pages (measured, ``bench/trace-measure --methods 4``, 2 vCPU
-Firecracker VM, kernel 6.18, page-cache + anon thrash in a 128M memcg, ~4-5k events/s of
-vmscan/compaction/extfrag/huge_memory/oom, 4 alternating rounds):
-
-    method     workload elapsed (mean, min-max)  recorder CPU per run  post-processing
-    none       2.40 s (2.17-2.66)                 -                     -
-    raw pages  2.23 s (2.15-2.38)                 0.04 s                0.02 s decode (~2 us/event)
-    perf rec.  2.31 s (2.08-2.52)                 0.25 s                0.13 s perf script alone
-    bpftrace   2.53 s (2.34-2.60)                 0.26 s (LLVM start)   0 (aggregated in kernel)
-
-The elapsed differences are inside the run-to-run noise; the recorder's own CPU is the
-difference that stays: copying pages costs ~6x less CPU than ``perf record`` (which also writes
-twice the bytes: 1.5 MB vs 0.85 MB for ~11k events) and than bpftrace (whose start costs a
-second and whose in-kernel maps lose the per-stall detail unless it prints per event).  The raw
-pages keep every field of every event for later analysis.  Decoding runs after the workload,
-never beside it (its speed: docs/monitors.md, ``bench/trace-measure``).
+Why raw ring-buffer pages: copying them costs ~6x less CPU than ``perf record`` or bpftrace and
+keeps every field of every event for later analysis (measured: docs/monitors.md).  Decoding runs
+after the workload, never beside it.
 """
 
 from __future__ import annotations

@@ -243,7 +243,7 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
 
 
 def no_work_reason(workload: Workload, params: dict[str, Any], samples: Samples) -> str | None:
-    """Why the samples show that ``workload`` did no work (issue 22 item 7), or None when each
+    """Why the samples show that ``workload`` did no work, or None when each
     metric it declares as proof of work has a sample that is finite and not 0."""
     proofs = workload.work_metrics(params)
     if proofs is None:

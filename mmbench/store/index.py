@@ -41,9 +41,8 @@ CREATE TABLE IF NOT EXISTS checked (run TEXT, path TEXT, digest TEXT, document T
 """
 
 
-# 3: sample_means (n, mean of each iteration and metric; issue 25: a row per sample made a 1 M-sample
-# import take 25 s) replaced the row-per-sample "samples" and the "means" tables; indexed has
-# signature and digest
+# 3: sample_means (n, mean of each iteration and metric) replaced the row-per-sample "samples" and
+# the "means" tables; indexed has signature and digest
 INDEX_VERSION = 3
 
 
@@ -128,7 +127,7 @@ def content_digest(run_dir: Path, files: dict[str, tuple[int, int]]) -> str | No
 def mean_rows(run: str, it: IterationResult) -> list[tuple[str, str, int, str, int, float | None]]:
     """One index row per metric of an iteration: the number of samples and the mean of the finite
     ones (None when none is), what ``history`` reads; the samples themselves stay in result.json
-    (issue 25: a row per sample made a 1 M-sample import take 25 s)."""
+    (a row per sample made a 1 M-sample import take 25 s)."""
     rows = []
     for metric, vals in it.samples.items():
         if isinstance(vals, (list, tuple)):   # numpy only for packed arrays: its import is ~50 ms

@@ -12,11 +12,12 @@ into ``rounds`` rounds, one sample per round, in each mode of ``modes``:
 
 The seed's regression (the fair zone allocation policy walking zones on every allocation) is a
 per-allocation cost of ``get_page_from_freelist``: the pipe figure is where it shows most, since
-little else is done per page.  With both modes, "Pipe/anon cost" is the iteration's pipe figure
-as a percentage of its anon figure: a machine (or an emulator under a loaded host) that runs
-everything slower moves both alike and leaves the ratio, while the allocator's share of the pipe
-figure (about a fifth under TCG) is larger than of the anon one, so more allocator work raises it.  ``threads`` copies of each mode run at once (one per CPU by
-default, each with its own pipe or mappings), so the per-CPU page lists of every CPU are used.
+little else is done per page.  With both modes, "Pipe/anon cost" is the iteration's pipe figure as a
+percentage of its anon figure: a machine (or an emulator under a loaded host) that runs everything
+slower moves both alike and leaves the ratio, while the allocator's share of the pipe figure (about
+a fifth under TCG) is larger than of the anon one, so more allocator work raises it.  ``threads``
+copies of each mode run at once (one per CPU by default, each with its own pipe or mappings), so the
+per-CPU page lists of every CPU are used.
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
 """kernbench: a kernel build as a benchmark, and as a memory fragmenter beside another workload.
 
-MMTests' kernbench: time ``make -jN`` of a kernel tree.  The source is Debian's ``linux-source-X``
-package (``/usr/src/linux-source-X.tar.xz``), unpacked once into ``$MMBENCH_CACHE``'s
-``kernbench/`` folder and never written to again: every build is out of tree (``make O=``) in the
-iteration's workdir, so the objects, page cache and dirty data belong to the sandbox.  Each build
-first runs ``make <config>`` (``tinyconfig`` by default, or ``defconfig``/``allnoconfig``) and then
-``make -jN <targets>``; the default targets (``mm/``) build every object of mm/ plus kbuild's
-``prepare`` step, about a minute of CPU on a 2-core machine, where all of tinyconfig's ``vmlinux``
-takes about three.  Metrics are the build step's ``Elapsed``, ``User`` and ``System`` seconds, as
-GNU time (``/usr/bin/time``, which reads the wait4() rusage of make and all its children) reports
-them; the build's products are listed in ``kernbench-products.txt`` (rawdir) and a build that
-produced nothing fails.
-
-In an mmbench VM guest the tree is the host's, which the VM runner attaches as a read-only ext4
-disk mounted at its own path (``guest_trees``; through virtiofs, the tree's 84,000 files would
-run QEMU's virtiofsd out of file descriptors).
-
-At MMTests' scale (config-workload-kernbench): ``config = "defconfig"``, ``targets = ["vmlinux"]``
-and ``ladder = true``, which builds once per rung of MMTests' ``threads_powertwo`` ladder of make
-jobs as config-workload-kernbench sets it: NCPU/LLCs/4, twice that, ... NCPU, where a first rung
-below 4 is dropped in favour of NCPU alone (so fewer than 16 CPUs per last-level cache build at
--jNCPU only), with the metrics per rung named as MMTests names them: ``Elapsed-<J>``, ``User-<J>``,
-``System-<J>``.
-
-As a companion (``[workload.with.kernbench]``, MMTests' thpchallenge pattern) it rebuilds in a
-loop (``builds = 0``) until the workload it accompanies finishes; a build still running then is stopped and not
-counted.
+MMTests' kernbench: ``/usr/bin/time make -jN`` of Debian's linux-source tree, unpacked once into
+the cache and never written again: every build is out of tree in the iteration's workdir, so its
+objects, page cache and dirty data belong to the sandbox.  In a VM guest the host's tree is
+attached as a read-only disk (``guest_trees``).  As a companion (``[workload.with.kernbench]``,
+MMTests' thpchallenge pattern) it rebuilds in a loop until the workload it accompanies finishes.
+Parameters, metrics and MMTests' -j ladder: docs/workloads.md, "kernbench".
 """
 
 from __future__ import annotations

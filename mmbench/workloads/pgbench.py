@@ -1,33 +1,10 @@
 """pgbench: PostgreSQL's TPC-B-like benchmark on Debian's server, started and stopped in the sandbox.
 
-MMTests' pgbench: a throwaway PostgreSQL cluster (Debian's ``/usr/lib/postgresql/N/bin``) is made
-with ``initdb`` in the iteration's workdir and its ``postgres`` server started through the sandbox,
-so shared buffers, backends and page cache are all charged to the memory budget.  The server
-listens only on a Unix socket in a private directory (no TCP port) and runs as the ``postgres``
-user when mmbench is root (the server refuses root); it keeps ``CAP_DAC_READ_SEARCH`` as an
-ambient capability so it can reach a workdir below a root-only folder (it writes only its own data
-directory).  The database is sized relative to the budget: ``database`` bytes give pgbench scale
-``database / 15 MiB`` (one scale unit is 100000 ``pgbench_accounts`` rows, about 15 MiB on disk).
-``mode`` is ``read-only`` (``-S``, SELECT only) or ``read-write`` (the TPC-B-like default script),
-with ``clients`` connections for ``duration``.
-
-Metrics: pgbench's ``tps`` (without the initial connection time) and the p50/p95/p99 latency in ms
-of every transaction from pgbench's per-transaction log (``-l``), kept in rawdir.
-
-At MMTests' scale (config-db-pgbench-timed-*): ``clients`` is a ladder run on one server and
-database (``ladder = true``: MMTests' topology walk from 1 to MAX_CLIENTS = 2xNCPU, steps through
-the SMT, cache, node and machine levels as bin/generate-stride-range makes them: 1, 2, 3, 4 on 2
-CPUs; 1, 2, 3, 5, 6, 8, 10, 13, 15, 16 on 8), and ``batched``
-logs per-second aggregates (``-l --aggregate-interval=1``, as MMTests' shellpack) from which the
-iteration gets MMTests' batched TPS samples (shellpack_src/src/pgbench/extract-report.pl): the
-first 7 seconds are skipped, then every 4 one-second lines make a batch, TPS = transactions in
-the batch / seconds since the previous batch ended, and the first batch is dropped.  With a ladder
-or ``batched`` the metrics are per client count: ``TPS-<c>`` (pgbench's overall tps), ``TPS
-batched-<c>`` (one sample per batch) and ``Latency mean-<c>`` (the aggregates' summed latency /
-transactions, ms); without, the single run's TPS and latency percentiles as before.
-The server is
-stopped (fast shutdown, then SIGKILL of its process group) before the iteration ends, also when
-something failed; its postmaster PID is kept in ``postgres.pid`` (rawdir).
+MMTests' pgbench: a throwaway cluster is made with ``initdb`` in the iteration's workdir and its
+server started through the sandbox, so shared buffers, backends and page cache are all charged to
+the memory budget; the database is sized relative to the budget.  The server listens only on a
+Unix socket and is stopped however the iteration ends.  Parameters, metrics, MMTests' client walk
+and batched TPS: docs/workloads.md, "pgbench".
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
 """stressng: stress-ng's memory stressors (Debian's stress-ng) with their bogo-ops/s.
 
-Each stressor named in ``stressors`` runs on its own, one after the other, for ``duration``
-(``stress-ng --<stressor> <workers> --timeout <duration> --metrics-brief --yaml FILE``), so each
-figure belongs to one stressor.  ``memory`` is what all workers of a stressor may map together,
-relative to the budget; it is split evenly between the workers and handed to the stressors that
-take a size (``--<stressor>-bytes``: vm, mmap, pagemove, mremap, shm, ...).  ``bigheap`` has no
-size option in stress-ng 0.15: it grows its heap by ``--bigheap-growth`` until an allocation
-fails, so its workers run under ``prlimit --data`` at their share of ``memory`` (RLIMIT_DATA
-covers private writable mappings, enforced by default since Linux 4.7): realloc then fails inside
-the budget and bigheap starts over instead of being OOM-killed by the memory cgroup.
-``page_in`` passes ``--page-in`` (stress-ng touches pages not in core before using them).
-For repeatable figures the stressors run with ``--seed`` and ``--no-madvise`` (stress-ng otherwise
-gives each mapping a random madvise advice, huge-page ones included), and the vm stressor with one
-``--vm-method`` (write64): its default, ``all``, rotates through methods of very different cost, so
-the rate depends on where the timeout falls (17k-57k bogo-ops per CPU second in nine 5 s runs).
-
-Stressor names are checked against ``stress-ng --stressors`` before anything runs: which exist
-depends on the stress-ng version (Debian 12's 0.15.06 has no ``compact`` and no ``pagein``
-stressor; page-in is the ``--page-in`` option there).  The metrics are stress-ng's own, from its
-YAML report (kept as ``stressng-<stressor>.yaml``): "<stressor> bogo-ops/s" per second of wall
-time and "<stressor> bogo-ops/s usr+sys" per second of CPU time the workers used.
-
-``ladder = true`` runs each stressor over the ladder of worker counts MMTests' stressng shellpack
-uses (``threads_powertwo_begin 1 2*NCPU``: 1, 2, 4, ... up to twice the CPUs, the last rung
-exactly 2xNCPU); ``threads = [...]`` names the rungs instead.  With a ladder the metrics are per rung, "<stressor>-<N> bogo-ops/s" (and
-"... usr+sys"), and ``memory`` is split among the workers of each rung.
+Each stressor named in ``stressors`` runs on its own for ``duration``, so each figure belongs to
+one stressor; ``memory`` (relative to the budget) is split between its workers.  For repeatable
+figures the stressors run with ``--seed``, ``--no-madvise`` and one ``--vm-method``, and bigheap
+under ``prlimit --data``, so that it fails an allocation inside the budget instead of being
+OOM-killed.  Stressor names are checked against the installed stress-ng before anything runs.
+Parameters, metrics and MMTests' worker ladder: docs/workloads.md, "stressng".
 """
 
 from __future__ import annotations

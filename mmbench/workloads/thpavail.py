@@ -1,25 +1,11 @@
 """thpavail: THP availability and fault-in cost when memory is full of page cache under IO.
 
-After seed 001 (Mel Gorman's THPAVAIL, 2011): a reader streams a large file (default 2x the
-budget) to nowhere and a writer streams zeros onto a filesystem -- by default a loop-mounted
-image (vfat when the kernel has it, else ext2) whose write bandwidth is throttled through the
-sandbox's blkio cgroup, standing in for the slow USB stick.
-
-The fill phase makes the seed's condition real before anything is measured: the reader's file is
-created first and its page cache dropped (``POSIX_FADV_DONTNEED`` after it is written back), so
-the reader really fills memory from the disk; the fault-in waits until dirty + writeback pages
-reach ``dirty_threshold`` (``nr_dirty`` + ``nr_writeback`` in /proc/vmstat in whole-machine
-mode, the memcg's dirty + writeback in a sandbox) and free memory is below ``free_threshold``
-(each wait bounded by ``fill_timeout``).  Then ``faultin.c`` faults in an anonymous mapping --
-``size``, or with ``size_free`` that fraction of the memory that was free before the fill (the
-seed's "mapping the size of free memory") -- and reports System/User/Elapsed time of the touch
-loop, THP Active (the mapping's own smaps), Fault Alloc / Fault Fallback (thp_fault_* deltas)
-and per-2MiB fault latency split huge vs base.  The mapping must take its memory back from a
-page cache that is partly dirty and under writeback: that is where direct reclaim and
-compaction stall.
-
-The throttle applies to IO the writer submits itself (its periodic fdatasync); on cgroup v1,
-writeback done by the flusher threads is not attributed to the sandbox and is not throttled.
+After seed 001 (Mel Gorman's THPAVAIL): a reader streams a large file to nowhere and a writer
+streams zeros onto a throttled loop-mounted filesystem, standing in for the slow USB stick.  Once
+dirty + writeback pages and free memory reach the seed's condition, ``faultin.c`` faults in an
+anonymous mapping that must take its memory back from that page cache: where direct reclaim and
+compaction stall.  Parameters, metrics and the limits of the write throttle: docs/workloads.md,
+"thpavail".
 """
 
 from __future__ import annotations

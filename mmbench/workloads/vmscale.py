@@ -1,27 +1,11 @@
 """vmscale: cases in the style of Intel's vm-scalability suite, with its throughput figure.
 
-``vmscale.c`` runs one case per invocation with ``tasks`` processes, each doing its share at the
-same time after a start flag: ``anon-w-seq`` and ``anon-w-rand`` write an anonymous region
-(``anon_size``, within the budget) in address or random page order; ``lru-file-mmap-read`` and
-``lru-file-readonce`` read sparse files of ``file_size`` (above the budget, so the memcg reclaims
-clean page cache all the way) through mmap or read(2); ``anon-lru`` writes an anonymous region of
-``lru_anon_size`` (above the budget) twice, so it is swapped out and refaulted -- it needs active
-swap (the suite's ``[swap]`` table) and is refused without, rather than OOM-killed.
-
-* ``total-throughput-<case>``: KB/s of all tasks together: every task's bytes / the time from the
-  start flag until the *slowest* task is done.  What the machine delivered; one slow task pulls it
-  down.
-* ``sum-task-throughput-<case>``: the sum over tasks of each task's bytes / its *own* time, which
-  is vm-scalability's ``throughput`` (its case scripts add up the KB/s each usemem task reports).
-  Higher than the total when tasks finish at different times: a task that finished early counts
-  at its own speed.  Both are reported so a figure compares with vm-scalability's and with
-  mmbench's own runs before this split (which reported the total as ``throughput-<case>``).
-* ``reclaim-<case>``: memcg reclaim events in that window, taken while the tasks still hold their
-  memory: memory.stat ``pgsteal`` (pages reclaimed) on cgroup v2; ``pgpgout`` on v1, which has no
-  pgsteal -- one event per folio uncharged, so a large page-cache folio (ext4 since 6.16) counts
-  once.  In whole-machine mode (a VM guest, ``sandbox = "none"``) the machine's pages reclaimed,
-  /proc/vmstat's ``pgsteal_kswapd`` + ``pgsteal_direct`` (+ ``pgsteal_khugepaged``, 6.3+), which
-  counts any reclaim on the machine in the window.
+``vmscale.c`` runs one case per invocation with ``tasks`` processes that start together: anonymous
+writes in address or random order, page cache read through mmap or read(2) from sparse files
+larger than the budget, and an anonymous region swapped out and refaulted (which needs the suite's
+``[swap]``).  It reports the machine's throughput (all bytes / time to the slowest task),
+vm-scalability's sum of per-task throughputs, and the reclaim in the window.  Cases, parameters
+and metrics: docs/workloads.md, "vmscale".
 """
 
 from __future__ import annotations

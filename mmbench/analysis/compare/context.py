@@ -95,7 +95,7 @@ class Series:
     percentiles (before, the baseline's were recomputed for every run and quantile).
 
     ``per_iter`` holds lists, or float64 arrays where the samples were stored as such (a long
-    run's: issue 25); ``arrays`` are then the iterations' arrays that have samples, and the
+    run's); ``arrays`` are then the iterations' arrays that have samples, and the
     sorting and summing is done on them in place, with the results the lists would give."""
 
     def __init__(self, per_iter: list, indices: list[int], kind: st.MeanKind,

@@ -4,7 +4,7 @@
 
 A row's confidence intervals and minimum detectable effects are :class:`Deferred`: the builder
 registers how to compute them and the value is computed the first time a report reads it, so a
-text report without ``--pvalues`` (which shows neither) never pays for them (issue 13 item 9).
+text report without ``--pvalues`` (which shows neither) never pays for them.
 """
 
 from __future__ import annotations

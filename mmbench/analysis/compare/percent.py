@@ -18,15 +18,15 @@ PCT_NO_VALUE = "value missing or undefined"
 def pct_diff(base: float | None, new: float | None, better: Better) -> tuple[float | None, str | None]:
     """Percentage difference of ``new`` against ``base``, positive = better.
 
-    higher-is-better: 100·(new/base − 1); lower-is-better: 100·(1 − new/base).
-    Equal values (within ``significance.REL_TOL``) are 0 % (also 0 against 0: nothing changed).  None (with the reason) when the
-    base is missing, NaN, 0 (and new is not) or negative, or new is missing.  new = 0 against a
-    non-zero base is a real value (e.g. −100 % for a throughput), never "0 %"."""
+    higher-is-better: 100·(new/base − 1); lower-is-better: 100·(1 − new/base).  Equal values (within
+    ``significance.REL_TOL``) are 0 % (also 0 against 0: nothing changed).  None (with the reason)
+    when the base is missing, NaN, 0 (and new is not) or negative, or new is missing.  new = 0
+    against a non-zero base is a real value (e.g. −100 % for a throughput), never "0 %"."""
     if base is None or not math.isfinite(base):
         return None, PCT_NO_BASE
     if new is None or not math.isfinite(new):
         return None, PCT_NO_VALUE
-    if close(new, base):          # 7 vs 7.00000001: the same value, not "-0.00%" (issue 22 item 2)
+    if close(new, base):          # 7 vs 7.00000001: the same value, not "-0.00%"
         return 0.0, None
     if base == 0:
         return None, PCT_BASE_ZERO

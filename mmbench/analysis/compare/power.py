@@ -1,4 +1,4 @@
-"""What the comparison could not have seen (issue 13 item 3): when a headline row (the suite's
+"""What the comparison could not have seen: when a headline row (the suite's
 ``[suite] headline`` metrics, else each workload's first metric, as ``run --until`` chooses them)
 has a minimum detectable effect above 5 % against the baseline, or cannot be tested at all with
 one iteration, a warning shown at the top of every report says so, with the number of iterations

@@ -135,7 +135,7 @@ def metric_tests(ctx: Context, md: MetricDef, series: dict[str, Series], mean_ro
         undefined = [r for r in (ctx.base, n) if mean_row.values.get(r) is None]
         if undefined:
             # An undefined mean (e.g. Hmean over an iteration with a 0) is not tested: the
-            # test would silently drop the undefined iteration (issue 13 item 8).
+            # test would silently drop the undefined iteration.
             mean_row.why[n] = f"no test: the {mean_row.stat} of {' and '.join(undefined)} is undefined"
             continue
         test_row(ctx, mean_row, n, b_it, new.iteration_means, kind, count, res)
@@ -150,7 +150,7 @@ def metric_tests(ctx: Context, md: MetricDef, series: dict[str, Series], mean_ro
 def iteration_row_tests(ctx: Context, row: Row, vals: dict[str, list[float]],
                         kind: st.MeanKind = "amean", count: bool = False, resolution: float = 0.0) -> None:
     """Test a row whose per-iteration values are ``vals`` (duration, vmstat and monitor rows)
-    against the baseline, so --fail-on-regression and --ratio see them (issue 13 item 5).  Two
+    against the baseline, so --fail-on-regression and --ratio see them.  Two
     runs with the same constant in every iteration (a swap counter that stays 0) are not tested
     and stay out of the Benjamini–Hochberg family: they carry no evidence and would only dilute
     the q-values of the rows that do."""

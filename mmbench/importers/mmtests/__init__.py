@@ -378,7 +378,7 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
                 warnings.append(f"{why}; iter-{n} of {bench} is stored as failed (excluded from statistics)")
             elif parsed is None:
                 # The benchmark's samples are missing from this iteration; its duration, vmstat
-                # and monitors were measured all the same and stay (issue 25).
+                # and monitors were measured all the same and stay.
                 res.reason = f"no benchmark samples: {why}"
                 unread.setdefault(bench, []).append((n, bdir / "logs", why))
             else:

@@ -1,0 +1,1 @@
+"""mm-trace's machinery: tracefs, raw ring-buffer capture and decoding, stall analysis, the irqsoff tracer."""

@@ -58,7 +58,7 @@ def _test(ctx: Context, row: Row, vals: dict[str, list[float | None]], count: bo
     """The count test (counts) or Welch on the per-iteration values, in the row's own direction
     (``vm.ROWS``).  A row
     undefined in some iteration of a run (a ratio with nothing scanned there) is not tested for
-    that run: the test would silently drop the iteration (the rule of issue 13 item 8)."""
+    that run: the test would silently drop the iteration."""
     whole: dict[str, list[float]] = {}
     gaps = []
     for n, v in vals.items():

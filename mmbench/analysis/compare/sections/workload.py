@@ -95,7 +95,7 @@ SAMPLE_SPREAD_NOTE = ("Stddev.samples and CoeffVar.samples: the spread of all sa
 
 def sample_spread_rows(ctx: Context, sec: Section, md: MetricDef, series: dict[str, Series]) -> list[Row]:
     """Stddev.samples and CoeffVar.samples of a metric with several samples per iteration
-    (application launches, fault latencies; issue 13 item 6): the spread of every sample, next to
+    (application launches, fault latencies): the spread of every sample, next to
     the spread of iteration means.  Descriptive, not tested."""
     sd: dict[str, float | None] = {}
     cv: dict[str, float | None] = {}
