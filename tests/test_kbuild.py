@@ -608,7 +608,7 @@ def test_kernel_lacking_what_mmbench_or_the_suite_needs_is_named(tmp_path):
     """Before the boot: a missing option mmbench needs stops the run, one the suite's monitors or
     workloads need is a warning line; both name the CONFIG_ option."""
     from mmbench.config.load import load_suite
-    from mmbench.vm.kernel import GuestKernel
+    from mmbench.model.guest_kernel import GuestKernel
     from mmbench.vm.requirements import CORE, missing
     cfg = tmp_path / "config"
     have = {k: "y" for k in CORE if k != "CONFIG_ADVISE_SYSCALLS"}
@@ -665,9 +665,13 @@ def test_ab_kernels_interleave_one_boot_per_kernel_per_round(tmp_path, monkeypat
     boots: list[tuple[str, str, list[str]]] = []
 
     def fake_vm(opts, suite, argv, name, store, *, force, progress, open_store, **kw):
-        boots.append((opts.kernel, name, argv))
+        boots.append((opts.kernel.spec, name, argv))
         return run_suite(suite, name, store, force=True, progress=progress)
     monkeypatch.setattr(vm_runner, "run_in_vm", fake_vm)
+    import mmbench.kbuild.prebuilt as prebuilt
+    from mmbench.model.guest_kernel import GuestKernel
+    monkeypatch.setattr(prebuilt, "resolve_prebuilt",
+                        lambda spec: GuestKernel(spec, tmp_path / "bzImage", spec.rsplit("-", 1)[-1], None, None))
     results = tmp_path / "results"
     rc = main(["run", "--config", "smoke", "--results", str(results), "--set", "budget=256M",
                "--set", "faultin.size=16M", "--set", "faultin.passes=1", "--set", "warmup=1", "--quiet",

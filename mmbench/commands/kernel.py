@@ -31,10 +31,9 @@ def add_build_args(sp: argparse.ArgumentParser, prefix: str = "") -> None:
 def build_for(spec: str, patch_items: list[tuple[str, str]], fragments: list[str], kconfigs: list[str],
               log: Callable[[str], None]) -> Any:
     """Build (or find cached) the kernel a build spec names; returns the GuestKernel to boot."""
-    from mmbench.kbuild.build import build_kernel, guest_kernel, request_from_args
-    request = request_from_args(spec, patch_items, fragments, kconfigs)
-    built = build_kernel(request, log)
-    return guest_kernel(built, spec)
+    from mmbench.kbuild.resolve import get_kernel
+    from mmbench.model.request import KernelRequest
+    return get_kernel(KernelRequest(spec, tuple(patch_items), tuple(fragments), tuple(kconfigs)), log)
 
 
 def _stderr(msg: str) -> None:

@@ -183,24 +183,23 @@ def _check_kernel_flags(args: argparse.Namespace) -> None:
 
 def _guest_kernel(args: argparse.Namespace, spec: str, patches: list[tuple[str, str]], suite: Any,
                   progress: Any) -> Any:
-    """A kernel built from source (kbuild/) as the VM runner's GuestKernel; None for other specs
-    (the VM runner resolves those itself).  Both kernels of a comparison get the suite's
-    ``[vm] kernel_fragments`` and the command line's --fragment/--kconfig."""
-    from mmbench.kbuild.spec import is_build_spec
-    if not is_build_spec(spec):
-        return None
-    from mmbench.commands.kernel import build_for
+    """The kernel stage's GuestKernel for ``spec`` (built from source, fetched or found).  Both
+    kernels of a comparison get the suite's ``[vm] kernel_fragments`` and the command line's
+    --fragment/--kconfig."""
+    from mmbench.kbuild.resolve import get_kernel
+    from mmbench.model.request import KernelRequest
     fragments = [*suite.vm.get("kernel_fragments", []), *(getattr(args, "fragment", None) or [])]
-    return build_for(spec, patches, list(dict.fromkeys(fragments)), getattr(args, "kconfig", None) or [],
-                     progress.info)
+    request = KernelRequest(spec, tuple(patches), tuple(dict.fromkeys(fragments)),
+                            tuple(getattr(args, "kconfig", None) or []))
+    return get_kernel(request, progress.info)
 
 
-def _vm_options(suite: Any, kernel_spec: str, guest_kernel: Any) -> Any:
+def _vm_options(suite: Any, guest_kernel: Any) -> Any:
     from mmbench.vm.runner import VmOptions
     vm = suite.vm
-    return VmOptions(kernel=kernel_spec, memory_mb=vm["memory_mb"], cpus=vm["cpus"], numa=vm["numa"],
+    return VmOptions(kernel=guest_kernel, memory_mb=vm["memory_mb"], cpus=vm["cpus"], numa=vm["numa"],
                      disk_gb=vm["disk_gb"], timeout=vm["timeout_s"], accel=vm["accel"], append=vm["append"],
-                     guest_kernel=guest_kernel, clock=vm["clock"], clock_shift=vm["clock_shift"],
+                     clock=vm["clock"], clock_shift=vm["clock_shift"],
                      below_4g_mb=vm["below_4g_mb"])
 
 
@@ -234,7 +233,7 @@ def _run_ab_kernels(args: argparse.Namespace, suite: Any, progress: Any) -> str:
             guest_args += ["--iterations", "1"]
             for w in round_suite.workloads:
                 guest_args += ["--set", f"{w.label}.warmup={w.warmup}"]
-            return run_in_vm(_vm_options(round_suite, spec, gk), round_suite, [*guest_args, part], part, parts_store,
+            return run_in_vm(_vm_options(round_suite, gk), round_suite, [*guest_args, part], part, parts_store,
                              force=True, progress=progress, open_store=open_store)
         return run_round
     until = None   # refused with --baseline-kernel by _check_until_args
@@ -255,27 +254,15 @@ def _run_ab_kernels(args: argparse.Namespace, suite: Any, progress: Any) -> str:
 
 
 def _record_commits(base: Any, new: Any, progress: Any) -> None:
-    """Both kernels built from one git repository: each arm's build record gets the commits it
-    has that the other's lacks (their subjects go into the runs' provenance)."""
-    if base is None or new is None or not base.build or not new.build:
-        return
-    from mmbench.kbuild.build import record_commits
-    base.build, new.build = dict(base.build), dict(new.build)
-    record_commits(new.build, base.build)
-    record_commits(base.build, new.build)
-    for gk in (new, base):
-        commits = gk.build.get("commits")
-        if commits is not None:
-            other = gk.build["commits_base"]["describe"] or gk.build["commits_base"]["commit"][:12]
-            progress.info(f"kernel {gk.spec}: {len(commits)} commit(s) not in {other}"
-                          + "".join(f"\n  {c['commit'][:12]} {c['subject']}" for c in commits[-20:]))
+    from mmbench.kbuild.resolve import record_pair_commits
+    record_pair_commits(base, new, progress.info)
 
 
 def _run_in_vm(args: argparse.Namespace, suite: Any, progress: Any) -> str:
     """Run the suite inside a guest; the guest runs `mmbench run` with the same arguments."""
     from mmbench.vm.runner import run_in_vm
     gk = _guest_kernel(args, suite.vm["kernel"], list(getattr(args, "kernel_patches", None) or []), suite, progress)
-    opts = _vm_options(suite, suite.vm["kernel"], gk)
+    opts = _vm_options(suite, gk)
     guest_args: list[str] = []
     for item in args.set:
         if not item.split("=", 1)[0].startswith("vm."):

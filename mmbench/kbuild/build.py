@@ -38,6 +38,7 @@ from mmbench.kbuild.source import (Source, commits_between, describe_source, kbu
                                    read_journal, write_journal)
 from mmbench.kbuild.spec import SourceSpec, parse_spec
 from mmbench.kbuild.symbols import FILE as SYMBOLS_FILE, write_symbol_groups
+from mmbench.model.guest_kernel import GuestKernel
 
 FORMAT = 1                      # bump when what goes into an image changes
 BASE = "tinyconfig"
@@ -474,9 +475,8 @@ def record_commits(meta: dict[str, Any], other: dict[str, Any]) -> None:
     meta["commits_base"] = {"describe": osrc.get("describe", ""), "commit": osrc["commit"]}
 
 
-def guest_kernel(built: BuiltKernel, spec_text: str) -> "GuestKernel":
+def guest_kernel(built: BuiltKernel, spec_text: str) -> GuestKernel:
     """What the VM runner boots: the cached image, its config and its provenance (no modules:
     the guest fragment builds everything in)."""
-    from mmbench.vm.kernel import GuestKernel
     return GuestKernel(spec_text, built.image, built.release, None, built.config, build=dict(built.meta),
                        symbols=ensure_symbol_groups(built))

@@ -9,7 +9,7 @@
 
 A name is never a path: the keywords ``source``, ``tree:`` and ``git:`` always mean a build,
 whatever files exist in the current directory (a built tree or image is given as a path,
-``./source`` for a folder named ``source``, and booted as it is: vm/kernel.py).
+``./source`` for a folder named ``source``, and booted as it is: kbuild/prebuilt.py).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 
 from mmbench.errors import EnvironmentUnsupported
-from mmbench.vm.kernel import GuestKernel
+from mmbench.model.guest_kernel import GuestKernel
 
 BUSYBOX = Path("/usr/bin/busybox")   # Debian's busybox-static: no shared libraries needed
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mmbench.errors import EnvironmentUnsupported
+from mmbench.model.guest_kernel import GuestKernel
 from mmbench.vm.initramfs import PROBE_MARKER, READY_MARKER, SCRATCH_SERIAL, build_initramfs
-from mmbench.vm.kernel import GuestKernel
 from mmbench.vm.trees import TreeDisk
 
 QEMU = "qemu-system-x86_64"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmbench.vm.kernel import GuestKernel
+from mmbench.model.guest_kernel import GuestKernel
 
 # option → what breaks without it (mmbench, its guest init or the guest's storage)
 CORE: dict[str, str] = {
