@@ -22,7 +22,8 @@ STAGES = {
     "store": 3, "importers": 3,
     "analysis": 4,
     "report": 5,
-    "cli": 6, "commands": 6, "campaign": 6, "fleet": 6, "__main__": 6,
+    "driver": 6,
+    "cli": 7, "commands": 7, "fleet": 7, "__main__": 7,
 }
 PLUGIN_PACKAGES = ("workloads", "monitors")
 BOTTOM = {s for s, r in STAGES.items() if r == 0}

@@ -584,24 +584,25 @@ def test_cli_bad_input(argv, words, capsys, monkeypatch):
 def test_submit_sends_patch_contents_with_the_job(tmp_path):
     """An agent elsewhere cannot read the submitter's files: their content travels in the job and
     the agent's run reads the same series (names, subjects, sha256)."""
-    import argparse
-    from mmbench.commands.kernel import pack_build_inputs, unpack_build_inputs
+    from mmbench.driver.jobs import job_entry, local_request
+    from mmbench.kbuild.resolve import pack_inputs
+    from mmbench.model.request import KernelRequest, RunRequest
     here = tmp_path / "submitter"
     (here / "q").mkdir(parents=True)
     p = _patch(here, "seed002-kswapd-premature-sleep.patch", "mm: b\n\n" + ONE_LINE)
     _patch(here / "q", "0001-x.patch", FORMAT_PATCH)
     (here / "q" / "series").write_text("0001-x.patch\n")
     k = _patch(here, "mine.config", "CONFIG_PSI=y\n")
-    args = argparse.Namespace(kernel="source", kernel_patches=[("patch", str(p)), ("series", str(here / "q" / "series"))],
-                              kconfig=[str(k)], fragment=["irqsoff"])
-    packed = json.loads(json.dumps(pack_build_inputs(args)))
-    argv = unpack_build_inputs(packed, tmp_path / "agent")
-    items = [(argv[i][2:], argv[i + 1]) for i in range(0, len(argv), 2) if argv[i] in ("--patch", "--series")]
-    assert [i[0] for i in items] == ["patch", "series"]
-    sent, got = read_series(args.kernel_patches), read_series(items)
-    assert [(x.name, x.subject, x.sha256) for x in sent] == [(x.name, x.subject, x.sha256) for x in got]
-    assert argv[-4:] == ["--kconfig", str(tmp_path / "agent" / "kernel-kconfig-0" / "mine.config"), "--fragment", "irqsoff"]
-    assert pack_build_inputs(argparse.Namespace(kernel="debian:x", kernel_patches=[], kconfig=[], fragment=[])) is None
+    kernel = KernelRequest("source", (("patch", str(p)), ("series", str(here / "q" / "series"))), ("irqsoff",),
+                           (str(k),))
+    entry = json.loads(json.dumps(job_entry(RunRequest(config="smoke", name="n", kernel=kernel))))
+    got = local_request(entry, tmp_path / "agent").kernel
+    assert [i[0] for i in got.patches] == ["patch", "series"]
+    sent, back = read_series(list(kernel.patches)), read_series(list(got.patches))
+    assert [(x.name, x.subject, x.sha256) for x in sent] == [(x.name, x.subject, x.sha256) for x in back]
+    assert got.kconfigs == (str(tmp_path / "agent" / "kernel-kconfig-0" / "mine.config"),)
+    assert got.fragments == ("irqsoff",)
+    assert pack_inputs(KernelRequest("debian:x")) is None
 
 
 def test_kernel_lacking_what_mmbench_or_the_suite_needs_is_named(tmp_path):

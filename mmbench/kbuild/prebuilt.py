@@ -1,12 +1,7 @@
-"""Kernels mmbench does not build: a ``--kernel`` argument that names a prebuilt kernel, turned into
-a ``GuestKernel`` (its image, modules and config).
-
-Three forms: a Debian kernel package (``debian:linux-image-6.1.0-50-cloud-amd64``), fetched with
-``apt-get download`` into ``$MMBENCH_CACHE/kernels`` and unpacked with ``dpkg-deb -x`` (never
-installed); a kernel image path (bzImage/vmlinuz), with its modules found beside it
-(``<root>/boot/vmlinuz-REL`` → ``<root>/lib/modules/REL``) or named explicitly as
-``IMAGE:MODULES_DIR``; or a kernel build tree (``arch/x86/boot/bzImage`` and ``.config``; its
-modules are used from the tree when ``modules.order`` lists them).
+"""Kernels mmbench does not build, as ``GuestKernel``s: a Debian kernel package
+(``debian:linux-image-...``, fetched with ``apt-get download`` into the cache and unpacked, never
+installed), a kernel image path (``IMAGE`` or ``IMAGE:MODULES_DIR``; modules found beside it) or a
+kernel build tree (``arch/x86/boot/bzImage`` and ``.config``).
 """
 
 from __future__ import annotations

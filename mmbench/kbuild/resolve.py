@@ -18,6 +18,19 @@ def builds_from_source(request: KernelRequest) -> bool:
     return is_build_spec(request.spec)
 
 
+def kernel_request(spec: str | None, patches: list[tuple[str, str]], fragments: list[str],
+                   kconfigs: list[str]) -> KernelRequest | None:
+    """``--kernel`` with its --patch/--series/--kconfig/--fragment values as a request (None without
+    ``--kernel``); the build inputs go only with a kernel built from source (exit 2 naming them)."""
+    given = [f for f, v in (("--patch/--series", patches), ("--kconfig", kconfigs), ("--fragment", fragments)) if v]
+    if given and not (spec and is_build_spec(spec)):
+        raise UsageError(f"{given[0]} goes with a kernel built from source: --kernel source, tree:PATH or "
+                         f"git:PATH@REF (got {'--kernel ' + spec if spec else 'no --kernel'})")
+    if spec is None:
+        return None
+    return KernelRequest(spec, tuple(patches), tuple(fragments), tuple(kconfigs))
+
+
 def build_request(request: KernelRequest):
     """The build a source request asks for, every input read and checked now (bad input is exit 2)."""
     from mmbench.kbuild.build import request_from_args

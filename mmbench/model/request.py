@@ -1,10 +1,7 @@
 """``RunRequest``: everything ``mmbench run`` reads, parsed once into one frozen value, and
-``KernelRequest``: one kernel to get (its spec, patches and fragments).
-
-The command layer makes a request from the command line (or ``submit`` from its own); the driver
-runs it.  A request travels as JSON (``to_json``/``from_json``: a fleet job carries one) and turns
-back into the ``mmbench run`` arguments that parse into the same value (``argv``): the command a
-VM guest or a fleet agent runs.
+``KernelRequest``: one kernel to get (its spec, patches and fragments).  A request travels as JSON
+(a fleet job carries one) and turns back into the ``mmbench run`` arguments that parse into it
+(``argv``: what a VM guest or a fleet agent runs).
 """
 
 from __future__ import annotations
@@ -105,10 +102,11 @@ class RunRequest:
             d[key] = tuple(d.get(key) or ())
         return cls(**d)
 
-    def argv(self, *, results: bool = True) -> list[str]:
+    def argv(self, *, config: bool = True, results: bool = True) -> list[str]:
         """The ``mmbench run`` arguments (after ``run``) that parse into this request; without
-        ``results`` the store is left to ``$MMBENCH_RESULTS`` (a fleet agent's child)."""
-        out = ["--config", self.config]
+        ``results`` the store is left to ``$MMBENCH_RESULTS`` (a fleet agent's child), without
+        ``config`` the suite file is the caller's to add (a VM guest's copy of it)."""
+        out = ["--config", self.config] if config else []
         if results and self.results is not None:
             out += ["--results", self.results]
         for item in self.sets:
