@@ -229,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     an.set_defaults(func=cmd_analyze)
 
     from mmbench.fleet.commands import add_fleet_commands  # push, pull, submit, agent, jobs, history
-    add_fleet_commands(sub, results_arg)
+    add_fleet_commands(sub, results_arg, add_build_args)
     return p
 
 

@@ -11,8 +11,10 @@ import math
 import pytest
 
 from conftest import mmbench, needs_root
-from mmbench import campaign
-from mmbench.campaign import own_halfwidth_pct, parse_until, ratio_halfwidth_pct, t975
+from mmbench.analysis import samplesize
+from mmbench.analysis.samplesize import own_halfwidth_pct, ratio_halfwidth_pct, t975
+from mmbench.commands.run import parse_until
+from mmbench.driver.rounds import Arm, run_rounds
 from mmbench.errors import UsageError
 
 SMALL = ["--set", "budget=256M", "--set", "faultin.size=32M", "--set", "faultin.passes=2",
@@ -20,7 +22,7 @@ SMALL = ["--set", "budget=256M", "--set", "faultin.size=32M", "--set", "faultin.
 
 
 def test_until_grammar():
-    assert parse_until("ci<2%").pct == 2.0 and parse_until(" ci < 0.5 ").pct == 0.5
+    assert parse_until("ci<2%") == 2.0 and parse_until(" ci < 0.5 ") == 0.5
     for bad in ("ci>2%", "2%", "ci<", "ci<5000%", "ci<0%", "rse<2%"):
         with pytest.raises(UsageError):
             parse_until(bad)
@@ -108,20 +110,20 @@ def test_baseline_configuration_interleaved(results):
 def test_plan_against_a_stored_baseline_says_when_unreachable():
     # issue 22 item 4: 3 baseline iterations at 2.5 % spread set a floor on the interval of the
     # ratio; the run used to go silently to 30 iterations.  Now it says so before it starts.
-    plan = campaign.plan_iterations(2.0, 30, {}, {"w/m": [100.0, 103.0, 98.0]}, base_fixed=True)
+    plan = samplesize.plan_iterations(2.0, 30, {}, {"w/m": [100.0, 103.0, 98.0]}, base_fixed=True)
     assert plan.iterations < 10 and "unreachable against this baseline" in plan.notes[0]
     assert "about 14 iterations" in plan.notes[0]
-    ok = campaign.plan_iterations(5.0, 30, {}, {"w/m": [100.0, 101.0, 99.5]}, base_fixed=True)
+    ok = samplesize.plan_iterations(5.0, 30, {}, {"w/m": [100.0, 101.0, 99.5]}, base_fixed=True)
     assert ok.iterations == 3 and not ok.notes
 
 
 def test_plan_does_not_depend_on_metric_order():
     # an undefined width (a mean of 0) used to stop the run when it came last and never when first
-    a = campaign.plan_iterations(2.0, 30, {"w/z": [0.0, 0.0, 0.0], "w/m": [100.0, 103.0, 98.0]})
-    b = campaign.plan_iterations(2.0, 30, {"w/m": [100.0, 103.0, 98.0], "w/z": [0.0, 0.0, 0.0]})
+    a = samplesize.plan_iterations(2.0, 30, {"w/z": [0.0, 0.0, 0.0], "w/m": [100.0, 103.0, 98.0]})
+    b = samplesize.plan_iterations(2.0, 30, {"w/m": [100.0, 103.0, 98.0], "w/z": [0.0, 0.0, 0.0]})
     assert a.iterations == b.iterations == 9
     assert any("w/z" in n and "not used" in n for n in a.notes)
-    none = campaign.plan_iterations(2.0, 12, {"w/z": [0.0, 0.0, 0.0]})
+    none = samplesize.plan_iterations(2.0, 12, {"w/z": [0.0, 0.0, 0.0]})
     assert none.iterations == 12 and "no headline metric" in none.notes[-1]
 
 
@@ -157,12 +159,11 @@ def _fake_campaign(tmp_path, values, **kw):
     log = _Log()
     until = kw.pop("until")
     arms = kw.pop("arms", None)
-    status, why = campaign.run_adaptive(lambda sets: suite, [], "new", store,
-                                        until=parse_until(until) if until else None,
-                                        baseline=kw.pop("baseline", None), baseline_sets=kw.pop("baseline_sets", None),
-                                        max_iterations=kw.pop("max_iterations", 30), max_time=None, force=True,
-                                        progress=log, run_suite=None if arms else run_suite,
-                                        arm_runners={a: run_suite for a in arms} if arms else None)
+    baseline = kw.pop("baseline", None)
+    arms = [Arm(a, suite, run_suite) for a in arms] if arms else [Arm("new", suite, run_suite)]
+    status, why = run_rounds(arms, store, until=parse_until(until) if until else None,
+                             fixed_baseline=None if len(arms) == 2 else baseline,
+                             max_iterations=kw.pop("max_iterations", 30), max_time=None, force=True, progress=log)
     return store, status, why, log.lines
 
 
@@ -199,7 +200,7 @@ def test_until_against_a_stored_baseline_says_unreachable_first(tmp_path, monkey
 def test_fixed_rounds_with_arm_runners(tmp_path, monkeypatch):
     # without --until (A/B kernels, helper kbuild): exactly max_iterations rounds per arm, no pilot
     monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
-    store, status, why, _ = _fake_campaign(tmp_path, [100.0] * 10, until=None, baseline="old", baseline_sets=[],
+    store, status, why, _ = _fake_campaign(tmp_path, [100.0] * 10, until=None, baseline="old",
                                            arms=["old", "new"], max_iterations=2)
     assert status == "complete" and why.startswith("ran 2 rounds")
     for name in ("old", "new"):
@@ -237,9 +238,9 @@ def test_a_guest_panic_reruns_its_round_once_and_is_said(tmp_path, monkeypatch):
             self.lines.append("WARN " + text)
     log = Log()
     store = open_store(tmp_path / "res")
-    status, why = campaign.run_adaptive(lambda sets: suite, [], "new", store, until=None, baseline="old",
-                                        baseline_sets=[], max_iterations=3, max_time=None, force=True,
-                                        progress=log, run_suite=None, arm_runners={"old": runner, "new": runner})
+    status, why = run_rounds([Arm("old", suite, runner, retry_panics=True), Arm("new", suite, runner, retry_panics=True)],
+                             store, until=None, fixed_baseline=None, max_iterations=3, max_time=None, force=True,
+                             progress=log)
     assert calls[:4] == ["old.round0", "new.round0", "new.round1", "new.round1.retry"]   # round 1: B A
     assert calls[4] == "old.round1"                          # the panic's round ran once more first
     warned = [l for l in log.lines if l.startswith("WARN")]

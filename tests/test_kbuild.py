@@ -584,31 +584,32 @@ def test_cli_bad_input(argv, words, capsys, monkeypatch):
 def test_submit_sends_patch_contents_with_the_job(tmp_path):
     """An agent elsewhere cannot read the submitter's files: their content travels in the job and
     the agent's run reads the same series (names, subjects, sha256)."""
-    import argparse
-    from mmbench.commands.kernel import pack_build_inputs, unpack_build_inputs
+    from mmbench.driver.jobs import job_entry, local_request
+    from mmbench.kbuild.resolve import pack_inputs
+    from mmbench.model.request import KernelRequest, RunRequest
     here = tmp_path / "submitter"
     (here / "q").mkdir(parents=True)
     p = _patch(here, "seed002-kswapd-premature-sleep.patch", "mm: b\n\n" + ONE_LINE)
     _patch(here / "q", "0001-x.patch", FORMAT_PATCH)
     (here / "q" / "series").write_text("0001-x.patch\n")
     k = _patch(here, "mine.config", "CONFIG_PSI=y\n")
-    args = argparse.Namespace(kernel="source", kernel_patches=[("patch", str(p)), ("series", str(here / "q" / "series"))],
-                              kconfig=[str(k)], fragment=["irqsoff"])
-    packed = json.loads(json.dumps(pack_build_inputs(args)))
-    argv = unpack_build_inputs(packed, tmp_path / "agent")
-    items = [(argv[i][2:], argv[i + 1]) for i in range(0, len(argv), 2) if argv[i] in ("--patch", "--series")]
-    assert [i[0] for i in items] == ["patch", "series"]
-    sent, got = read_series(args.kernel_patches), read_series(items)
-    assert [(x.name, x.subject, x.sha256) for x in sent] == [(x.name, x.subject, x.sha256) for x in got]
-    assert argv[-4:] == ["--kconfig", str(tmp_path / "agent" / "kernel-kconfig-0" / "mine.config"), "--fragment", "irqsoff"]
-    assert pack_build_inputs(argparse.Namespace(kernel="debian:x", kernel_patches=[], kconfig=[], fragment=[])) is None
+    kernel = KernelRequest("source", (("patch", str(p)), ("series", str(here / "q" / "series"))), ("irqsoff",),
+                           (str(k),))
+    entry = json.loads(json.dumps(job_entry(RunRequest(config="smoke", name="n", kernel=kernel))))
+    got = local_request(entry, tmp_path / "agent").kernel
+    assert [i[0] for i in got.patches] == ["patch", "series"]
+    sent, back = read_series(list(kernel.patches)), read_series(list(got.patches))
+    assert [(x.name, x.subject, x.sha256) for x in sent] == [(x.name, x.subject, x.sha256) for x in back]
+    assert got.kconfigs == (str(tmp_path / "agent" / "kernel-kconfig-0" / "mine.config"),)
+    assert got.fragments == ("irqsoff",)
+    assert pack_inputs(KernelRequest("debian:x")) is None
 
 
 def test_kernel_lacking_what_mmbench_or_the_suite_needs_is_named(tmp_path):
     """Before the boot: a missing option mmbench needs stops the run, one the suite's monitors or
     workloads need is a warning line; both name the CONFIG_ option."""
     from mmbench.config.load import load_suite
-    from mmbench.vm.kernel import GuestKernel
+    from mmbench.model.guest_kernel import GuestKernel
     from mmbench.vm.requirements import CORE, missing
     cfg = tmp_path / "config"
     have = {k: "y" for k in CORE if k != "CONFIG_ADVISE_SYSCALLS"}
@@ -665,9 +666,13 @@ def test_ab_kernels_interleave_one_boot_per_kernel_per_round(tmp_path, monkeypat
     boots: list[tuple[str, str, list[str]]] = []
 
     def fake_vm(opts, suite, argv, name, store, *, force, progress, open_store, **kw):
-        boots.append((opts.kernel, name, argv))
+        boots.append((opts.kernel.spec, name, argv))
         return run_suite(suite, name, store, force=True, progress=progress)
     monkeypatch.setattr(vm_runner, "run_in_vm", fake_vm)
+    import mmbench.kbuild.prebuilt as prebuilt
+    from mmbench.model.guest_kernel import GuestKernel
+    monkeypatch.setattr(prebuilt, "resolve_prebuilt",
+                        lambda spec: GuestKernel(spec, tmp_path / "bzImage", spec.rsplit("-", 1)[-1], None, None))
     results = tmp_path / "results"
     rc = main(["run", "--config", "smoke", "--results", str(results), "--set", "budget=256M",
                "--set", "faultin.size=16M", "--set", "faultin.passes=1", "--set", "warmup=1", "--quiet",

@@ -59,15 +59,16 @@ def test_setting_key_in_a_suite_file_is_refused(tmp_path):
 
 
 def test_submit_refuses_the_key_before_a_job_is_queued(tmp_path):
-    """``mmbench submit`` builds each job with job_for_suite: no database is reached first."""
+    """``mmbench submit`` builds each job with job_entry: no database is reached first."""
+    from mmbench.driver.jobs import job_entry
     from mmbench.errors import UsageError
-    from mmbench.fleet.queue import job_for_suite
+    from mmbench.model.request import RunRequest
     with pytest.raises(UsageError, match="never names a path outside"):
-        job_for_suite("smoke", ["vm./etc/passwd=1"], None, "n")
+        job_entry(RunRequest(config="smoke", name="n", sets=("vm./etc/passwd=1",)))
     proc = mmbench("submit", "--queue", "postgresql://nobody@/nowhere?host=/nonexistent", "--config", "smoke",
                    "--set", "thp.../../x=1", "--machines", "any", "n")
     assert "never names a path outside" in one_error_line(proc)
-    assert job_for_suite("smoke", ["vm.swappiness=10", "thp.hugepages-2048kB.enabled=never"], None, "n")
+    assert job_entry(RunRequest(config="smoke", name="n", sets=("vm.swappiness=10", "thp.hugepages-2048kB.enabled=never")))
 
 
 def test_knob_path_never_follows_a_symlink_out_of_its_folder(tmp_path, monkeypatch):

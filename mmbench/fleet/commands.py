@@ -1,7 +1,5 @@
-"""The fleet's subcommands: push, pull, submit, agent, jobs, history.
-
-Kept beside the queue so ``cli.py`` only registers them; heavy imports happen inside each command.
-"""
+"""The fleet's subcommands: push, pull, submit (a ``RunRequest`` queued as a job), agent, jobs,
+history; ``cli.py`` registers them, heavy imports happen inside each command."""
 
 from __future__ import annotations
 
@@ -56,12 +54,17 @@ def cmd_pull(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from mmbench.fleet.queue import job_for_suite, submit
+    from mmbench.driver.jobs import job_entry
+    from mmbench.fleet.queue import submit
+    from mmbench.kbuild.resolve import kernel_request, pack_inputs
+    from mmbench.model.request import RunRequest
     from mmbench.model.store import validate_run_name
     _refuse_passwords("submit", args)
-    from mmbench.commands.kernel import pack_build_inputs
     url = _queue_url(args)
-    kernel_inputs = pack_build_inputs(args)   # patches and fragments travel with the job
+    kernel = kernel_request(args.kernel, list(args.kernel_patches or []), list(args.fragment or []),
+                            list(args.kconfig or []))
+    if kernel is not None:
+        pack_inputs(kernel)   # every patch and config file read and checked before anything is queued
     if args.interleave:
         names = [validate_run_name(n) for n in args.names]
         if len(names) != len(args.interleave):
@@ -71,17 +74,17 @@ def cmd_submit(args: argparse.Namespace) -> int:
         for spec, name in zip(args.interleave, names):
             # CONFIG[,KEY=VALUE...]: each configuration is a suite plus its own --set values
             config, *sets = spec.split(",")
-            configs.append(job_for_suite(config, [*args.set, *sets], args.kernel, name))
-            configs[-1]["kernel_build"] = kernel_inputs
+            configs.append(job_entry(RunRequest(config=config, name=name, sets=(*args.set, *sets), kernel=kernel)))
         job: dict[str, Any] = {"kind": "interleave", "configs": configs, "rounds": args.rounds,
                                "name": "+".join(names), "results": args.results}
     else:
         if not args.config or len(args.names) != 1:
             raise UsageError("submit: give --config SUITE and one NAME (or --interleave A B ... with one "
                              "NAME each)")
-        job = {"kind": "run", **job_for_suite(args.config, args.set, args.kernel,
-                                              validate_run_name(args.names[0]), args.iterations),
-               "results": args.results, "kernel_build": kernel_inputs}
+        name = validate_run_name(args.names[0])
+        job = {"kind": "run", **job_entry(RunRequest(config=args.config, name=name, sets=tuple(args.set),
+                                                     iterations=args.iterations, kernel=kernel)),
+               "name": name, "results": args.results}
     job_id = submit(url, args.machines, job)
     print(f"queued job {job_id} ({job['name']}) for machines tagged {args.machines!r}")
     return 0
@@ -144,7 +147,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_fleet_commands(sub: Any, results_arg: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_fleet_commands(sub: Any, results_arg: Callable[[argparse.ArgumentParser], None],
+                       build_args: Callable[[argparse.ArgumentParser], None]) -> None:
+    """The fleet's subcommands on ``sub``; ``results_arg`` and ``build_args`` add the flags they
+    share with the other commands (--results; --patch/--series/--kconfig/--fragment)."""
     def queue_arg(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--queue", metavar="URL", help="the lab's PostgreSQL (default $MMBENCH_QUEUE, "
                                                        "else --results when it is a PostgreSQL URL)")
@@ -169,8 +175,7 @@ def add_fleet_commands(sub: Any, results_arg: Callable[[argparse.ArgumentParser]
     sm.add_argument("--config", metavar="SUITE", help="suite file or shipped suite name")
     sm.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     sm.add_argument("--kernel", metavar="KERNEL", help="run in a VM with this kernel (see mmbench run)")
-    from mmbench.commands.kernel import add_build_args
-    add_build_args(sm)   # their files' contents travel with the job
+    build_args(sm)   # their files' contents travel with the job
     sm.add_argument("--iterations", type=int, metavar="N")
     sm.add_argument("--machines", required=True, metavar="TAG", help="run on an agent with this tag")
     sm.add_argument("--interleave", nargs="+", metavar="CONFIG[,KEY=VALUE...]",

@@ -1,25 +1,10 @@
-"""The job queue of a test lab: PostgreSQL through procrastinate, one agent per test machine.
+"""The job queue of a test lab: ``submit`` queues a job (one ``RunRequest``, or several run
+interleaved) on PostgreSQL through procrastinate, and ``run_agent`` takes jobs one at a time on a
+test machine, each run as a child ``mmbench run`` writing to the central store.
 
-``submit`` queues a job on the queue of a machine tag (``mmbench:<tag>``); ``agent`` runs a
-procrastinate worker with concurrency 1 on its tags' queues and runs each job with the normal
-runner (``mmbench run`` as a child process: journal, restore, sandbox or VM all apply) writing to
-the central store, named in the child's environment (never its command line).  procrastinate
-takes jobs with ``SELECT ... FOR UPDATE SKIP LOCKED``, so a job goes to exactly one agent.
-
-Agents send heartbeats; every agent also looks for jobs whose agent stopped sending them (killed,
-machine lost) and re-queues each such job once: a second loss marks it failed.  That decision is
-taken under one advisory lock and checked again inside it, so two agents racing for the same job
-re-queue it once (procrastinate's own ``retry_job`` would re-queue a job another worker has taken
-since).  The agent running a job keeps its own lease on it: while the child runs it checks, every
-heartbeat period, that the job is still its own and refreshes its worker's heartbeat (so a
-database restart that broke procrastinate's heartbeat costs nothing); if it cannot for
-``FENCE_SECONDS`` (less than the time after which others re-queue), or finds the job taken from it
-(checked once more when the run ends, before anything is reported), it stops the child and exits
-at once, so a job never runs twice and no late "done" overwrites the new attempt's state.  A job's run is given a time limit from its suite's own budget (each workload's
-iterations times its per-iteration timeout, plus set-up), counted from when the run holds the
-machine-wide lock; past it the run is stopped and the job failed with that reason.
-``mmbench_job_attempts`` records which machine ran which attempt, how long it queued for the
-machine, its outcome and the reason of a failure, for ``mmbench jobs``.
+A job goes to exactly one agent; an agent that stops sending heartbeats has its job re-queued once
+by the others, and keeps a lease on its running job (it stops itself when it loses it); a run gets
+a time limit from its suite's budget.  docs/fleet.md says how and why.
 """
 
 from __future__ import annotations
@@ -269,37 +254,22 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def _suite_arg(spec: dict[str, Any], workdir: Path) -> str:
-    """A shipped suite travels by name; a suite file travels as its text (the agent may not have it)."""
-    if spec.get("text") is None:
-        return spec["config"]
-    stem = Path(spec["config"]).stem or "suite"
-    path = workdir / f"{stem}.toml"
-    path.write_text(spec["text"])
-    return str(path)
+def _run_argv(request: Any) -> list[str]:
+    """The child's ``mmbench run`` command line: the request's own arguments, its store left to
+    $MMBENCH_RESULTS."""
+    return ["run", *request.argv(results=False)]
 
 
-def _run_argv(spec: dict[str, Any], workdir: Path, name: str, extra: list[str]) -> list[str]:
-    argv = ["run", "--config", _suite_arg(spec, workdir), "--force", "--quiet"]
-    for s in spec.get("set", []):
-        argv += ["--set", s]
-    if spec.get("kernel"):
-        argv += ["--kernel", spec["kernel"]]
-    from mmbench.commands.kernel import unpack_build_inputs
-    argv += unpack_build_inputs(spec.get("kernel_build"), workdir)
-    return argv + extra + [name]
-
-
-def time_limit(suite_arg: str, sets: list[str], iterations: int | None, kernel: str | None) -> float:
-    """Seconds a run of this configuration may take once it holds the machine: every workload's
+def time_limit(request: Any) -> float:
+    """Seconds a run of this request may take once it holds the machine: every workload's
     iterations (warm-ups too) times its per-iteration timeout, plus ``JOB_ALLOWANCE_SECONDS``; in a
     VM the guest's own timeout and boot allowance when larger.  A suite that does not load gets the
     default timeout per iteration (its run fails at once anyway, saying why)."""
     try:
         from mmbench.config.load import load_suite
-        suite = load_suite(suite_arg, list(sets), iterations)
+        suite = load_suite(request.config, list(request.sets), request.iterations)
         budget = sum((w.iterations + w.warmup) * (w.timeout or DEFAULT_ITERATION_TIMEOUT) for w in suite.workloads)
-        if kernel or suite.vm.get("kernel"):
+        if request.kernel is not None or suite.vm.get("kernel"):
             budget = max(budget, float(suite.vm.get("timeout_s") or DEFAULT_ITERATION_TIMEOUT)) + VM_BOOT_ALLOWANCE
     except Exception:
         budget = DEFAULT_ITERATION_TIMEOUT
@@ -329,10 +299,9 @@ def run_job(context: Any, job: dict[str, Any]) -> None:
                 tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=_mkdir(workroot)) as tmp:
             work = Path(tmp)
             if job.get("kind", "run") == "run":
-                argv = _run_argv(job, work, job["name"],
-                                 ["--iterations", str(job["iterations"])] if job.get("iterations") else [])
-                limit = time_limit(argv[2], job.get("set", []), job.get("iterations"), job.get("kernel"))
-                rc = _mmbench(argv, log, results, limit=limit, lease=lease, stats=stats)
+                from mmbench.driver.jobs import local_request
+                request = local_request(job, work)
+                rc = _mmbench(_run_argv(request), log, results, limit=time_limit(request), lease=lease, stats=stats)
             else:
                 rc = _interleave(job, work, results, log, lease, stats)
         # the last word: a job taken over (or out of reach) while its run ended is not reported
@@ -373,23 +342,24 @@ def _remove_dead_agents_work(root: Path) -> None:
 
 def _interleave(job: dict[str, Any], work: Path, results: str, log: Any, lease: Lease | None = None,
                 stats: dict[str, float] | None = None) -> int:
-    """Rounds of one iteration of each configuration, the order turned round every round (A B,
-    B A, A B ...: a position effect in the round hits every arm, campaign.py), then one run per
-    configuration."""
+    """Rounds of one iteration of each configuration, in the driver's round order (A B, B A, A B
+    ...: a position effect in the round hits every arm), then one run per configuration."""
+    from mmbench.driver.jobs import local_request
+    from mmbench.driver.rounds import round_order
     from mmbench.store import open_store
     from mmbench.store.transfer import join_interleaved
     parts_dir = work / "parts"
-    parts: dict[str, list[str]] = {c["name"]: [] for c in job["configs"]}
+    requests = [local_request(entry, work / f"config-{i}") for i, entry in enumerate(job["configs"])]
+    parts: dict[str, list[str]] = {r.name: [] for r in requests}
     for rnd in range(int(job["rounds"])):
-        for spec in (job["configs"] if rnd % 2 == 0 else job["configs"][::-1]):
-            part = f"{spec['name']}.round{rnd}"
-            later = [] if rnd == 0 else ["warmup=0"]    # warm-ups in the first round only
-            argv = _run_argv(spec, work, part, ["--iterations", "1", *(a for s in later for a in ("--set", s))])
-            limit = time_limit(argv[2], [*spec.get("set", []), *later], 1, spec.get("kernel"))
-            rc = _mmbench(argv, log, str(parts_dir), limit=limit, lease=lease, stats=stats)
+        for request in round_order(requests, rnd):
+            part = f"{request.name}.round{rnd}"
+            later = () if rnd == 0 else ("warmup=0",)    # warm-ups in the first round only
+            one = request.replace(name=part, iterations=1, sets=(*request.sets, *later))
+            rc = _mmbench(_run_argv(one), log, str(parts_dir), limit=time_limit(one), lease=lease, stats=stats)
             if rc != 0:
                 return rc
-            parts[spec["name"]].append(part)
+            parts[request.name].append(part)
     local, central = open_store(parts_dir), open_store(results)
     arms = len(parts)
     for arm, (name, names) in enumerate(parts.items()):
@@ -605,14 +575,3 @@ def run_agent(url: str, tags: list[str], *, results: str | None = None, once: bo
                 pass
     say(f"on {machine}: queues {', '.join(queues)}")
     asyncio.run(main())
-
-
-def job_for_suite(config: str, sets: list[str], kernel: str | None, name: str,
-                  iterations: int | None = None) -> dict[str, Any]:
-    """The job description for one configuration: shipped suites by name, files by content."""
-    from mmbench.config.load import check_suite_setting_keys, find_suite, shipped_suites
-    path = find_suite(config)
-    check_suite_setting_keys(config, sets)   # an agent runs it as root: refused before it is queued
-    shipped = path in shipped_suites().values() and not Path(config).exists()
-    return {"config": path.stem if shipped else str(path), "text": None if shipped else path.read_text(),
-            "set": list(sets), "kernel": kernel, "name": name, "iterations": iterations}

@@ -1,19 +1,8 @@
-"""Build a kernel under test: source + fragments + patches → a cached bzImage the VM runner boots.
-
-The image cache (``$MMBENCH_CACHE/kbuild/images/KEY``) is keyed by the source's version, the
-options the fragments ask for (merged, in order, onto tinyconfig), each patch's sha256 and the
-compiler's version: the same request is built once.  Builds run out of tree (``make O=``), one
-object tree per source and fragment set (``kbuild/obj/SOURCE/FRAGMENTS``), so a patched build
-is the vanilla build's object tree with the series applied to the same source path: kbuild
-recompiles only what the patches touch (a tree at another path would recompile all ~1,300
-objects: kbuild records absolute paths).  Under the source's lock: bring the fragment set's
-patched object tree (``FRAGMENTS.patched``) up to date with the vanilla one (rsync: only what
-the last patched build changed), apply the series, configure and ``make bzImage`` there, copy the
-image out, take the series off and give the touched files their old times back.  The vanilla
-object tree never sees a patched file, so it stays exactly as the vanilla sources (a vanilla
-build after a patched one is a no-op, and cannot link a patched object); a patched build
-compiles only what its own patches touch.  Progress (phase, objects compiled, elapsed) goes to
-``log``; the number of objects a build compiled is part of its record.
+"""Kernel builds: a ``BuildRequest`` (source + fragments + patches) → a cached bzImage
+(``build_kernel``), built out of tree (``make O=``) in one object tree per source and fragment
+set, so a patched build recompiles only what its patches touch; the image cache is keyed by the
+source, the options, each patch's sha256 and the compiler (docs/kernels.md: the cache and
+incremental builds).
 """
 
 from __future__ import annotations
@@ -38,6 +27,7 @@ from mmbench.kbuild.source import (Source, commits_between, describe_source, kbu
                                    read_journal, write_journal)
 from mmbench.kbuild.spec import SourceSpec, parse_spec
 from mmbench.kbuild.symbols import FILE as SYMBOLS_FILE, write_symbol_groups
+from mmbench.model.guest_kernel import GuestKernel
 
 FORMAT = 1                      # bump when what goes into an image changes
 BASE = "tinyconfig"
@@ -474,9 +464,8 @@ def record_commits(meta: dict[str, Any], other: dict[str, Any]) -> None:
     meta["commits_base"] = {"describe": osrc.get("describe", ""), "commit": osrc["commit"]}
 
 
-def guest_kernel(built: BuiltKernel, spec_text: str) -> "GuestKernel":
+def guest_kernel(built: BuiltKernel, spec_text: str) -> GuestKernel:
     """What the VM runner boots: the cached image, its config and its provenance (no modules:
     the guest fragment builds everything in)."""
-    from mmbench.vm.kernel import GuestKernel
     return GuestKernel(spec_text, built.image, built.release, None, built.config, build=dict(built.meta),
                        symbols=ensure_symbol_groups(built))

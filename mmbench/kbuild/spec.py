@@ -1,15 +1,6 @@
-"""What ``--kernel`` names to build: the spec syntax, parsed without touching the disk.
-
-    source                 Debian's default linux-source package (the one the linux-source
-                           metapackage depends on: linux-source-6.1 on bookworm)
-    source:linux-source-6.1  that package's tarball (/usr/src/linux-source-6.1.tar.xz)
-    tree:PATH              a kernel source tree on this machine (built out of tree, O=)
-    git:PATH@REF           a local git repository at a commit, tag or branch (a detached
-                           worktree in the cache; nothing is fetched from a network)
-
-A name is never a path: the keywords ``source``, ``tree:`` and ``git:`` always mean a build,
-whatever files exist in the current directory (a built tree or image is given as a path,
-``./source`` for a folder named ``source``, and booted as it is: vm/kernel.py).
+"""What ``--kernel`` names to build (``source``, ``source:linux-source-X.Y``, ``tree:PATH``,
+``git:PATH@REF``; docs/kernels.md), parsed into a ``SourceSpec`` without touching the disk.  The
+keywords always mean a build, whatever files exist here: a name is never a path.
 """
 
 from __future__ import annotations

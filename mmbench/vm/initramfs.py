@@ -1,13 +1,7 @@
-"""The guest's initramfs: busybox, the modules that reach the host's filesystem, and an init script.
-
-The init mounts the host's root over virtiofs read-only as the lower layer of an overlay whose
-upper layer is a tmpfs (the "read-only view of the host's filesystem with a writable overlay"),
-a virtio disk (ext4, made by the host) on /var/tmp for workload scratch so files never use guest
-RAM, and mmbench's share (the host's ``$MMBENCH_CACHE/vm``) read-write at the same path as on the
-host, then ``switch_root``s into it and runs the command file named on the kernel command line.
-With ``mmbench.probe=1`` it only prints a marker and powers off (the accelerator probe).
-The archive is written here in the kernel's "newc" cpio format (no cpio tool needed) and cached
-by content.
+"""The guest's initramfs (``build_initramfs``): busybox, the modules that reach the host's
+filesystem, and an init that mounts the host's root read-only under a tmpfs overlay, the scratch
+disk and mmbench's share, then runs the command file (``mmbench.probe=1``: only the accelerator
+probe).  Written as a "newc" cpio archive here and cached by content.
 """
 
 from __future__ import annotations
@@ -21,7 +15,7 @@ import stat
 from pathlib import Path
 
 from mmbench.errors import EnvironmentUnsupported
-from mmbench.vm.kernel import GuestKernel
+from mmbench.model.guest_kernel import GuestKernel
 
 BUSYBOX = Path("/usr/bin/busybox")   # Debian's busybox-static: no shared libraries needed
 

@@ -1,11 +1,6 @@
-"""Booting the guest: QEMU with two virtiofsd shares and its disks, and the KVM-or-TCG probe.
-
-Why QEMU directly and not virtme-ng (tried, 1.42 from PyPI, 2026-11-22): virtme-ng mounts the
-host's root over 9p unless its own virtiofs path works, and Debian's 6.1 cloud kernels have no 9p
-at all (NET_9P is not set) while their virtiofs is a module that virtme's initramfs did not load
-with Debian's /usr/lib/qemu/virtiofsd: the guest stopped at "Failed to mount real root".  The few
-things we need (virtiofs root with an overlay, a scratch disk, a results share, module loading,
-exit status and panic detection from the console) fit in one small initramfs and this file.
+"""Booting the guest (``Guest``, ``GuestSpec``): QEMU with two virtiofsd shares and its disks, the
+console read for exit status and panics, and the KVM-or-TCG probe (QEMU directly rather than
+virtme-ng: docs/kernels.md says why).
 """
 
 from __future__ import annotations
@@ -22,8 +17,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mmbench.errors import EnvironmentUnsupported
+from mmbench.model.guest_kernel import GuestKernel
 from mmbench.vm.initramfs import PROBE_MARKER, READY_MARKER, SCRATCH_SERIAL, build_initramfs
-from mmbench.vm.kernel import GuestKernel
 from mmbench.vm.trees import TreeDisk
 
 QEMU = "qemu-system-x86_64"

@@ -1,19 +1,14 @@
-"""What a kernel under test must have, checked against its config before the guest boots.
-
-Two lists, as data: what mmbench itself cannot run without in the guest (missing: the run
-stops before booting, exit 3, one line naming each ``CONFIG_`` option), and what a suite's
-monitors, aims, settings, swap and workloads need (missing: one warning line each before the
-run, naming the option and what will be missing from the results).  Found the hard way on
-tinyconfig-based 6.1 kernels (2026-11): without ``CONFIG_ADVISE_SYSCALLS`` Python dies with
-ENOSYS; without ``CONFIG_VM_EVENT_COUNTERS`` /proc/vmstat has no pgscan/compact_*/thp_* rows and
-nothing else says so.  An option counts when it is built in, or a module with modules to load.
+"""What a kernel under test must have, as data, checked against its config before the guest boots
+(``missing``): what mmbench cannot run without (the run stops, exit 3, naming each ``CONFIG_``
+option) and what a suite's monitors, aims, settings, swap and workloads need (one warning line
+each).  An option counts when built in, or a module with modules to load (docs/kernels.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mmbench.vm.kernel import GuestKernel
+from mmbench.model.guest_kernel import GuestKernel
 
 # option → what breaks without it (mmbench, its guest init or the guest's storage)
 CORE: dict[str, str] = {

@@ -1,14 +1,9 @@
-"""``mmbench run --kernel``: run a suite inside a guest whose RAM is the machine under test.
+"""The VM runner: ``run_in_vm`` boots a ``GuestKernel`` (resolved by the kernel stage, kbuild/) and
+runs a suite inside a guest whose RAM is the machine under test, then stores the run on the host.
 
-The host side: resolve the kernel, probe the accelerator, make the scratch disk, write the
-command file into mmbench's share, boot, relay the guest's progress (the guest runs
-``mmbench run --json-log``: its events arrive on the serial console), and finally copy the run
-from the share into the host's store with the VM's facts added to its fingerprint.  The host
-changes nothing of its own: the guest's sysctls, THP knobs, swap and cgroups die with the guest.
-QEMU and virtiofsd are journaled by PID (with their start times) before anything else, so a
-killed host-side run leaves nothing behind once ``mmbench restore`` (or the next run) replays it.
-A guest that panics, hangs, cannot boot or whose run dies fails the run (or the iteration in
-progress) with the console's last lines as the reason; completed iterations are kept.
+The guest runs ``mmbench run --json-log`` (its progress is relayed from the serial console); the
+host changes nothing of its own, and QEMU and virtiofsd are journaled by PID before anything else.
+A guest that panics, hangs or cannot boot fails the run with the console's last lines as the reason.
 """
 
 from __future__ import annotations
@@ -29,7 +24,8 @@ from typing import Any, Callable, Sequence
 from mmbench.errors import UsageError
 from mmbench.guest import GUEST_CLOCK_ENV, GUEST_ENV, INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARKS, INSN_MARKS_ENV
 from mmbench.model.store import Store, copy_runs, validate_run_name
-from mmbench.vm.kernel import GuestKernel, cache_root, resolve_kernel
+from mmbench.model.cache import cache_root
+from mmbench.model.guest_kernel import GuestKernel
 from mmbench.vm.qemu import Guest, GuestSpec, InsnPlugin, probe_accelerator, probe_icount_smp, qemu_version
 from mmbench.vm.trees import TreeDisk, suite_trees, tree_disks
 
@@ -39,7 +35,8 @@ DEFAULT_SHIFT = 3                 # icount: 2^shift ns of guest time per instruc
 
 @dataclass
 class VmOptions:
-    kernel: str
+    """The guest a run boots: its kernel (resolved by the kernel stage, kbuild/) and its shape."""
+    kernel: GuestKernel
     memory_mb: int = 1024
     cpus: int | None = None       # None: 1 on the instruction clock, else 2
     numa: int = 1
@@ -47,7 +44,6 @@ class VmOptions:
     timeout: float = 7200.0
     accel: str = "auto"
     append: str = ""
-    guest_kernel: GuestKernel | None = None   # already resolved (a kernel mmbench built: kbuild/)
     clock: str = "auto"           # the guest's clock under TCG: "instructions", "host" or "auto"
     clock_shift: int = DEFAULT_SHIFT
     below_4g_mb: int | None = None    # RAM below 4 GiB (the rest above: a Normal zone), None: QEMU's split
@@ -197,12 +193,12 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
     validate_run_name(name)
     if store.exists(name) and not force:
         raise UsageError(f"run {name!r} already exists; use --force to replace it or pick another name")
-    kernel = opts.guest_kernel or resolve_kernel(opts.kernel)
+    kernel = opts.kernel
     from mmbench.vm.requirements import missing
     core, lacking = missing(kernel, suite)
     if core:
         from mmbench.errors import EnvironmentUnsupported
-        raise EnvironmentUnsupported(f"kernel {kernel.release} ({opts.kernel}) cannot run mmbench in a guest: it "
+        raise EnvironmentUnsupported(f"kernel {kernel.release} ({kernel.spec}) cannot run mmbench in a guest: it "
                                      f"lacks {'; '.join(core)}")
     for line in lacking:
         progress.warn(line)
@@ -263,7 +259,7 @@ def run_in_vm(opts: VmOptions, suite: Any, run_argv: list[str], name: str, store
         walls: list[dict[str, Any]] = []
         result = guest.run(opts.timeout + BOOT_ALLOWANCE, _relay(progress, suite.path.stem, current, walls))
         progress.info(f"guest finished in {result.wall:.1f} s ({'exit ' + str(result.exit_code) if result.exit_code is not None else result.reason().split(';')[0]})")
-        vm_facts = {"kernel_spec": opts.kernel, "kernel_release": kernel.release, "accelerator": accel,
+        vm_facts = {"kernel_spec": kernel.spec, "kernel_release": kernel.release, "accelerator": accel,
                     "clock": clock, **({"clock_ns_per_instruction": 1 << opts.clock_shift}
                                        if clock == "instructions" else {}),
                     "qemu": qver, "memory_mb": opts.memory_mb, "cpus": cpus, "numa_nodes": opts.numa,

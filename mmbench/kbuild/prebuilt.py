@@ -1,12 +1,7 @@
-"""The kernel under test: resolve a ``--kernel`` argument into an image, its modules and config.
-
-Three forms (a source to build, ``source``/``tree:``/``git:``, is kbuild/'s: the VM runner only
-ever gets the image it built): a Debian kernel package (``debian:linux-image-6.1.0-50-cloud-amd64``), fetched with
-``apt-get download`` into ``$MMBENCH_CACHE/kernels`` and unpacked with ``dpkg-deb -x`` (never
-installed); a kernel image path (bzImage/vmlinuz), with its modules found beside it
-(``<root>/boot/vmlinuz-REL`` → ``<root>/lib/modules/REL``) or named explicitly as
-``IMAGE:MODULES_DIR``; or a kernel build tree (``arch/x86/boot/bzImage`` and ``.config``; its
-modules are used from the tree when ``modules.order`` lists them).
+"""Kernels mmbench does not build, as ``GuestKernel``s: a Debian kernel package
+(``debian:linux-image-...``, fetched with ``apt-get download`` into the cache and unpacked, never
+installed), a kernel image path (``IMAGE`` or ``IMAGE:MODULES_DIR``; modules found beside it) or a
+kernel build tree (``arch/x86/boot/bzImage`` and ``.config``).
 """
 
 from __future__ import annotations
@@ -16,47 +11,14 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from mmbench.model.cache import cache_root
 from mmbench.errors import EnvironmentUnsupported, UsageError
+from mmbench.kbuild.spec import is_build_spec
+from mmbench.model.guest_kernel import GuestKernel
 
 DEBIAN_PACKAGE = re.compile(r"^linux-image-[0-9][A-Za-z0-9.+~-]*$")
-
-# Kernel options a reader of an mm comparison wants to see beside the numbers.
-MM_CONFIG_PREFIXES = ("CONFIG_TRANSPARENT_HUGEPAGE", "CONFIG_COMPACTION", "CONFIG_NUMA", "CONFIG_MEMCG",
-                      "CONFIG_ZSWAP", "CONFIG_ZRAM", "CONFIG_ZSMALLOC", "CONFIG_PREEMPT", "CONFIG_HZ=",
-                      "CONFIG_LRU_GEN", "CONFIG_MIGRATION", "CONFIG_CMA", "CONFIG_HUGETLB", "CONFIG_KSM",
-                      "CONFIG_SLUB", "CONFIG_SLAB", "CONFIG_IRQSOFF_TRACER", "CONFIG_DAMON", "CONFIG_SWAP",
-                      "CONFIG_PAGE_REPORTING", "CONFIG_DEFERRED_STRUCT_PAGE_INIT", "CONFIG_MEMORY_HOTPLUG",
-                      "CONFIG_SPARSEMEM", "CONFIG_PGTABLE_LEVELS", "CONFIG_ARCH_FORCE_MAX_ORDER")
-
-
-@dataclass
-class GuestKernel:
-    spec: str                     # as the user gave it
-    image: Path                   # bzImage / vmlinuz
-    release: str                  # uname -r of the guest
-    modules: Path | None          # the directory holding modules.dep (lib/modules/REL), if modular
-    config: Path | None           # the kernel's .config, if known
-    build: dict | None = None     # built by mmbench (kbuild/): its provenance (source, patches, config)
-    symbols: Path | None = None   # the mm function groups' address ranges (kbuild/symbols.py), if built here
-
-    def config_values(self) -> dict[str, str]:
-        """The mm-relevant options of the kernel's config (all of them are in ``config_all``)."""
-        return {k: v for k, v in self.config_all().items() if k.startswith(MM_CONFIG_PREFIXES)
-                or f"{k}=".startswith(MM_CONFIG_PREFIXES)}
-
-    def config_all(self) -> dict[str, str]:
-        if self.config is None or not self.config.is_file():
-            return {}
-        out = {}
-        for line in self.config.read_text(errors="replace").splitlines():
-            if line.startswith("CONFIG_") and "=" in line:
-                k, v = line.split("=", 1)
-                out[k] = v
-        return out
 
 
 def image_release(image: Path) -> str:
@@ -138,15 +100,15 @@ def _from_root(spec: str, root: Path) -> GuestKernel:
                        config if config.exists() else None)
 
 
-def resolve_kernel(spec: str) -> GuestKernel:
-    """A ``--kernel`` argument → the kernel to boot; bad input is a UsageError naming it."""
+def resolve_prebuilt(spec: str) -> GuestKernel:
+    """A ``--kernel`` argument naming a prebuilt kernel → the kernel to boot; bad input is a
+    UsageError naming it."""
     if not spec or not spec.strip():
         raise UsageError("--kernel: empty; give a Debian package (debian:linux-image-...), an image path "
                          "or a build tree")
     if spec.startswith("debian:"):
         return _from_root(spec, _fetch_debian(spec[len("debian:"):]))
-    from mmbench.kbuild.spec import is_build_spec
-    if is_build_spec(spec):  # the command builds it first (kbuild/) and hands over a GuestKernel
+    if is_build_spec(spec):  # kbuild/resolve.py builds these
         raise UsageError(f"--kernel {spec}: a kernel source to build; build it with 'mmbench kernel build "
                          f"{spec}' or give it to 'mmbench run --kernel'")
     image_part, _, mods_part = spec.partition(":") if not Path(spec).exists() else (spec, "", "")
