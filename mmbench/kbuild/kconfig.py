@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mmbench.errors import UsageError
+from mmbench.model.userfile import read_user_file
 
 SHIPPED = Path(__file__).resolve().parent.parent / "configs" / "kernel"
 LINE_SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
@@ -102,12 +103,7 @@ def parse_fragment(text: str, where: str, version: tuple[int, int] | None = None
 
 
 def read_fragment_file(path: Path, flag: str = "--kconfig", version: tuple[int, int] | None = None) -> dict[str, str]:
-    try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise UsageError(f"{flag} {path}: is a directory, not a config fragment") from None
-    except OSError as e:
-        raise UsageError(f"{flag} {path}: cannot read: {e.strerror or e}") from None
+    raw = read_user_file(path, flag, "a config fragment", binary_ok=True)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mmbench.errors import EnvironmentUnsupported, UsageError
+from mmbench.model.userfile import read_user_file
 
 MBOX_FROM = re.compile(rb"^From [0-9a-f]{40} ", re.M)
 DIFF_START = re.compile(r"^(--- |diff --git |Index: )", re.M)
@@ -72,14 +73,7 @@ def _messages(raw: bytes) -> list[bytes]:
 
 def read_patch_file(path: Path, flag: str = "--patch", strip: int = 1) -> list[Patch]:
     """One file → its patches (several for an mbox series)."""
-    try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise UsageError(f"{flag} {path}: is a directory, not a patch") from None
-    except OSError as e:
-        raise UsageError(f"{flag} {path}: cannot read: {e.strerror or e}") from None
-    if b"\0" in raw:
-        raise UsageError(f"{flag} {path}: a binary file, not a patch")
+    raw = read_user_file(path, flag, "a patch")
     msgs = _messages(raw)
     out: list[Patch] = []
     for i, msg in enumerate(msgs, 1):
