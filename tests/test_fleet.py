@@ -592,8 +592,10 @@ def test_hung_run_fails_its_job_at_the_time_limit(tmp_path, pg_url):
     """A run that hangs (SIGSTOP) is stopped at its suite's budget plus the allowance, and its job is
     failed with that reason, never retried; the agent goes on to the next job."""
     suite = tmp_path / "short.toml"
+    # the idle iteration lasts 3 s so that the SIGSTOP below lands inside it, not after the run has finished
+    # (with 1 s, a loaded machine let the run complete before the test saw it hold the lock)
     suite.write_text('[suite]\niterations = 1\nwarmup = 0\ntimeout = "5s"\n[[workload]]\nname = "idle"\n'
-                     '[workload.params]\nduration = "1s"\n')
+                     '[workload.params]\nduration = "3s"\n')
     mmbench("submit", "--queue", pg_url, "--config", str(suite), "--machines", "lab", "hangs", check=True)
     mmbench("submit", "--queue", pg_url, "--config", str(suite), "--machines", "lab", "after", check=True)
     log = tmp_path / "agent.log"
