@@ -228,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("files", nargs="+")
     an.set_defaults(func=cmd_analyze)
 
+    from mmbench.commands.bisect import add_bisect_parser
+    add_bisect_parser(sub, results_arg, _positive_int)
+
     from mmbench.fleet.commands import add_fleet_commands  # push, pull, submit, agent, jobs, history
     add_fleet_commands(sub, results_arg, add_build_args)
     return p

@@ -843,10 +843,10 @@ def _outcome(log: BisectLog, lo: int, hi: int, skipped: set[int]) -> Outcome:
     return Outcome("skipped", None, c[lo], c[hi], cands, bound, msg)
 
 
-def step_line(step: Step, settings: Settings, number: int) -> str:
-    """One line for a step: commit, rounds, the mean with its difference to both ends (percent
-    and the interval at the verdict's level), the verdict and its error probability."""
-    head = f"step {number}: {step.commit}"
+def step_line(step: Step, settings: Settings, number: int, label: str | None = None) -> str:
+    """One line for a step: commit (or ``label``), rounds, the mean with its difference to both ends
+    (percent and the interval at the verdict's level), the verdict and its error probability."""
+    head = f"step {number}: {label or step.commit}"
     if step.verdict == "skipped":
         return f"{head}: skipped ({step.reason})"
     if not step.samples or step.vs_good is None or step.vs_bad is None:

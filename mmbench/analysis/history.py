@@ -57,6 +57,7 @@ class ChangePoint:
     after_mean: float
     before_kernel: str = ""
     after_kernel: str = ""
+    bisect: str = ""        # the mmbench bisect command between the two runs' git commits, if both have one
 
     @property
     def step_pct(self) -> float:
@@ -257,9 +258,24 @@ def history(store: Any, *, machine: str | None = None, suite: str | None = None,
             cps = change_points(values)
             means = _segments_means(values, cps)
             s.change_points = [ChangePoint(i, ordered[i - 1], ordered[i], means[k], means[k + 1],
-                                           s.kernels[i - 1], s.kernels[i]) for k, i in enumerate(cps)]
+                                           s.kernels[i - 1], s.kernels[i],
+                                           bisect_command(fields[ordered[i - 1]], fields[ordered[i]], workload, metric))
+                               for k, i in enumerate(cps)]
             out.append(s)
     return History(infos, out, varying)
+
+
+def bisect_command(before: dict[str, str], after: dict[str, str], workload: str, metric: str) -> str:
+    """``mmbench bisect`` between two runs of kernels built from commits of one git repository
+    (their fingerprints' ``kernel.git_repo``/``kernel.git_commit``), those runs as the ends' pilot;
+    "" when they are not such runs or have the same commit."""
+    repo, good, bad = before.get("kernel.git_repo"), before.get("kernel.git_commit"), after.get("kernel.git_commit")
+    if not repo or not good or not bad or good == bad or after.get("kernel.git_repo") != repo:
+        return ""
+    import shlex
+    args = ["mmbench", "bisect", repo, good[:12], bad[:12], "--config", before.get("suite") or "SUITE",
+            "--row", f"{workload}:{metric}", "--good-runs", before["run"], "--bad-runs", after["run"]]
+    return " ".join(shlex.quote(a) for a in args)
 
 
 def field_values(store: Any) -> dict[str, list[str]]:

@@ -152,3 +152,23 @@ def _number(value: float) -> str:
     """A number as a command line writes it: no exponent, no trailing zeros."""
     text = f"{value:.9f}".rstrip("0").rstrip(".")
     return text or "0"
+
+
+@dataclass(frozen=True)
+class BisectRequest:
+    """One ``mmbench bisect``: the git repository (an absolute path) and its good and bad refs, the
+    suite and VM shape each commit is measured with (``run``: a request without a kernel), the row
+    to follow (None: the primary row that moved most between the ends), the per-step confidence
+    and rounds, the log that keeps every measured round, and the ends' own runs if given."""
+    repo: str
+    good: str
+    bad: str
+    run: RunRequest
+    row: str | None = None
+    confidence: float = 0.95
+    max_rounds: int = 10
+    log: str | None = None               # None: bisect-GOOD-BAD.json in the current directory
+    resume: bool = False
+    good_runs: tuple[str, ...] = ()
+    bad_runs: tuple[str, ...] = ()
+    json_out: bool = False

@@ -112,6 +112,8 @@ def render_text(h: History | list[Series]) -> str:
                              f"({c.step_pct:+.2f}%) between {c.before_run} and {c.after_run}"
                              + (f"; kernel {c.before_kernel} -> {c.after_kernel}" if c.before_kernel != c.after_kernel
                                 else ""))
+                if c.bisect:
+                    lines.append(f"       find the commit: {c.bisect}")
             label = kernel if kernel != shown_kernel else ""
             shown_kernel = kernel
             lines.append(f"  {_when(when)}  {name:28} {_fmt(v):>12}  {label}".rstrip())

@@ -423,6 +423,9 @@ def build_facts(build: dict[str, Any]) -> dict[str, Any]:
              "fragments": [f.get("name", "?") for f in build.get("fragments") or []],
              "config_sha256": str(build.get("config_sha256", ""))[:12],
              "user_options": user}
+    src = build.get("source") or {}
+    if src.get("kind") == "git":   # where a bisection between two such runs would look
+        facts["git_repo"], facts["git_commit"] = str(src.get("repo", "")), str(src.get("commit", ""))
     if "commits" in build:  # an A/B of two commits of one git repository: what this side has
         facts["commits"] = [f"{c.get('commit', '')[:12]} {c.get('subject', '')}" for c in build["commits"]]
     return facts

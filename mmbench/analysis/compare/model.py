@@ -103,6 +103,8 @@ class Row:
     mde_why: dict[str, str] = field(default_factory=dict)
     # per run: the iterations judged (baseline, run)
     n: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # per run: the per-iteration values the row's test used (set where the row is tested)
+    iterations: dict[str, list[float]] = field(default_factory=dict)
 
     def add_note(self, text: str) -> None:
         self.note = f"{self.note}; {text}" if self.note else text

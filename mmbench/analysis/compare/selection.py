@@ -127,6 +127,10 @@ def metric_tests(ctx: Context, md: MetricDef, series: dict[str, Series], mean_ro
     res = md.effective_resolution
     for r in [mean_row, *pct_rows]:
         r.resolution = res
+    for n in ctx.names:
+        mean_row.iterations[n] = list(series[n].iteration_means)
+        for r, q in zip(pct_rows, st.PERCENTILES):
+            r.iterations[n] = list(series[n].iteration_percentiles[q])
     base = series[ctx.base]
     b_it = base.iteration_means
     count = md.kind == "count"
@@ -155,6 +159,7 @@ def iteration_row_tests(ctx: Context, row: Row, vals: dict[str, list[float]],
     and stay out of the Benjamini–Hochberg family: they carry no evidence and would only dilute
     the q-values of the rows that do."""
     row.resolution = resolution
+    row.iterations.update({n: list(v) for n, v in vals.items()})
     base = vals.get(ctx.base)
     if base is None or row.values.get(ctx.base) is None:
         return
