@@ -1,48 +1,13 @@
 """The decision core of ``mmbench bisect``: the first commit of a range that moved one row, found
-by steps that each state how sure they are, and stop undecided rather than guess.
+by steps that each state how sure they are and stop undecided rather than guess.
 
-How a step is judged (docs/bisect.md has the figures):
-
-* **Pilot: are the ends apart?**  The ends' own runs (the runs that showed the change; measured
-  first when there are none) choose the row (:func:`choose_row`).  A two-sided pooled t test must
-  tell the ends apart; rounds are added to both ends until it does at α/K (Bonferroni over its
-  looks) or ``max_rounds`` is reached, and a range whose ends stay alike is refused.  The pilot
-  then sizes the fresh ends (:func:`plan_end_rounds`) and is never tested again: a sample picked
-  because it separates the ends best would make every later step look more like one end than it
-  is (the selection bias docs/statistics.md measured for ``run --until``).
-* **Ends.**  The good and the bad end are measured afresh, a number of rounds fixed before any of
-  them is seen (``end_rounds``): the reference every step is tested against.
-* **Step.**  A commit strictly inside the range is measured round by round.  After each round
-  from ``first_look`` to ``max_rounds`` (``K`` looks) two two-sided pooled t tests are made:
-  H_good "the commit behaves like the good end" (its rounds and the good end's fresh rounds are
-  one normal sample) and H_bad "it behaves like the bad end".  Each is exact under its own null
-  whatever the other end does, and each rejects at α/K, α = 1 − confidence (Bonferroni over the
-  looks, so adding rounds until sure keeps the level).  Verdict: **bad** when H_good is rejected
-  and H_bad is not, **good** the other way round, **between** when both are (the commit is like
-  neither end: more than one change in the range, or the machine drifted), **undecided** when
-  neither is after ``max_rounds``.  A commit that behaves like the good end is called bad (or
-  like the bad end called good) with probability at most α.
-* **Skip.**  A commit that does not build or boot (the measure callback raises
-  :class:`MeasureFailed`) is skipped, like ``git bisect skip``: the next step takes the untested
-  commit nearest the middle of the range.
-* **Stop.**  A step that is undecided or between stops the bisection with the range it narrowed
-  to.  When the range holds only skipped commits, the first bad commit is one of them or the bad
-  end of the range, and all are named.
-* **Error bound.**  The answer (the first bad commit, or the narrowed range) is wrong only if a
-  step on the path an error-free bisection would take is wrong (until the first wrong verdict the
-  path is that one): at most α·⌈log2 N⌉ for N candidate commits, the union bound over that path
-  (no independence assumed: every step is tested against the same fresh ends); more steps when
-  skipped commits unbalance the splits.
-
-Assumptions, stated in the docs: one change in the range (every commit before the first bad one
-behaves like the good end, every later one like the bad end), and per-round values of the row
-that are roughly normal with the same spread within a kernel (a t test's).  A spread of 0 (a
-deterministic guest clock) is floored at the row's resolution plus 10⁻⁸ of its magnitude.
-
-The bisection talks to the outside world only through ``measure(commit, rounds)``, which returns
-that many more per-round values of the followed row (or a :class:`Measured` with the stored runs'
-names), and a ``save(log)`` callback called after every change; the whole state is a
-:class:`BisectLog`, saved and resumed as JSON (:data:`LOG_FORMAT`).  Plain Python: no numpy.
+The ends' pilot must separate (a pooled t test, Bonferroni over its looks) and sizes the fresh
+ends every step is tested against; a step tests "like the good end" and "like the bad end" at
+α/K after each round (K looks), and its verdict is bad, good, between (like neither: stop) or
+undecided (stop).  The answer is wrong with probability at most α·⌈log2 N⌉ (the union bound over
+the path).  Measuring comes in through ``measure(commit, rounds)``; the whole state is a
+:class:`BisectLog`, saved and resumed as JSON.  Plain Python, no numpy.  docs/bisect.md has the
+rules, the assumptions and the simulated error rates.
 """
 
 from __future__ import annotations
