@@ -115,7 +115,7 @@ def test_whole_machine_mode_on_a_guest_cgroup2_without_memory_controller(tmp_pat
 
 
 def test_sandbox_auto_is_whole_machine_only_in_a_guest(monkeypatch):
-    from mmbench.guest import GUEST_ENV
+    from mmbench.model.guest import GUEST_ENV
     from mmbench.config.load import resolve_mode
     monkeypatch.delenv(GUEST_ENV, raising=False)
     assert resolve_mode("auto") == "memcg" and resolve_mode("none") == "none"

@@ -10,7 +10,7 @@ from conftest import mmbench, mmbench_cgroups, needs_root
 from mmbench.config.aims import memcg_warning
 from mmbench.config.load import load_suite, memtotal, shipped_suites
 from mmbench.errors import UsageError
-from mmbench.guest import GUEST_ENV
+from mmbench.model.guest import GUEST_ENV
 from mmbench.store.fs import FileStore
 
 SEEDS = ["seed000-largecopy", "seed001-thpavail", "seed002-simoop", "seed003-compaction", "seed004-pagealloc"]

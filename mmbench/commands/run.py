@@ -163,7 +163,7 @@ def _check(request: RunRequest) -> int:
     """``run --check``: the suite, its sizes and settings and the kernels' build inputs validated;
     nothing is run or built."""
     from mmbench.driver.run import kernel_requests, load
-    from mmbench.guest import in_guest
+    from mmbench.model.guest import in_guest
     from mmbench.kbuild.resolve import builds_from_source, plan_line
     from mmbench.model.store import validate_run_name
     suite = load(request)

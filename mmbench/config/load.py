@@ -23,7 +23,7 @@ from mmbench.config.schema import Actions, SuiteFile, SuiteMeta, SwapSpec, VmSpe
 from mmbench.model import quirks
 from mmbench.model.sizes import parse_duration, parse_size
 from mmbench.errors import EnvironmentUnsupported, UsageError
-from mmbench.guest import in_guest
+from mmbench.model.guest import in_guest
 from mmbench.model.kernel import meminfo_bytes
 from mmbench.model.results import MetricDef, flatten
 from mmbench.model.userfile import read_user_file

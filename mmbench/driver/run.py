@@ -10,7 +10,7 @@ from typing import Any
 
 from mmbench.driver.rounds import DEFAULT_MAX_ITERATIONS, Arm, run_rounds
 from mmbench.errors import UsageError
-from mmbench.guest import in_guest
+from mmbench.model.guest import in_guest
 from mmbench.model.guest_kernel import GuestKernel
 from mmbench.model.request import KernelRequest, RunRequest
 

@@ -29,7 +29,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from mmbench.guest import (INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARK_SLOTS, INSN_MARK_STRIDE,
+from mmbench.model.guest import (INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARK_SLOTS, INSN_MARK_STRIDE,
                            INSN_MARKS_ENV)
 from mmbench.model.results import MetricDef
 from mmbench.monitors.base import SUMMARY_CACHE, Monitor, MonitorContext, MonitorSummary, load_summary

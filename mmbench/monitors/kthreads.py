@@ -17,7 +17,7 @@ import os
 import time
 from typing import Any
 
-from mmbench.guest import GUEST_CLOCK_ENV
+from mmbench.model.guest import GUEST_CLOCK_ENV
 
 from mmbench.model.lazy import numpy as np
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from mmbench.guest import in_guest
+from mmbench.model.guest import in_guest
 from mmbench.monitors.trace import stalls as stall_analysis
 from mmbench.model.kernel import pageblock_order
 from mmbench.model.params import Param

@@ -26,7 +26,7 @@ from typing import Any
 from mmbench.config.schema import SWAP_PARAMS
 from mmbench.model.params import resolve_params
 from mmbench.errors import EnvironmentUnsupported, UsageError
-from mmbench.guest import in_guest
+from mmbench.model.guest import in_guest
 from mmbench.model.kernel import read_knob
 from mmbench.run.journal import Journal
 

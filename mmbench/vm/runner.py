@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from mmbench.errors import UsageError
-from mmbench.guest import GUEST_CLOCK_ENV, GUEST_ENV, INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARKS, INSN_MARKS_ENV
+from mmbench.model.guest import GUEST_CLOCK_ENV, GUEST_ENV, INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARKS, INSN_MARKS_ENV
 from mmbench.model.store import Store, copy_runs, validate_run_name
 from mmbench.model.cache import cache_root
 from mmbench.model.guest_kernel import GuestKernel

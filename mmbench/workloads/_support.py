@@ -20,7 +20,7 @@ from typing import Any
 from mmbench.model.kernel import page_size, thp_size, vmstat
 from mmbench.model.quirks import MEMCG_DIRTY_KEYS, MEMCG_WRITEBACK_KEYS, cgroup_file
 from mmbench.errors import EnvironmentUnsupported, WorkloadError
-from mmbench.guest import in_guest
+from mmbench.model.guest import in_guest
 from mmbench.workloads.base import WorkloadContext
 
 UNIT = thp_size()   # a PMD-sized THP on this kernel

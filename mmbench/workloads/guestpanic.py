@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from mmbench.model.params import Param
 from mmbench.errors import WorkloadError
-from mmbench.guest import in_guest
+from mmbench.model.guest import in_guest
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
 

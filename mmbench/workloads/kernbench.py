@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from mmbench.model.params import Param
 from mmbench.errors import UsageError, WorkloadError
-from mmbench.guest import in_guest
+from mmbench.model.guest import in_guest
 from mmbench.model.cache import cache_root
 from mmbench.model.linux_source import default_tarball
 from mmbench.model.results import MetricDef
