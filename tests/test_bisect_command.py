@@ -10,12 +10,15 @@ import dataclasses
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import types
 from pathlib import Path
 
 import pytest
+
+from conftest import needs_root
 
 from mmbench.analysis import bisection as bis
 from mmbench.commands import bisect as cmd
@@ -223,3 +226,42 @@ def test_history_prints_the_bisect_command_for_a_change_point_between_git_commit
     same = {"kernel.git_repo": "/src/linux", "kernel.git_commit": "a" * 40, "run": "x", "suite": "pft"}
     assert bisect_command(same, dict(same, run="y"), "pft", "faults/sec") == ""      # one commit: nothing to bisect
     assert bisect_command({"run": "x"}, same, "pft", "faults/sec") == ""               # not built from git
+
+
+@needs_root
+def test_fleet_bisection_runs_each_round_as_a_job(tmp_path, pg_url):
+    """--queue: every round is one fleet job (here a host run whose idle time stands for the kernel's
+    cost: 1 s before the planted commit, 1.5 s from it on), the runs come back from PostgreSQL."""
+    r = tmp_path / "linux"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    for i in range(5):
+        (r / f"f{i}.c").write_text(f"int f{i};\n")
+        _git(r, "add", ".")
+        _git(r, "commit", "-q", "-m", f"commit {i}")
+    order = _git(r, "rev-list", "--reverse", "HEAD").split()
+    first_bad = order[3]
+    suite = tmp_path / "s.toml"
+    suite.write_text(SUITE)
+
+    def job_for(sha: str, name: str) -> RunRequest:
+        slow = order.index(sha) >= order.index(first_bad)
+        return RunRequest(config=str(suite), name=name, sets=(f"idle.duration={'1.5s' if slow else '1s'}",),
+                          iterations=1, force=True, quiet=True)
+    env = {**os.environ, "MMBENCH_AGENT_HEARTBEAT": "1", "MMBENCH_CACHE": str(tmp_path / "cache")}
+    with open(tmp_path / "agent.log", "a") as fh:
+        agent = subprocess.Popen([sys.executable, "-m", "mmbench", "agent", "--queue", pg_url, "--tags", "lab"],
+                                 cwd=str(REPO_ROOT), env=env, stdout=fh, stderr=fh, start_new_session=True)
+    try:
+        run = RunRequest(config=str(suite), name="bisect", results=pg_url, quiet=True)
+        req = BisectRequest(repo=str(r), good=order[0], bad=order[-1], run=run, row="duration:idle:Elapsed",
+                            log=str(tmp_path / "fleet.json"), queue=pg_url, machines="lab")
+        assert cmd.bisect(req, job_for=job_for) == 0
+    finally:
+        agent.send_signal(signal.SIGINT)
+        agent.wait(timeout=120)
+    log = bis.load_log(tmp_path / "fleet.json")
+    assert log.outcome.status == "found" and log.outcome.first_bad == first_bad
+    names = {x["name"] for x in open_store(pg_url).list_runs()}
+    assert f"bisect-{order[0][:12]}-r1" in names and f"bisect-{first_bad[:12]}-r1" in names
+    assert all(s.info.get("jobs") == len(s.samples) for s in log.steps)

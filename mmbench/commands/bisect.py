@@ -39,6 +39,10 @@ def add_bisect_parser(sub: argparse._SubParsersAction, results_arg, positive_int
     b.add_argument("--vm-cpus", type=positive_int, metavar="N", help="guest CPUs")
     b.add_argument("--vm-numa", type=positive_int, metavar="N", help="guest NUMA nodes")
     b.add_argument("--vm-clock", choices=("auto", "instructions", "host"), help="the guest's clock under TCG")
+    b.add_argument("--queue", metavar="URL", help="the lab's PostgreSQL: each round runs as a fleet job on a "
+                   "machine tagged --machines (REPO at the same path there); the runs go to --results, by default "
+                   "this URL")
+    b.add_argument("--machines", metavar="TAG", help="with --queue: the tag of the agents that run the rounds")
     b.add_argument("--format", choices=("text", "json"), default="text", help="json: the whole log on stdout")
     b.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     b.set_defaults(func=cmd_bisect)
@@ -73,34 +77,74 @@ def parse_bisect(args: argparse.Namespace) -> BisectRequest:
     good_runs, bad_runs = _names("--good-runs", args.good_runs), _names("--bad-runs", args.bad_runs)
     if bool(good_runs) != bool(bad_runs):
         raise UsageError("--good-runs and --bad-runs go together (the pilot of both ends)")
-    run = RunRequest(config=args.config, name="bisect", sets=tuple(args.set or []), results=args.results,
+    results = args.results
+    if bool(args.queue) != bool(args.machines):
+        raise UsageError("--queue and --machines go together (the lab's PostgreSQL and the tag of its agents)")
+    if args.queue:
+        from mmbench.store.pg import check_url, redact, url_password
+        for what, url in (("--queue", args.queue), ("--results", results)):
+            if url and not url.startswith(("postgresql://", "postgres://")):
+                raise UsageError(f"{what} {url}: with --queue the runs go to the lab's PostgreSQL, which the "
+                                 f"agents write to: give a postgresql:// URL")
+            if url:
+                check_url(url, what)
+                if url_password(url) is not None:
+                    raise UsageError(f"{what} {redact(url)}: the URL holds a password, which would go to the job "
+                                     f"table and agents; give it to libpq instead (a service file with ~/.pgpass)")
+        results = results or args.queue
+    run = RunRequest(config=args.config, name="bisect", sets=tuple(args.set or []), results=results,
                      vm=VmShape(args.vm_memory, args.vm_cpus, args.vm_numa, args.vm_clock), quiet=args.quiet)
     return BisectRequest(repo=os.path.abspath(args.repo), good=args.good, bad=args.bad, run=run, row=args.row,
                          confidence=args.confidence, max_rounds=args.max_rounds, log=args.log,
                          resume=args.resume, good_runs=good_runs, bad_runs=bad_runs,
-                         json_out=args.format == "json")
+                         json_out=args.format == "json", queue=args.queue, machines=args.machines)
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     return bisect(parse_bisect(args))
 
 
-def bisect(request: BisectRequest, kernel_for=None, arm_for=None) -> int:
+def fleet_rounds(url: str, tag: str, results: str, say, poll: float = 2.0):
+    """Requests run as fleet jobs (one each, for machines tagged ``tag``), waited for; returns
+    {run name: reason} of the jobs that failed."""
+    import time
+    from mmbench.driver.jobs import job_entry
+    from mmbench.fleet.queue import list_jobs, submit
+
+    def run(requests: list[RunRequest]) -> dict[str, str]:
+        ids = {submit(url, tag, {"kind": "run", **job_entry(r), "name": r.name, "results": results}): r.name
+               for r in requests}
+        say(f"fleet: queued job(s) {', '.join(str(i) for i in ids)} ({', '.join(ids.values())}) for machines "
+            f"tagged {tag!r}")
+        while True:
+            jobs = {j["id"]: j for j in list_jobs(url) if j["id"] in ids}
+            if len(jobs) == len(ids) and all(j["status"] not in ("queued", "running") for j in jobs.values()):
+                return {ids[i]: (j["reason"] or j["status"]) for i, j in jobs.items() if j["status"] != "done"}
+            time.sleep(poll)
+    return run
+
+
+def bisect(request: BisectRequest, kernel_for=None, arm_for=None, job_for=None) -> int:
     """Run the bisection; 0 when it ended (found, or stopped saying where), 130 when interrupted.
-    ``kernel_for``/``arm_for`` replace the kernel build and the guest (driver/bisect.py)."""
+    ``kernel_for``/``arm_for`` replace the kernel build and the guest, ``job_for`` a fleet job's
+    request (driver/bisect.py)."""
     from mmbench.driver.bisect import run_bisection
     from mmbench.run.progress import make_progress
     from mmbench.run.runner import require_root
-    if kernel_for is None:
+    if kernel_for is None and request.queue is None:
         require_root()
     progress = make_progress(quiet=request.run.quiet)
     out = sys.stderr if request.json_out else sys.stdout
 
     def say(line: str) -> None:
         print(line, file=out, flush=True)
+    remote = None
+    if request.queue is not None:
+        assert request.machines is not None and request.run.results is not None
+        remote = fleet_rounds(request.queue, request.machines, request.run.results, say)
     try:
         res = run_bisection(request, store_at(request.run.results), progress, say, kernel_for=kernel_for,
-                            arm_for=arm_for)
+                            arm_for=arm_for, remote=remote, job_for=job_for)
     except KeyboardInterrupt:
         print("mmbench bisect: stopped by SIGINT; every finished round is in the log: go on with --resume",
               file=sys.stderr)

@@ -14,7 +14,7 @@ from mmbench.driver.rounds import Arm, measure
 from mmbench.driver.run import kernel_arm, load
 from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.model.guest_kernel import GuestKernel
-from mmbench.model.request import BisectRequest, KernelRequest
+from mmbench.model.request import BisectRequest, KernelRequest, RunRequest
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,10 @@ class KernelMeasure:
     done: dict[str, int] = field(default_factory=dict)     # rounds measured per commit
     builds: dict[str, int] = field(default_factory=dict)   # objects compiled per commit built now
     reuse: bool = False                                    # --resume: a complete run of the same name is kept
+    # runs the requests elsewhere (the fleet: one job per round), returns {run name: why} of those
+    # that failed; None: rounds run here, through the round driver
+    remote: Callable[[list[RunRequest]], dict[str, str]] | None = None
+    job_for: Callable[[str, str], RunRequest] | None = None   # (commit, run name) -> the job's request
 
     def kernel(self, sha: str) -> tuple[GuestKernel, int | None]:
         """The commit's kernel and the objects compiled for it now (None: from the image cache)."""
@@ -115,6 +119,8 @@ class KernelMeasure:
         t0 = time.monotonic()
         first = self.done.get(sha, 0) + 1
         name = f"bisect-{sha[:12]}-r{first}" + (f"-{first + rounds - 1}" if rounds > 1 else "")
+        if self.remote is not None:
+            return self._remote_runs(sha, first, rounds, t0)
         kept = self._kept(name, rounds) if self.reuse else None
         info: dict[str, Any] = {}
         if kept is not None:
@@ -134,6 +140,26 @@ class KernelMeasure:
         info["wall_s"] = round(time.monotonic() - t0, 1)
         return [run], info
 
+    def job_request(self, sha: str, name: str) -> RunRequest:
+        """One round of the commit as a fleet job runs it: ``mmbench run --kernel git:REPO@COMMIT
+        --iterations 1 NAME`` with the bisection's suite, ``--set`` values and VM shape."""
+        if self.job_for is not None:
+            return self.job_for(sha, name)
+        return self.request.run.replace(name=name, iterations=1, results=None, force=True, quiet=True,
+                                        kernel=KernelRequest(f"git:{self.request.repo}@{sha}"))
+
+    def _remote_runs(self, sha: str, first: int, rounds: int, t0: float) -> tuple[list[Any], dict[str, Any]]:
+        """``rounds`` rounds as one job each (one guest boot each, on any machine of the tag, at
+        once when there are several), then read from the shared store."""
+        names = [f"bisect-{sha[:12]}-r{k}" for k in range(first, first + rounds)]
+        todo = [n for n in names if not (self.reuse and self._kept(n, 1) is not None)]
+        failed = self.remote([self.job_request(sha, n) for n in todo]) if todo else {}
+        if failed:
+            raise bis.MeasureFailed("; ".join(f"{n}: {why}" for n, why in failed.items()))
+        runs = [self.store.load_run(n) for n in names]
+        self.done[sha] = first + rounds - 1
+        return runs, {"wall_s": round(time.monotonic() - t0, 1), "jobs": len(todo)}
+
     def _arm(self, name: str, kernel: GuestKernel) -> Arm:
         return kernel_arm(self.request.run, name, self.suite, kernel)
 
@@ -146,22 +172,19 @@ class KernelMeasure:
             return None
         return run
 
-    def values(self, runs: list[Any], entries: list[str] | None, rounds: int = 0) -> dict[str, Any]:
-        """The declared rows' values in ``runs`` (``entries``, or the stored primary family); with
-        ``rounds``, each run must hold that many values of every entry."""
+    def values(self, runs: list[Any], entries: list[str] | None) -> dict[str, Any]:
+        """The declared rows' values in ``runs`` (``entries``, or the stored primary family)."""
         from mmbench.analysis.compare.rowvalues import row_iterations
-        got = row_iterations(runs, entries)
-        for entry, rv in got.items():
-            for name, vals in rv.values.items():
-                if rounds and entries is not None and len(vals) != rounds:
-                    raise bis.MeasureFailed(f"{name}: {len(vals)} of {rounds} rounds have a value of {entry!r}")
-        return got
+        return row_iterations(runs, entries)
 
     def __call__(self, sha: str, rounds: int) -> bis.Measured:
         assert self.row is not None
         runs, info = self.runs(sha, rounds)
-        rv = self.values(runs, [self.row], rounds)[self.row]
+        rv = self.values(runs, [self.row])[self.row]
         samples = [v for r in runs for v in rv.values[r.name]]
+        if len(samples) != rounds:
+            raise bis.MeasureFailed(f"{', '.join(r.name for r in runs)}: {len(samples)} of {rounds} rounds have "
+                                    f"a value of {self.row!r}")
         return bis.Measured(samples, [r.name for r in runs], info)
 
 
@@ -183,7 +206,9 @@ class BisectResult:
 
 def run_bisection(request: BisectRequest, store: Any, progress: Any, say: Callable[[str], None], *,
                   kernel_for: Callable[[str], GuestKernel] | None = None,
-                  arm_for: Callable[[str, GuestKernel], Arm] | None = None) -> BisectResult:
+                  arm_for: Callable[[str, GuestKernel], Arm] | None = None,
+                  remote: Callable[[list[RunRequest]], dict[str, str]] | None = None,
+                  job_for: Callable[[str, str], RunRequest] | None = None) -> BisectResult:
     """Bisect ``request``'s range on its row: the ends' pilot (their own runs, or 3 rounds each
     measured first) chooses the row when none is given, then the core's fresh ends and steps.
     ``say`` gets one line per event (the pilot, the row, each step's verdict)."""
@@ -200,7 +225,7 @@ def run_bisection(request: BisectRequest, store: Any, progress: Any, say: Callab
     elif log_path.exists():
         raise UsageError(f"--log {log_path}: exists; go on from it with --resume, or remove it")
     meas = KernelMeasure(request, suite, store, progress, by_sha, kernel_for=kernel_for, arm_for=arm_for,
-                         reuse=request.resume)
+                         reuse=request.resume, remote=remote, job_for=job_for)
     shas = [c.sha for c in commits]
     settings = bis.Settings(confidence=request.confidence, max_rounds=request.max_rounds)
     pilot = None
@@ -292,6 +317,8 @@ def _step_line(log: bis.BisectLog, step: Any, number: int, commit: Commit | None
     objects = step.info.get("objects_compiled")
     if objects is not None:
         cost += f", build: {objects} objects compiled" if objects else ", build: image cached"
+    if step.info.get("jobs") is not None:
+        cost += f", {step.info['jobs']} fleet job(s)"
     if step.info.get("wall_s") is not None:
         cost += f", {_duration(step.info['wall_s'])}"
     return f"{line} [{cost}]"

@@ -172,3 +172,5 @@ class BisectRequest:
     good_runs: tuple[str, ...] = ()
     bad_runs: tuple[str, ...] = ()
     json_out: bool = False
+    queue: str | None = None             # the lab's PostgreSQL: each round a fleet job there
+    machines: str | None = None          # the tag of the machines that take them
