@@ -729,7 +729,6 @@ def _apply(step: Step, lo: int, hi: int, skipped: set[int]) -> tuple[int, int]:
 
 
 def _steps(log: BisectLog, measure: Measure, saved: Callable[[], None]) -> None:
-    s = log.settings
     assert log.good is not None and log.bad is not None
     good, bad = log.good.samples, log.bad.samples
     lo, hi = 0, len(log.commits) - 1
