@@ -183,7 +183,6 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     (["good", "nosuchref"], "BAD 'nosuchref': not a commit, tag or branch"),
     (["good", "bad", "--good-runs", "a"], "--good-runs and --bad-runs go together"),
     (["good", "bad", "--confidence", "1.5"], "--confidence: expected a probability"),
-    (["good", "bad", "--resume", "--log", "none.json"], "--resume: none.json: no such log"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, repo, args, says):
     (tmp_path / "s.toml").write_text(SUITE)
@@ -265,3 +264,19 @@ def test_fleet_bisection_runs_each_round_as_a_job(tmp_path, pg_url):
     names = {x["name"] for x in open_store(pg_url).list_runs()}
     assert f"bisect-{order[0][:12]}-r1" in names and f"bisect-{first_bad[:12]}-r1" in names
     assert all(s.info.get("jobs") == len(s.samples) for s in log.steps)
+
+
+def test_resume_before_the_first_log_keeps_the_pilot_rounds_stored(tmp_path, repo, capsys):
+    sim = Sim(repo, stop_after=4)                 # the good end's 3 pilot rounds done, the bad end's cut
+    req = _request(tmp_path, repo)
+    assert cmd.bisect(req, kernel_for=sim.kernel_for, arm_for=sim.arm_for) == 130
+    assert not (tmp_path / "bisect.json").exists()
+    sim.stop_after = None
+    done = sim.rounds
+    assert cmd.bisect(dataclasses.replace(req, resume=True), kernel_for=sim.kernel_for, arm_for=sim.arm_for) == 0
+    out = capsys.readouterr().out
+    assert "--resume: no log at" in out and "keeping the rounds stored complete" in out
+    assert f"first bad commit: {sim.first_bad[:12]}" in out
+    log = bis.load_log(tmp_path / "bisect.json")
+    assert log.pilot_good.runs == [f"bisect-{sim.order and _git(repo, 'rev-parse', 'good')[:12]}-r1-3"]
+    assert done == 4 and sim.rounds - done == 3 + 2 * log.end_rounds + sum(s.rounds for s in log.steps)

@@ -218,10 +218,13 @@ def run_bisection(request: BisectRequest, store: Any, progress: Any, say: Callab
     suite = load(request.run.replace(kernel=KernelRequest(f"git:{request.repo}@{commits[0].sha}")))
     log_path = Path(request.log or f"bisect-{commits[0].short}-{commits[-1].short}.json")
     old = None
-    if request.resume:
-        if not log_path.is_file():
-            raise UsageError(f"--resume: {log_path}: no such log (nothing to resume)")
+    if request.resume and log_path.is_file():
         old = bis.load_log(log_path)
+    elif request.resume:
+        # stopped while measuring the ends' pilot, before the first log: the rounds stored complete
+        # are kept (reuse) and the rest measured
+        say(f"--resume: no log at {log_path} yet (stopped before the pilot ended): starting, keeping the "
+            f"rounds stored complete")
     elif log_path.exists():
         raise UsageError(f"--log {log_path}: exists; go on from it with --resume, or remove it")
     meas = KernelMeasure(request, suite, store, progress, by_sha, kernel_for=kernel_for, arm_for=arm_for,
