@@ -229,11 +229,17 @@ def build_parser() -> argparse.ArgumentParser:
     an.set_defaults(func=cmd_analyze)
 
     from mmbench.commands.bisect import add_bisect_parser
-    add_bisect_parser(sub, results_arg, _positive_int)
+    add_bisect_parser(sub, results_arg, _positive_int, _fleet_rounds)
 
     from mmbench.fleet.commands import add_fleet_commands  # push, pull, submit, agent, jobs, history
     add_fleet_commands(sub, results_arg, add_build_args)
     return p
+
+
+def _fleet_rounds(*args, **kwargs):
+    """bisect --queue's rounds as fleet jobs (fleet/queue.py, imported when used)."""
+    from mmbench.fleet.queue import fleet_rounds
+    return fleet_rounds(*args, **kwargs)
 
 
 def _save_traceback(exc: BaseException) -> str:

@@ -255,7 +255,8 @@ def test_fleet_bisection_runs_each_round_as_a_job(tmp_path, pg_url):
         run = RunRequest(config=str(suite), name="bisect", results=pg_url, quiet=True)
         req = BisectRequest(repo=str(r), good=order[0], bad=order[-1], run=run, row="duration:idle:Elapsed",
                             log=str(tmp_path / "fleet.json"), queue=pg_url, machines="lab")
-        assert cmd.bisect(req, job_for=job_for) == 0
+        from mmbench.fleet.queue import fleet_rounds
+        assert cmd.bisect(req, job_for=job_for, fleet_rounds=fleet_rounds) == 0
     finally:
         agent.send_signal(signal.SIGINT)
         agent.wait(timeout=120)

@@ -14,7 +14,9 @@ from mmbench.errors import UsageError
 from mmbench.model.request import BisectRequest, RunRequest, VmShape
 
 
-def add_bisect_parser(sub: argparse._SubParsersAction, results_arg, positive_int) -> None:
+def add_bisect_parser(sub: argparse._SubParsersAction, results_arg, positive_int, fleet_rounds) -> None:
+    """``bisect`` on ``sub``; ``fleet_rounds(url, tag, results, say)`` runs rounds as fleet jobs
+    (the fleet's, handed in: a command does not import the fleet)."""
     b = sub.add_parser("bisect", help="find the commit of a kernel git repository that moved a row, "
                        "each step decided at a stated confidence (docs/bisect.md)")
     b.add_argument("repo", metavar="REPO", help="a local kernel git repository (a path)")
@@ -45,7 +47,7 @@ def add_bisect_parser(sub: argparse._SubParsersAction, results_arg, positive_int
     b.add_argument("--machines", metavar="TAG", help="with --queue: the tag of the agents that run the rounds")
     b.add_argument("--format", choices=("text", "json"), default="text", help="json: the whole log on stdout")
     b.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    b.set_defaults(func=cmd_bisect)
+    b.set_defaults(func=cmd_bisect, fleet_rounds=fleet_rounds)
 
 
 def _confidence(text: str) -> float:
@@ -101,30 +103,10 @@ def parse_bisect(args: argparse.Namespace) -> BisectRequest:
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
-    return bisect(parse_bisect(args))
+    return bisect(parse_bisect(args), fleet_rounds=args.fleet_rounds)
 
 
-def fleet_rounds(url: str, tag: str, results: str, say, poll: float = 2.0):
-    """Requests run as fleet jobs (one each, for machines tagged ``tag``), waited for; returns
-    {run name: reason} of the jobs that failed."""
-    import time
-    from mmbench.driver.jobs import job_entry
-    from mmbench.fleet.queue import list_jobs, submit
-
-    def run(requests: list[RunRequest]) -> dict[str, str]:
-        ids = {submit(url, tag, {"kind": "run", **job_entry(r), "name": r.name, "results": results}): r.name
-               for r in requests}
-        say(f"fleet: queued job(s) {', '.join(str(i) for i in ids)} ({', '.join(ids.values())}) for machines "
-            f"tagged {tag!r}")
-        while True:
-            jobs = {j["id"]: j for j in list_jobs(url) if j["id"] in ids}
-            if len(jobs) == len(ids) and all(j["status"] not in ("queued", "running") for j in jobs.values()):
-                return {ids[i]: (j["reason"] or j["status"]) for i, j in jobs.items() if j["status"] != "done"}
-            time.sleep(poll)
-    return run
-
-
-def bisect(request: BisectRequest, kernel_for=None, arm_for=None, job_for=None) -> int:
+def bisect(request: BisectRequest, kernel_for=None, arm_for=None, job_for=None, fleet_rounds=None) -> int:
     """Run the bisection; 0 when it ended (found, or stopped saying where), 130 when interrupted.
     ``kernel_for``/``arm_for`` replace the kernel build and the guest, ``job_for`` a fleet job's
     request (driver/bisect.py)."""
@@ -141,6 +123,9 @@ def bisect(request: BisectRequest, kernel_for=None, arm_for=None, job_for=None) 
     remote = None
     if request.queue is not None:
         assert request.machines is not None and request.run.results is not None
+        if fleet_rounds is None:
+            from mmbench.errors import EnvironmentUnsupported
+            raise EnvironmentUnsupported("bisect --queue: this mmbench has no fleet")
         remote = fleet_rounds(request.queue, request.machines, request.run.results, say)
     try:
         res = run_bisection(request, store_at(request.run.results), progress, say, kernel_for=kernel_for,

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mmbench.errors import EnvironmentUnsupported, UsageError
 
@@ -575,3 +575,23 @@ def run_agent(url: str, tags: list[str], *, results: str | None = None, once: bo
                 pass
     say(f"on {machine}: queues {', '.join(queues)}")
     asyncio.run(main())
+
+
+def fleet_rounds(url: str, tag: str, results: str, say: Callable[[str], None], poll: float = 2.0
+                 ) -> Callable[[list[Any]], dict[str, str]]:
+    """``mmbench bisect --queue``'s rounds: requests run as fleet jobs (one each, for machines
+    tagged ``tag``, into the store ``results``), waited for; returns {run name: reason} of the
+    jobs that failed."""
+    from mmbench.driver.jobs import job_entry
+
+    def run(requests: list[Any]) -> dict[str, str]:
+        ids = {submit(url, tag, {"kind": "run", **job_entry(r), "name": r.name, "results": results}): r.name
+               for r in requests}
+        say(f"fleet: queued job(s) {', '.join(str(i) for i in ids)} ({', '.join(ids.values())}) for machines "
+            f"tagged {tag!r}")
+        while True:
+            jobs = {j["id"]: j for j in list_jobs(url) if j["id"] in ids}
+            if len(jobs) == len(ids) and all(j["status"] not in ("queued", "running") for j in jobs.values()):
+                return {ids[i]: (j["reason"] or j["status"]) for i, j in jobs.items() if j["status"] != "done"}
+            time.sleep(poll)
+    return run
