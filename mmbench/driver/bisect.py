@@ -128,8 +128,7 @@ class KernelMeasure:
             self.progress.info(f"bisect: {name} is stored complete: kept (--resume)")
         else:
             kernel, compiled = self.kernel(sha)
-            info["objects_compiled"] = compiled if compiled is not None else 0
-            info["cached_image"] = compiled is None
+            info["objects_compiled"] = compiled if compiled is not None else 0   # 0: the image was cached
             arm = (self.arm_for or self._arm)(name, kernel)
             got = measure([arm], self.store, rounds, progress=self.progress)
             if got.status != "complete":
