@@ -164,7 +164,8 @@ def bisect(request: BisectRequest, kernel_for=None, arm_for=None, job_for=None, 
 
 
 def _rounds(log) -> int:
-    return sum(len(s.samples) for s in (log.pilot_good, log.pilot_bad, log.good, log.bad, *log.steps) if s)
+    from mmbench.driver.bisect import log_samples
+    return sum(len(s.samples) for s in log_samples(log))
 
 
 def _hms(seconds: float) -> str:

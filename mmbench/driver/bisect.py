@@ -121,7 +121,7 @@ class KernelMeasure:
         name = f"bisect-{sha[:12]}-r{first}" + (f"-{first + rounds - 1}" if rounds > 1 else "")
         if self.remote is not None:
             return self._remote_runs(sha, first, rounds, t0)
-        kept = self._kept(name, rounds) if self.reuse else None
+        kept = self._kept(name) if self.reuse else None
         info: dict[str, Any] = {}
         if kept is not None:
             run = kept
@@ -151,7 +151,7 @@ class KernelMeasure:
         """``rounds`` rounds as one job each (one guest boot each, on any machine of the tag, at
         once when there are several), then read from the shared store."""
         names = [f"bisect-{sha[:12]}-r{k}" for k in range(first, first + rounds)]
-        todo = [n for n in names if not (self.reuse and self._kept(n, 1) is not None)]
+        todo = [n for n in names if not (self.reuse and self._kept(n) is not None)]
         failed = self.remote([self.job_request(sha, n) for n in todo]) if todo else {}
         if failed:
             raise bis.MeasureFailed("; ".join(f"{n}: {why}" for n, why in failed.items()))
@@ -162,7 +162,7 @@ class KernelMeasure:
     def _arm(self, name: str, kernel: GuestKernel) -> Arm:
         return kernel_arm(self.request.run, name, self.suite, kernel)
 
-    def _kept(self, name: str, rounds: int) -> Any | None:
+    def _kept(self, name: str) -> Any | None:
         try:
             run = self.store.load_run(name)
         except UsageError:
@@ -238,7 +238,7 @@ def run_bisection(request: BisectRequest, store: Any, progress: Any, say: Callab
             raise UsageError(f"--row {request.row!r}: the log follows {row!r}; resume without --row or with it")
         settings = bis.Settings(confidence=request.confidence, max_rounds=request.max_rounds,
                                 resolution=old.settings.resolution)
-        for samples in _log_samples(old):
+        for samples in log_samples(old):
             meas.done[samples.commit] = meas.done.get(samples.commit, 0) + len(samples.samples)
         reason = f"{row}: followed by the log {log_path}"
     else:
@@ -306,7 +306,7 @@ def _ends_line(good: Any, bad: Any, c: bis.Contrast) -> str:
             f"{len(bad.samples)}: {change}")
 
 
-def _log_samples(log: bis.BisectLog) -> list[Any]:
+def log_samples(log: bis.BisectLog) -> list[Any]:
     return [s for s in (log.pilot_good, log.pilot_bad, log.good, log.bad, *log.steps) if s is not None]
 
 
