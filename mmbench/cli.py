@@ -18,12 +18,29 @@ from typing import NoReturn
 
 from mmbench import __version__
 from mmbench.plugins import module_names
-from mmbench.commands.results import (cmd_analyze, cmd_compare, cmd_import, cmd_import_mmtests, cmd_list,
-                                      cmd_plot, cmd_reindex, cmd_report, cmd_rm, cmd_show, cmd_verify)
+from mmbench.commands.results import (
+    cmd_analyze,
+    cmd_compare,
+    cmd_import,
+    cmd_import_mmtests,
+    cmd_list,
+    cmd_plot,
+    cmd_reindex,
+    cmd_report,
+    cmd_rm,
+    cmd_show,
+    cmd_verify,
+)
 from mmbench.commands.kernel import add_build_args, cmd_kernel_build, cmd_kernel_list
 from mmbench.commands.run import cmd_monitor, cmd_restore, cmd_run
-from mmbench.errors import (EXIT_INTERNAL, EXIT_RUN_FAILED, EXIT_UNSUPPORTED, EXIT_USAGE, EnvironmentUnsupported,
-                            UsageError)
+from mmbench.errors import (
+    EXIT_INTERNAL,
+    EXIT_RUN_FAILED,
+    EXIT_UNSUPPORTED,
+    EXIT_USAGE,
+    EnvironmentUnsupported,
+    UsageError,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,13 +59,21 @@ def _positive_int(text: str) -> int:
 
 
 def _family_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--primary", metavar="ROW[,ROW...]", action="append",
-                   help="the outcome rows, chosen now instead of the runs' stored [suite] primary (same syntax: "
-                        "[SECTION:]NAME[@STAT], each naming one row, at most 6; repeat the option or write \\, "
-                        "for a comma inside a name); the only rows --fail-on-regression reads")
-    p.add_argument("--mechanisms", metavar="ROW[,ROW...]", action="append",
-                   help="the mechanism rows (moved up or down, never gating), chosen now instead of the runs' "
-                        "stored [suite] mechanisms")
+    p.add_argument(
+        "--primary",
+        metavar="ROW[,ROW...]",
+        action="append",
+        help="the outcome rows, chosen now instead of the runs' stored [suite] primary (same syntax: "
+        "[SECTION:]NAME[@STAT], each naming one row, at most 6; repeat the option or write \\, "
+        "for a comma inside a name); the only rows --fail-on-regression reads",
+    )
+    p.add_argument(
+        "--mechanisms",
+        metavar="ROW[,ROW...]",
+        action="append",
+        help="the mechanism rows (moved up or down, never gating), chosen now instead of the runs' "
+        "stored [suite] mechanisms",
+    )
 
 
 def _threshold(text: str) -> float:
@@ -63,8 +88,11 @@ def _threshold(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mmbench", description="Benchmark Linux memory management: run suites of workloads "
-                "while the kernel is watched, then compare runs.")
+    p = _Parser(
+        prog="mmbench",
+        description="Benchmark Linux memory management: run suites of workloads "
+        "while the kernel is watched, then compare runs.",
+    )
     p.add_argument("--version", action="version", version=f"mmbench {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -74,29 +102,54 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a suite and store it under NAME")
     r.add_argument("--config", required=True, metavar="FILE", help="suite file, or the name of a shipped suite")
     results_arg(r)
-    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting or parameter, e.g. thp.enabled=never, faultin.size=1G")
+    r.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting or parameter, e.g. thp.enabled=never, faultin.size=1G",
+    )
     r.add_argument("--iterations", type=_positive_int, metavar="N", help="measured iterations per workload")
     r.add_argument("--force", action="store_true", help="replace an existing run of the same name")
-    r.add_argument("--kernel", metavar="KERNEL", help="run inside a QEMU guest booting this kernel: "
-                   "debian:linux-image-..., a bzImage/vmlinuz path (IMAGE:MODULES_DIR) or a build tree; "
-                   "or built from source first: source, source:linux-source-6.1, tree:PATH, git:PATH@REF")
+    r.add_argument(
+        "--kernel",
+        metavar="KERNEL",
+        help="run inside a QEMU guest booting this kernel: "
+        "debian:linux-image-..., a bzImage/vmlinuz path (IMAGE:MODULES_DIR) or a build tree; "
+        "or built from source first: source, source:linux-source-6.1, tree:PATH, git:PATH@REF",
+    )
     add_build_args(r)
-    r.add_argument("--baseline-kernel", metavar="KERNEL", help="with --baseline NAME: run the baseline on this "
-                   "kernel, alternating with --kernel round by round (A B, B A, ...), --iterations rounds")
+    r.add_argument(
+        "--baseline-kernel",
+        metavar="KERNEL",
+        help="with --baseline NAME: run the baseline on this "
+        "kernel, alternating with --kernel round by round (A B, B A, ...), --iterations rounds",
+    )
     add_build_args(r, "baseline-")
     r.add_argument("--vm-memory", metavar="SIZE", help="guest memory, the machine under test (default 1G)")
     r.add_argument("--vm-cpus", type=_positive_int, metavar="N", help="guest CPUs (default 2)")
     r.add_argument("--vm-numa", type=_positive_int, metavar="N", help="guest NUMA nodes (default 1)")
-    r.add_argument("--vm-clock", choices=("auto", "instructions", "host"),
-                   help="the guest's clock under TCG: instructions (deterministic: time counts the work "
-                        "done; the default under TCG) or host (emulated time, drifts with the host's load)")
-    r.add_argument("--until", metavar="ci<PCT%", help="size the run so the headline metrics' 95%% "
-                   "interval is within ±PCT (of the mean, or of the ratio to --baseline): the number of "
-                   "iterations is fixed before any is measured, from --baseline or a 3-round pilot stored as warm-up")
+    r.add_argument(
+        "--vm-clock",
+        choices=("auto", "instructions", "host"),
+        help="the guest's clock under TCG: instructions (deterministic: time counts the work "
+        "done; the default under TCG) or host (emulated time, drifts with the host's load)",
+    )
+    r.add_argument(
+        "--until",
+        metavar="ci<PCT%",
+        help="size the run so the headline metrics' 95%% "
+        "interval is within ±PCT (of the mean, or of the ratio to --baseline): the number of "
+        "iterations is fixed before any is measured, from --baseline or a 3-round pilot stored as warm-up",
+    )
     r.add_argument("--baseline", metavar="NAME", help="with --until: the run to compare against")
-    r.add_argument("--baseline-set", action="append", default=[], metavar="KEY=VALUE",
-                   help="with --until: run the baseline as this configuration, alternating (A B, B A, ...)")
+    r.add_argument(
+        "--baseline-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --until: run the baseline as this configuration, alternating (A B, B A, ...)",
+    )
     r.add_argument("--max-iterations", type=_positive_int, metavar="N", help="with --until (default 30)")
     r.add_argument("--max-time", metavar="DURATION", help="with --until: stop adding rounds after this long")
     r.add_argument("--check", action="store_true", help="only validate the suite, its sizes and settings; run nothing")
@@ -120,24 +173,47 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="compare runs side by side (the first is the baseline)")
     results_arg(c)
     c.add_argument("--format", choices=module_names("exporter"), default="text")
-    c.add_argument("--pvalues", action="store_true",
-                   help="show q-values (Benjamini-Hochberg adjusted within the row's family) and minimum detectable "
-                        "effects; intervals of the ratio in markdown, JSON and HTML (text: in the primary summary)")
+    c.add_argument(
+        "--pvalues",
+        action="store_true",
+        help="show q-values (Benjamini-Hochberg adjusted within the row's family) and minimum detectable "
+        "effects; intervals of the ratio in markdown, JSON and HTML (text: in the primary summary)",
+    )
     c.add_argument("--ratio", action="store_true", help="ratios to the baseline and their geometric mean")
-    c.add_argument("--stats", metavar="LIST",
-                   help="only these rows, e.g. mean,stddev (the seeds' mean and +/- table) or mean,p95,p99")
-    c.add_argument("--convention", choices=["mmbench", "mmtests"], default="mmbench",
-                   help="summary definitions: mmbench's (docs/statistics.md) or MMTests' (samples of all "
-                   "iterations pooled, B-means floored; docs/mmtests-import.md)")
-    c.add_argument("--monitor-view", action="append", default=[], metavar="MONITOR:SERIES",
-                   help="with --convention mmtests: MMTests' per-interval view of one more series (compare-mmtests.pl "
-                        "--print-monitor MONITOR --sub-heading SERIES), e.g. proc-vmstat:thp_fault_alloc or vmstat:cs; "
-                        "repeatable")
+    c.add_argument(
+        "--stats",
+        metavar="LIST",
+        help="only these rows, e.g. mean,stddev (the seeds' mean and +/- table) or mean,p95,p99",
+    )
+    c.add_argument(
+        "--convention",
+        choices=["mmbench", "mmtests"],
+        default="mmbench",
+        help="summary definitions: mmbench's (docs/statistics.md) or MMTests' (samples of all "
+        "iterations pooled, B-means floored; docs/mmtests-import.md)",
+    )
+    c.add_argument(
+        "--monitor-view",
+        action="append",
+        default=[],
+        metavar="MONITOR:SERIES",
+        help="with --convention mmtests: MMTests' per-interval view of one more series (compare-mmtests.pl "
+        "--print-monitor MONITOR --sub-heading SERIES), e.g. proc-vmstat:thp_fault_alloc or vmstat:cs; "
+        "repeatable",
+    )
     _family_args(c)
-    c.add_argument("--fail-on-regression", action="store_true",
-                   help="exit 1 if any significant change in the bad direction exceeds --threshold")
-    c.add_argument("--threshold", type=_threshold, default=0.0, metavar="PCT",
-                   help="with --fail-on-regression: ignore regressions smaller than PCT percent")
+    c.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 if any significant change in the bad direction exceeds --threshold",
+    )
+    c.add_argument(
+        "--threshold",
+        type=_threshold,
+        default=0.0,
+        metavar="PCT",
+        help="with --fail-on-regression: ignore regressions smaller than PCT percent",
+    )
     c.add_argument("baseline")
     c.add_argument("others", nargs="*")
     c.set_defaults(func=cmd_compare)
@@ -160,12 +236,19 @@ def build_parser() -> argparse.ArgumentParser:
     results_arg(ri)
     ri.set_defaults(func=cmd_reindex)
 
-    vf = sub.add_parser("verify", help="check a store: every file, digest and index row, and runs that say "
-                        "running; says what it found and how to repair it, changing nothing without --repair")
+    vf = sub.add_parser(
+        "verify",
+        help="check a store: every file, digest and index row, and runs that say "
+        "running; says what it found and how to repair it, changing nothing without --repair",
+    )
     results_arg(vf)
-    vf.add_argument("--repair", action="store_true", help="rebuild a damaged index, remove leftovers and "
-                    "unreferenced sidecars, mark runs whose writer is gone incomplete, drop damaged cached copies "
-                    "of PostgreSQL runs (damaged run data is only reported)")
+    vf.add_argument(
+        "--repair",
+        action="store_true",
+        help="rebuild a damaged index, remove leftovers and "
+        "unreferenced sidecars, mark runs whose writer is gone incomplete, drop damaged cached copies "
+        "of PostgreSQL runs (damaged run data is only reported)",
+    )
     vf.add_argument("names", nargs="*", metavar="RUN", help="runs to check (default: all, and the whole index)")
     vf.set_defaults(func=cmd_verify)
 
@@ -185,12 +268,18 @@ def build_parser() -> argparse.ArgumentParser:
     results_arg(imm)
     imm.add_argument("--force", action="store_true", help="replace runs of the same name")
     imm.add_argument("--prefix", metavar="TEXT", help="store run R as TEXT+R")
-    imm.add_argument("--partial", action="store_true",
-                     help="import a benchmark whose raw logs are in an unknown layout with its duration, "
-                     "vmstat and monitors only (default: exit 2 naming it)")
-    imm.add_argument("--mmtests-rules", choices=["v0.25", "v1.00", "head"],
-                     help="the MMTests release whose report rules compare --convention mmtests follows "
-                     "(default: found from the tree)")
+    imm.add_argument(
+        "--partial",
+        action="store_true",
+        help="import a benchmark whose raw logs are in an unknown layout with its duration, "
+        "vmstat and monitors only (default: exit 2 naming it)",
+    )
+    imm.add_argument(
+        "--mmtests-rules",
+        choices=["v0.25", "v1.00", "head"],
+        help="the MMTests release whose report rules compare --convention mmtests follows "
+        "(default: found from the tree)",
+    )
     imm.add_argument("dir", metavar="DIR", help="MMTests checkout, its work/log, or a folder of run folders")
     imm.add_argument("names", nargs="*", metavar="NAME", help="runs to import (default: all)")
     imm.set_defaults(func=cmd_import_mmtests)
@@ -214,24 +303,34 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("kernel", help="build kernels under test from source, list the cached builds")
     ksub = k.add_subparsers(dest="kernel_command", required=True, parser_class=_Parser)
     kb = ksub.add_parser("build", help="build a kernel (cached): prints its image, release, key and objects compiled")
-    kb.add_argument("spec", nargs="?", default="source", metavar="SPEC",
-                    help="source (default), source:linux-source-6.1, tree:PATH or git:PATH@REF")
+    kb.add_argument(
+        "spec",
+        nargs="?",
+        default="source",
+        metavar="SPEC",
+        help="source (default), source:linux-source-6.1, tree:PATH or git:PATH@REF",
+    )
     add_build_args(kb)
     kb.set_defaults(func=cmd_kernel_build)
     kl = ksub.add_parser("list", help="the cached kernel builds")
     kl.set_defaults(func=cmd_kernel_list)
 
     an = sub.add_parser("analyze", help="analyse saved trace output")
-    an.add_argument("kind", choices=["irqsoff", "irqsoff-sections"],
-                    help="irqsoff: the tracer's irqsoff.txt files; irqsoff-sections: the monitor's folders "
-                         "(hist.txt + symbols.tsv), merged")
+    an.add_argument(
+        "kind",
+        choices=["irqsoff", "irqsoff-sections"],
+        help="irqsoff: the tracer's irqsoff.txt files; irqsoff-sections: the monitor's folders "
+        "(hist.txt + symbols.tsv), merged",
+    )
     an.add_argument("files", nargs="+")
     an.set_defaults(func=cmd_analyze)
 
     from mmbench.commands.bisect import add_bisect_parser
+
     add_bisect_parser(sub, results_arg, _positive_int, _fleet_rounds)
 
     from mmbench.fleet.commands import add_fleet_commands  # push, pull, submit, agent, jobs, history
+
     add_fleet_commands(sub, results_arg, add_build_args)
     return p
 
@@ -239,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _fleet_rounds(*args, **kwargs):
     """bisect --queue's rounds as fleet jobs (fleet/queue.py, imported when used)."""
     from mmbench.fleet.queue import fleet_rounds
+
     return fleet_rounds(*args, **kwargs)
 
 
@@ -246,8 +346,10 @@ def _save_traceback(exc: BaseException) -> str:
     """Write the traceback of an unexpected exception to a file; return its path (or why not)."""
     import tempfile
     import traceback
+
     base = os.environ.get("MMBENCH_CRASH_DIR") or os.path.join(
-        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "mmbench")
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "mmbench"
+    )
     try:
         os.makedirs(base, exist_ok=True)
         fd, path = tempfile.mkstemp(prefix="crash-", suffix=".txt", dir=base)
@@ -262,6 +364,7 @@ def _save_traceback(exc: BaseException) -> str:
 def hide_passwords(text: str) -> str:
     """Text with the password of every PostgreSQL URL in it removed (a crash report keeps argv)."""
     import re
+
     text = re.sub(r"(postgres(?:ql)?://[^:/@\s]*):[^@\s]*@", r"\1@", text)
     return re.sub(r"(password=)[^&\s'\"]*", r"\1***", text)
 
@@ -272,7 +375,7 @@ def _one_line(text: object) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     status = _main(argv)
-    if argv is None:   # this process's own command line: a run's or restore's last moments
+    if argv is None:  # this process's own command line: a run's or restore's last moments
         _exit_with_late_signal(status)
     return status
 
@@ -286,12 +389,16 @@ def _exit_with_late_signal(status: int) -> None:
     if signals is None or not signals.catching_after_exit():
         return
     import atexit
+
     atexit._run_exitfuncs()
     late = signals.late_signal()
     if late is not None and status in (0, EXIT_RUN_FAILED):
         if not signals.late_reported():
-            print(f"mmbench: {signals.signal_name(late)} arrived as it ended; nothing was cut short "
-                  f"({signals.late_context})", file=sys.stderr)
+            print(
+                f"mmbench: {signals.signal_name(late)} arrived as it ended; nothing was cut short "
+                f"({signals.late_context})",
+                file=sys.stderr,
+            )
         status = 130 if late == signal.SIGINT else 143
     try:
         sys.stdout.flush()
@@ -315,7 +422,7 @@ def _main(argv: list[str] | None) -> int:
     except BrokenPipeError:
         _quiet_stdout()
         return 0
-    except KeyboardInterrupt:   # Ctrl-C in a command that changes nothing: no traceback
+    except KeyboardInterrupt:  # Ctrl-C in a command that changes nothing: no traceback
         print("mmbench: interrupted", file=sys.stderr)
         return 130
     except OSError as e:
@@ -324,7 +431,7 @@ def _main(argv: list[str] | None) -> int:
         # a path the user gave (or the store holds) cannot be read or written: bad input, one line
         print(f"mmbench: error: {e.filename}: {e.strerror or _one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
-    except Exception as e:   # a bug: one line, never exit 1, the traceback kept for a report
+    except Exception as e:  # a bug: one line, never exit 1, the traceback kept for a report
         return _internal(e)
 
 
@@ -339,8 +446,10 @@ def _quiet_stdout() -> None:
 
 def _internal(e: BaseException) -> int:
     path = _save_traceback(e)
-    print(f"mmbench: internal error: {type(e).__name__}: {_one_line(e)[:200]} (traceback saved in {path})",
-          file=sys.stderr)
+    print(
+        f"mmbench: internal error: {type(e).__name__}: {_one_line(e)[:200]} (traceback saved in {path})",
+        file=sys.stderr,
+    )
     return EXIT_INTERNAL
 
 

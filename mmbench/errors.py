@@ -30,8 +30,8 @@ class Interrupted(BaseException):
 # regression was found" (``compare --fail-on-regression``) so a CI gate can trust it.
 EXIT_OK = 0
 EXIT_REGRESSION = 1
-EXIT_USAGE = 2          # bad input: arguments, suite files, imported files, a damaged store
-EXIT_UNSUPPORTED = 3    # the kernel or machine lacks a feature or tool
-EXIT_NOT_RESTORED = 4   # a run or restore could not put every change back (journaled)
-EXIT_RUN_FAILED = 5     # the run was stored but is not complete (failed or incomplete iterations)
-EXIT_INTERNAL = 70      # a bug in mmbench (EX_SOFTWARE): one line plus a saved traceback
+EXIT_USAGE = 2  # bad input: arguments, suite files, imported files, a damaged store
+EXIT_UNSUPPORTED = 3  # the kernel or machine lacks a feature or tool
+EXIT_NOT_RESTORED = 4  # a run or restore could not put every change back (journaled)
+EXIT_RUN_FAILED = 5  # the run was stored but is not complete (failed or incomplete iterations)
+EXIT_INTERNAL = 70  # a bug in mmbench (EX_SOFTWARE): one line plus a saved traceback

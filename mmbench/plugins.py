@@ -21,7 +21,7 @@ from typing import Any
 class Kind:
     package: str
     base_module: str
-    bases: tuple[str, ...]    # the first is the kind's interface; all are excluded as plugins
+    bases: tuple[str, ...]  # the first is the kind's interface; all are excluded as plugins
 
 
 KINDS: dict[str, Kind] = {
@@ -41,15 +41,20 @@ def _check(kind: str, cls: type) -> str | None:
     from typing import get_args
 
     from mmbench.model.results import MeanKind, MetricKind
-    for m in getattr(cls, "metrics", None) or []:   # a stored run must read back (model/files.py)
+
+    for m in getattr(cls, "metrics", None) or []:  # a stored run must read back (model/files.py)
         if m.kind not in get_args(MetricKind) or (m.mean is not None and m.mean not in get_args(MeanKind)):
-            return (f"{kind} {cls.name!r}: metric {m.name!r} has kind {m.kind!r} / mean {m.mean!r}; "
-                    f"kinds: {', '.join(get_args(MetricKind))}")
+            return (
+                f"{kind} {cls.name!r}: metric {m.name!r} has kind {m.kind!r} / mean {m.mean!r}; "
+                f"kinds: {', '.join(get_args(MetricKind))}"
+            )
     params = getattr(cls, "params", None) or {}
     bad = sorted(RESERVED_PARAMS & set(params))
-    if bad:   # exporters declare no parameters
-        return (f"{kind} {cls.name!r} declares the parameter {bad[0]!r}, a name the suite grammar "
-                f"reserves ({', '.join(sorted(RESERVED_PARAMS))}); rename it")
+    if bad:  # exporters declare no parameters
+        return (
+            f"{kind} {cls.name!r} declares the parameter {bad[0]!r}, a name the suite grammar "
+            f"reserves ({', '.join(sorted(RESERVED_PARAMS))}); rename it"
+        )
     return None
 
 
@@ -71,8 +76,13 @@ def plugins(kind: str) -> dict[str, type]:
             errors[mod.name] = f"{type(e).__name__}: {e}"
             continue
         for obj in vars(module).values():
-            if (isinstance(obj, type) and issubclass(obj, bases[0]) and obj not in bases
-                    and obj.__module__ == module.__name__ and getattr(obj, "name", "")):
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, bases[0])
+                and obj not in bases
+                and obj.__module__ == module.__name__
+                and getattr(obj, "name", "")
+            ):
                 problem = _check(kind, obj)
                 if problem:
                     errors[mod.name] = problem
@@ -93,8 +103,11 @@ def module_names(kind: str) -> list[str]:
     """Plugin module names of ``kind`` without importing them (cheap: the CLI's ``--format``
     choices; an exporter's ``name`` is its module's name, which the tests check)."""
     package = importlib.import_module(KINDS[kind].package)
-    return sorted(m.name for m in pkgutil.iter_modules(package.__path__)
-                  if not m.name.startswith("_") and m.name != "base" and not m.ispkg)
+    return sorted(
+        m.name
+        for m in pkgutil.iter_modules(package.__path__)
+        if not m.name.startswith("_") and m.name != "base" and not m.ispkg
+    )
 
 
 @cache

@@ -12,11 +12,12 @@ from importlib import metadata
 
 def _key(version: str) -> object:
     try:
-        from packaging.version import Version   # with matplotlib; the fallback reads releases only
+        from packaging.version import Version  # with matplotlib; the fallback reads releases only
+
         return Version(version)
     except Exception:
         pass
-    out = []   # "2.4.6" -> (2, 4, 6)
+    out = []  # "2.4.6" -> (2, 4, 6)
     for part in version.split("+")[0].split("."):
         digits = "".join(c for c in part if c.isdigit()) if part[:1].isdigit() else ""
         out.append(int(digits) if digits else -1)

@@ -23,10 +23,10 @@ def stored_doc(path: Path) -> dict:
     """A stored JSON document without its digest ("blake2b", model/files.py), for a test that edits
     it by hand as a user may: an edited document that keeps its digest reads as damaged."""
     import json
+
     doc = json.loads(Path(path).read_text())
     doc.pop("blake2b", None)
     return doc
-
 
 
 def store_records(root: Path, *runs) -> str:
@@ -34,16 +34,25 @@ def store_records(root: Path, *runs) -> str:
     at ``root``; returns the directory as ``--results`` takes it."""
     from mmbench.model.results import WorkloadRun
     from mmbench.store import open_store
+
     store = open_store(root)
     for run in runs:
-        w = store.create_run(run.name, force=True, suite_text=run.suite_text, suite_hash="x", suite_effective={},
-                             fingerprint={}, settings={})
+        w = store.create_run(
+            run.name,
+            force=True,
+            suite_text=run.suite_text,
+            suite_hash="x",
+            suite_effective={},
+            fingerprint={},
+            settings={},
+        )
         for wr in run.workloads:
             w.add_workload(WorkloadRun(wr.label, wr.plugin, {}, wr.metrics, []))
             for it in wr.iterations:
                 w.add_iteration(it)
         w.finish("complete")
     return str(root)
+
 
 def is_root() -> bool:
     return os.geteuid() == 0
@@ -52,19 +61,27 @@ def is_root() -> bool:
 needs_root = pytest.mark.skipif(not is_root(), reason="needs root: changes sysctls and creates cgroups")
 
 
-def mmbench(*args: str, check: bool = False, timeout: float = 300, env: dict | None = None,
-            **kw) -> subprocess.CompletedProcess:
+def mmbench(
+    *args: str, check: bool = False, timeout: float = 300, env: dict | None = None, **kw
+) -> subprocess.CompletedProcess:
     """Run the CLI as a user would, in a subprocess."""
-    proc = subprocess.run([sys.executable, "-m", "mmbench", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})}, **kw)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mmbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        **kw,
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"mmbench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}\n{proc.stdout}")
     return proc
 
 
 def start_mmbench(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "mmbench", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "mmbench", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def wait_for(predicate, timeout: float = 60.0, interval: float = 0.05) -> bool:
@@ -94,10 +111,12 @@ def results(tmp_path: Path) -> Path:
 @pytest.fixture
 def suite_file(tmp_path: Path):
     """Write a suite file from text; returns its path."""
+
     def write(text: str, name: str = "suite.toml") -> Path:
         p = tmp_path / name
         p.write_text(text)
         return p
+
     return write
 
 
@@ -105,6 +124,7 @@ def suite_file(tmp_path: Path):
 def pg_server():
     """A real PostgreSQL server for this test session (see bench/lib/pgserver.py)."""
     from pgserver import PgServer, pg_bindir
+
     if pg_bindir() is None:
         pytest.skip("PostgreSQL server is not installed (scripts/setup.sh --test installs Debian's postgresql)")
     server = PgServer()

@@ -14,7 +14,9 @@ import re
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 from dataclasses import dataclass, field
 
-_CELL = re.compile(r"(?<!\S)(-?\d+\.\d+|-?nan|NaN|-?inf)(?:\s*([(*])\s*(-?\d+\.\d+)%[)*])?(?:\s*([(*])\s*([+-]\d+\.\d+)s[)*])?")
+_CELL = re.compile(
+    r"(?<!\S)(-?\d+\.\d+|-?nan|NaN|-?inf)(?:\s*([(*])\s*(-?\d+\.\d+)%[)*])?(?:\s*([(*])\s*([+-]\d+\.\d+)s[)*])?"
+)
 
 
 @dataclass
@@ -22,7 +24,7 @@ class Cell:
     value: str
     pct: str | None = None
     significant: bool = False
-    cidiff: str | None = None      # the ratio summary's "(+0.06s)"
+    cidiff: str | None = None  # the ratio summary's "(+0.06s)"
 
 
 @dataclass
@@ -41,12 +43,12 @@ class Block:
             return "vmstat"
         if first == "Ops" and op.startswith("TTWU"):
             return "schedstat"
-        if first in ("Ratio", "Gmean"):     # a benchmark without ops: only its Gmean row
+        if first in ("Ratio", "Gmean"):  # a benchmark without ops: only its Gmean row
             return "ratio"
         if first == "Percentage" and op.startswith("huge-"):
-            return "huge"            # thpscale's "Percentage Faults Huge" (ExtractThpscalecounts.pm)
+            return "huge"  # thpscale's "Percentage Faults Huge" (ExtractThpscalecounts.pm)
         if first == "Percentage" and op.startswith(("local-", "remote-", "uncertain-")):
-            return "locality"        # thpscale's "Percentage Locality" (ExtractThpscalelocality.pm)
+            return "locality"  # thpscale's "Percentage Locality" (ExtractThpscalelocality.pm)
         if first == "Amean" and op.endswith("-avgqusz"):
             return "iostat"
         return "table"
@@ -61,8 +63,15 @@ def parse(text: str, runs: list[str]) -> list[Block]:
     title = None
     while i < len(lines):
         line = lines[i]
-        if i + 1 < len(lines) and not _CELL.search(line) and line.strip() and not _CELL.search(lines[i + 1]) \
-                and lines[i + 1].strip() and i + 2 < len(lines) and _CELL.search(lines[i + 2]):
+        if (
+            i + 1 < len(lines)
+            and not _CELL.search(line)
+            and line.strip()
+            and not _CELL.search(lines[i + 1])
+            and lines[i + 1].strip()
+            and i + 2 < len(lines)
+            and _CELL.search(lines[i + 2])
+        ):
             top, bottom = line.split(), lines[i + 1].split()
             names = [f"{a}-{b}" if b else a for a, b in zip(top, bottom)]
             unknown = [n for n in names if n not in runs]
@@ -73,7 +82,7 @@ def parse(text: str, runs: list[str]) -> list[Block]:
                 row = lines[i]
                 first = _CELL.search(row)
                 assert first is not None
-                label = _ANSI.sub("", row[:first.start()]).split()   # MMTests prints iostat's colours
+                label = _ANSI.sub("", row[: first.start()]).split()  # MMTests prints iostat's colours
                 cells = [Cell(m[1], m[3], m[2] == "*", m[5]) for m in _CELL.finditer(row)]
                 blk.rows.append((label[0], " ".join(label[1:]), cells))
                 i += 1
@@ -96,17 +105,28 @@ def same(got: float | None, cell: str) -> bool:
     return fmt(got) == cell or (got is None and cell.lower() == "nan")
 
 
-def check(blocks: list[Block], comparison: dict, bench_order: list[str], *,
-          sections: tuple[str, ...] = ("table", "huge", "locality", "duration", "vmstat", "schedstat",
-                                               "iostat")) -> int:
+def check(
+    blocks: list[Block],
+    comparison: dict,
+    bench_order: list[str],
+    *,
+    sections: tuple[str, ...] = ("table", "huge", "locality", "duration", "vmstat", "schedstat", "iostat"),
+) -> int:
     """Assert that every MMTests cell of ``blocks`` equals mmbench's row of the same section, op and
     statistic (value and percentage to MMTests' two decimals, significance marks); returns the
     number of cells checked, which is every cell of every block of those kinds: a block of another
     kind is an error, not a skip."""
     by_title = {s["title"]: s for s in comparison["sections"]}
-    kinds = {"table": "{b}", "duration": "duration: {b}", "vmstat": "vmstat: {b}",
-             "schedstat": "schedstat: {b}", "ratio": "ratio: {b}", "iostat": "iostat: {b}",
-             "huge": "percentage faults huge: {b}", "locality": "percentage locality: {b}"}
+    kinds = {
+        "table": "{b}",
+        "duration": "duration: {b}",
+        "vmstat": "vmstat: {b}",
+        "schedstat": "schedstat: {b}",
+        "ratio": "ratio: {b}",
+        "iostat": "iostat: {b}",
+        "huge": "percentage faults huge: {b}",
+        "locality": "percentage locality: {b}",
+    }
     # MMTests prints each benchmark's blocks in turn: assign blocks to benchmarks in that order
     bench_iter = iter(bench_order)
     bench = None
@@ -128,15 +148,18 @@ def check(blocks: list[Block], comparison: dict, bench_order: list[str], *,
                 assert same(got, cell.value), f"{sec['title']} {stat} {op} {run}: mmbench {got!r}, MMTests {cell.value}"
                 if cell.cidiff is not None:
                     c = {x["stat"]: x for x in sec["rows"] if x["metric"] == op}["CIdiff"]["values"][run]
-                    assert c is not None and f"{c:+.2f}" == cell.cidiff, \
+                    assert c is not None and f"{c:+.2f}" == cell.cidiff, (
                         f"{sec['title']} {stat} {op} {run}: cidiff mmbench {c!r}, MMTests {cell.cidiff}"
+                    )
                 if cell.pct is not None:
                     pct = r["pct"][run]
-                    assert pct is not None and f"{pct:.2f}" == cell.pct, \
+                    assert pct is not None and f"{pct:.2f}" == cell.pct, (
                         f"{sec['title']} {stat} {op} {run}: mmbench {pct!r}%, MMTests {cell.pct}%"
-                    assert bool(r["significant"][run]) == cell.significant, \
-                        f"{sec['title']} {stat} {op} {run}: significance mmbench {r['significant'][run]}, " \
+                    )
+                    assert bool(r["significant"][run]) == cell.significant, (
+                        f"{sec['title']} {stat} {op} {run}: significance mmbench {r['significant'][run]}, "
                         f"MMTests {cell.significant}"
+                    )
                 checked += 1
     return checked
 
@@ -161,7 +184,9 @@ def check_monitor_views(text: str, comparison: dict, runs: list[str]) -> int:
             assert r is not None, f"{sec['title']}: no row {stat} {heading}"
             for run, cell in zip(blocks[0].runs, cells):
                 got = r["values"][run]
-                assert same(got, cell.value), f"{sec['title']} {stat} {heading} {run}: mmbench {got!r}, MMTests {cell.value}"
+                assert same(got, cell.value), (
+                    f"{sec['title']} {stat} {heading} {run}: mmbench {got!r}, MMTests {cell.value}"
+                )
                 checked += 1
     return checked
 

@@ -17,8 +17,7 @@ from mmbench.commands.run import parse_until
 from mmbench.driver.rounds import Arm, run_rounds
 from mmbench.errors import UsageError
 
-SMALL = ["--set", "budget=256M", "--set", "faultin.size=32M", "--set", "faultin.passes=2",
-         "--set", "warmup=0"]
+SMALL = ["--set", "budget=256M", "--set", "faultin.size=32M", "--set", "faultin.passes=2", "--set", "warmup=0"]
 
 
 def test_until_grammar():
@@ -30,6 +29,7 @@ def test_until_grammar():
 
 def test_intervals_match_scipy():
     from scipy import stats
+
     assert math.isclose(t975(4), stats.t.ppf(0.975, 4), rel_tol=1e-7)
     x = [100.0, 103.0, 98.0, 101.0]
     m, sd = sum(x) / 4, stats.tstd(x)
@@ -38,7 +38,8 @@ def test_intervals_match_scipy():
     la, lb = [math.log(v) for v in base], [math.log(v) for v in new]
     va, vb = stats.tvar(la) / 3, stats.tvar(lb) / 4
     from mmbench.analysis.significance import welch_df
-    df = welch_df(va, vb, 3, 4)              # compare's df (bounded at unequal n, issue 22 item 5)
+
+    df = welch_df(va, vb, 3, 4)  # compare's df (bounded at unequal n, issue 22 item 5)
     want = (math.exp(stats.t.ppf(0.975, df) * math.sqrt(va + vb)) - 1) * 100
     assert math.isclose(ratio_halfwidth_pct(base, new), want, rel_tol=1e-7)
     assert own_halfwidth_pct([5.0]) == math.inf and ratio_halfwidth_pct([1.0, 1.0], [2.0, 2.0]) == 0.0
@@ -49,8 +50,9 @@ def test_until_flags_are_checked(results, suite_file):
     assert out.returncode == 2 and "--until" in out.stderr
     out = mmbench("run", "--config", "smoke", "--results", str(results), "--baseline", "b", "n")
     assert out.returncode == 2 and "--baseline goes with --until" in out.stderr
-    out = mmbench("run", "--config", "smoke", "--results", str(results), "--until", "ci<5%",
-                  "--max-iterations", "2", "n")
+    out = mmbench(
+        "run", "--config", "smoke", "--results", str(results), "--until", "ci<5%", "--max-iterations", "2", "n"
+    )
     assert out.returncode == 2 and "--max-iterations" in out.stderr
     bad = suite_file('[suite]\nheadline = ["Fault throughputt"]\n[[workload]]\nname = "faultin"\n')
     out = mmbench("run", "--config", str(bad), "--results", str(results), "n")
@@ -67,23 +69,46 @@ def test_stops_early_on_a_quiet_headline(results, suite_file):
     """THP Active under thp=always is the same every iteration: the interval is 0 after the minimum
     of 3 iterations, so the run stops there."""
     from mmbench.config.load import find_suite
-    text = find_suite("smoke").read_text().replace("[suite]\n", "[suite]\nheadline = [\"THP Active\"]\n", 1)
+
+    text = find_suite("smoke").read_text().replace("[suite]\n", '[suite]\nheadline = ["THP Active"]\n', 1)
     suite = suite_file(text, "smoke-quiet.toml")
-    out = mmbench("run", "--config", str(suite), "--results", str(results), *SMALL, "--until", "ci<1%",
-                  "--max-iterations", "10", "loose")
+    out = mmbench(
+        "run",
+        "--config",
+        str(suite),
+        "--results",
+        str(results),
+        *SMALL,
+        "--until",
+        "ci<1%",
+        "--max-iterations",
+        "10",
+        "loose",
+    )
     assert out.returncode == 0, out.stderr
     assert "stopped after 3 measured iterations as planned (+3 pilot" in out.stderr
     assert "THP Active ±0.00%" in out.stderr
     its = sorted((results / "loose" / "faultin").glob("iter-*"))
     assert len(its) == 6
     warm = [json.loads((p / "result.json").read_text())["warmup"] for p in its]
-    assert warm == [True] * 3 + [False] * 3              # the pilot is warm-up: never tested
+    assert warm == [True] * 3 + [False] * 3  # the pilot is warm-up: never tested
 
 
 @needs_root
 def test_stops_at_max_iterations_on_an_unreachable_target(results):
-    out = mmbench("run", "--config", "smoke", "--results", str(results), *SMALL, "--until", "ci<0.0001%",
-                  "--max-iterations", "4", "tight")
+    out = mmbench(
+        "run",
+        "--config",
+        "smoke",
+        "--results",
+        str(results),
+        *SMALL,
+        "--until",
+        "ci<0.0001%",
+        "--max-iterations",
+        "4",
+        "tight",
+    )
     assert out.returncode == 0, out.stderr
     assert "more than --max-iterations 4" in out.stderr and "not reached" in out.stderr
     assert len(list((results / "tight" / "faultin").glob("iter-*"))) == 3 + 4
@@ -92,9 +117,25 @@ def test_stops_at_max_iterations_on_an_unreachable_target(results):
 
 @needs_root
 def test_baseline_configuration_interleaved(results):
-    out = mmbench("run", "--config", "smoke", "--results", str(results), *SMALL, "--set", "thp.enabled=always",
-                  "--until", "ci<1000%", "--max-iterations", "3", "--baseline", "nothp",
-                  "--baseline-set", "thp.enabled=never", "thp")
+    out = mmbench(
+        "run",
+        "--config",
+        "smoke",
+        "--results",
+        str(results),
+        *SMALL,
+        "--set",
+        "thp.enabled=always",
+        "--until",
+        "ci<1000%",
+        "--max-iterations",
+        "3",
+        "--baseline",
+        "nothp",
+        "--baseline-set",
+        "thp.enabled=never",
+        "thp",
+    )
     assert out.returncode == 0, out.stderr
     starts = []
     for name in ("nothp", "thp"):
@@ -141,29 +182,41 @@ def _fake_campaign(tmp_path, values, **kw):
     import types
     from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
     from mmbench.store import open_store
+
     metric = MetricDef("tput", "MB/s", "higher", "rate")
-    suite = types.SimpleNamespace(headline=["tput"], workloads=[
-        types.SimpleNamespace(label="w", plugin="sim", iterations=3, warmup=0, metrics=[metric])])
+    suite = types.SimpleNamespace(
+        headline=["tput"],
+        workloads=[types.SimpleNamespace(label="w", plugin="sim", iterations=3, warmup=0, metrics=[metric])],
+    )
     feed = iter(values)
     store = open_store(tmp_path / "res")
 
     def run_suite(s, name, st, force, progress):
-        w = st.create_run(name, force=True, suite_text="", suite_hash="x", suite_effective={},
-                          fingerprint={}, settings={})
+        w = st.create_run(
+            name, force=True, suite_text="", suite_hash="x", suite_effective={}, fingerprint={}, settings={}
+        )
         wl = s.workloads[0]
         w.add_workload(WorkloadRun("w", "sim", {}, [metric], []))
         for i in range(wl.warmup + wl.iterations):
             w.add_iteration(IterationResult("w", i, i < wl.warmup, "ok", samples={"tput": [next(feed)]}))
         w.finish("complete")
         return "complete"
+
     log = _Log()
     until = kw.pop("until")
     arms = kw.pop("arms", None)
     baseline = kw.pop("baseline", None)
     arms = [Arm(a, suite, run_suite) for a in arms] if arms else [Arm("new", suite, run_suite)]
-    status, why = run_rounds(arms, store, until=parse_until(until) if until else None,
-                             fixed_baseline=None if len(arms) == 2 else baseline,
-                             max_iterations=kw.pop("max_iterations", 30), max_time=None, force=True, progress=log)
+    status, why = run_rounds(
+        arms,
+        store,
+        until=parse_until(until) if until else None,
+        fixed_baseline=None if len(arms) == 2 else baseline,
+        max_iterations=kw.pop("max_iterations", 30),
+        max_time=None,
+        force=True,
+        progress=log,
+    )
     return store, status, why, log.lines
 
 
@@ -171,8 +224,8 @@ def test_until_pilot_is_warmup_and_the_size_is_fixed_before_measuring(tmp_path, 
     # issue 22 item 4: a pilot of 3 rounds sizes the run and is left out of every statistic; the
     # measured iterations are exactly the planned number whatever they show
     monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
-    pilot = [100.0, 103.0, 98.0]                      # 2.5 % spread: ci<2% needs 9 measured iterations
-    measured = [100.0] * 20                           # identical: the old rule stopped after 3 of these
+    pilot = [100.0, 103.0, 98.0]  # 2.5 % spread: ci<2% needs 9 measured iterations
+    measured = [100.0] * 20  # identical: the old rule stopped after 3 of these
     store, status, why, lines = _fake_campaign(tmp_path, pilot + measured, until="ci<2%")
     assert status == "complete" and "9 measured iterations planned" in lines[-1]
     run = store.load_run("new")
@@ -185,23 +238,26 @@ def test_until_against_a_stored_baseline_says_unreachable_first(tmp_path, monkey
     monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
     from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
     from mmbench.store import open_store
+
     store = open_store(tmp_path / "res")
-    w = store.create_run("old", force=True, suite_text="", suite_hash="x", suite_effective={}, fingerprint={},
-                         settings={})
+    w = store.create_run(
+        "old", force=True, suite_text="", suite_hash="x", suite_effective={}, fingerprint={}, settings={}
+    )
     w.add_workload(WorkloadRun("w", "sim", {}, [MetricDef("tput", "MB/s", "higher", "rate")], []))
     for i, v in enumerate([100.0, 103.0, 98.0]):
         w.add_iteration(IterationResult("w", i, False, "ok", samples={"tput": [v]}))
     w.finish("complete")
     _, status, why, lines = _fake_campaign(tmp_path, [100.0] * 40, until="ci<2%", baseline="old")
-    assert "unreachable against this baseline" in " ".join(lines[:2])          # said before the run
+    assert "unreachable against this baseline" in " ".join(lines[:2])  # said before the run
     assert "measured iterations planned" in lines[0] and "not reached" in why
 
 
 def test_fixed_rounds_with_arm_runners(tmp_path, monkeypatch):
     # without --until (A/B kernels, helper kbuild): exactly max_iterations rounds per arm, no pilot
     monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
-    store, status, why, _ = _fake_campaign(tmp_path, [100.0] * 10, until=None, baseline="old",
-                                           arms=["old", "new"], max_iterations=2)
+    store, status, why, _ = _fake_campaign(
+        tmp_path, [100.0] * 10, until=None, baseline="old", arms=["old", "new"], max_iterations=2
+    )
     assert status == "complete" and why.startswith("ran 2 rounds")
     for name in ("old", "new"):
         assert [it.warmup for it in store.load_run(name).workloads[0].iterations] == [False, False]
@@ -214,17 +270,21 @@ def test_a_guest_panic_reruns_its_round_once_and_is_said(tmp_path, monkeypatch):
     import types
     from mmbench.model.results import IterationResult, MetricDef, WorkloadRun
     from mmbench.store import open_store
+
     monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
     metric = MetricDef("tput", "MB/s", "higher", "rate")
-    suite = types.SimpleNamespace(headline=["tput"], workloads=[
-        types.SimpleNamespace(label="w", plugin="sim", iterations=1, warmup=0, metrics=[metric])])
+    suite = types.SimpleNamespace(
+        headline=["tput"],
+        workloads=[types.SimpleNamespace(label="w", plugin="sim", iterations=1, warmup=0, metrics=[metric])],
+    )
     panics = {"new.round1", "new.round2", "new.round2.retry"}
     calls = []
 
     def runner(s, name, st, force, progress):
         calls.append(name)
-        w = st.create_run(name, force=True, suite_text="", suite_hash="x", suite_effective={},
-                          fingerprint={}, settings={})
+        w = st.create_run(
+            name, force=True, suite_text="", suite_hash="x", suite_effective={}, fingerprint={}, settings={}
+        )
         w.add_workload(WorkloadRun("w", "sim", {}, [metric], []))
         if name in panics:
             w.finish("failed", note="the guest kernel panicked; console: Kernel panic - not syncing")
@@ -236,15 +296,23 @@ def test_a_guest_panic_reruns_its_round_once_and_is_said(tmp_path, monkeypatch):
     class Log(_Log):
         def warn(self, text):
             self.lines.append("WARN " + text)
+
     log = Log()
     store = open_store(tmp_path / "res")
-    status, why = run_rounds([Arm("old", suite, runner, retry_panics=True), Arm("new", suite, runner, retry_panics=True)],
-                             store, until=None, fixed_baseline=None, max_iterations=3, max_time=None, force=True,
-                             progress=log)
-    assert calls[:4] == ["old.round0", "new.round0", "new.round1", "new.round1.retry"]   # round 1: B A
-    assert calls[4] == "old.round1"                          # the panic's round ran once more first
+    status, why = run_rounds(
+        [Arm("old", suite, runner, retry_panics=True), Arm("new", suite, runner, retry_panics=True)],
+        store,
+        until=None,
+        fixed_baseline=None,
+        max_iterations=3,
+        max_time=None,
+        force=True,
+        progress=log,
+    )
+    assert calls[:4] == ["old.round0", "new.round0", "new.round1", "new.round1.retry"]  # round 1: B A
+    assert calls[4] == "old.round1"  # the panic's round ran once more first
     warned = [l for l in log.lines if l.startswith("WARN")]
     assert len(warned) == 2 and "panicked" in warned[0] and "running the round once more" in warned[0]
     assert calls[-2:] == ["new.round2", "new.round2.retry"]  # another round's panic: rerun too
-    assert status == "failed" and "round 3 of new" in why and "panicked" in why   # its rerun panicked
-    assert len(store.load_run("new").workloads[0].iterations) == 2   # round 0 and round 1's retry kept
+    assert status == "failed" and "round 3 of new" in why and "panicked" in why  # its rerun panicked
+    assert len(store.load_run("new").workloads[0].iterations) == 2  # round 0 and round 1's retry kept

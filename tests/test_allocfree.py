@@ -21,7 +21,7 @@ done rounds 2
 def test_parse_allocfree():
     assert parse_allocfree(OUT, "pipe") == [3906.7, 3837.5]
     with pytest.raises(WorkloadError, match="printed no complete result"):
-        parse_allocfree(OUT.replace("done rounds 2\n", ""), "pipe")   # killed before the end
+        parse_allocfree(OUT.replace("done rounds 2\n", ""), "pipe")  # killed before the end
     with pytest.raises(WorkloadError, match="allocfree -m anon printed no complete result"):
         parse_allocfree(OUT, "anon")
 
@@ -47,8 +47,9 @@ def test_allocfree_checks_its_parameters():
 
 @needs_root
 def test_allocfree_measures_both_modes(tmp_path):
-    r = run_workload("allocfree", {"duration": "1s", "rounds": 4, "threads": 2, "batch": 64},
-                     budget="128M", outdir=tmp_path)
+    r = run_workload(
+        "allocfree", {"duration": "1s", "rounds": 4, "threads": 2, "batch": 64}, budget="128M", outdir=tmp_path
+    )
     assert r.status == "ok", r.reason
     assert set(r.samples) == set(MODES.values()) | {RATIO}
     for name in MODES.values():

@@ -19,15 +19,27 @@ PKG = Path(mmbench.__file__).parent
 
 # stage → rank; a module may import ranks <= its own.
 STAGES = {
-    "model": 0, "errors": 0, "plugins": 0, "guest": 0, "cbuild": 0, "__init__": 0,
+    "model": 0,
+    "errors": 0,
+    "plugins": 0,
+    "guest": 0,
+    "cbuild": 0,
+    "__init__": 0,
     "config": 1,
     "kbuild": 2,
-    "run": 3, "vm": 3, "workloads": 3, "monitors": 3,
-    "store": 4, "importers": 4,
+    "run": 3,
+    "vm": 3,
+    "workloads": 3,
+    "monitors": 3,
+    "store": 4,
+    "importers": 4,
     "analysis": 5,
     "report": 6,
     "driver": 7,
-    "cli": 8, "commands": 8, "fleet": 8, "__main__": 8,
+    "cli": 8,
+    "commands": 8,
+    "fleet": 8,
+    "__main__": 8,
 }
 PLUGIN_PACKAGES = ("workloads", "monitors")
 # stages of one rank that must not import each other (the fleet stands beside the commands)
@@ -64,8 +76,11 @@ def private_names(path: Path, module: str) -> list[tuple[int, str]]:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("mmbench"):
             if node.module.rsplit(".", 1)[0] == package or node.module == package:
                 continue
-            out += [(node.lineno, f"{node.module}.{a.name}") for a in node.names
-                    if a.name.startswith("_") and not a.name.startswith("__")]
+            out += [
+                (node.lineno, f"{node.module}.{a.name}")
+                for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")
+            ]
     return out
 
 
@@ -82,9 +97,12 @@ def imports(path: Path, module: str) -> list[tuple[int, str]]:
 def imports_of(node: ast.Import | ast.ImportFrom, path: Path, module: str) -> list[tuple[int, str]]:
     out = []
     if isinstance(node, ast.ImportFrom):
-        if node.level:   # relative: resolve against the package
-            base = module.split(".")[:-node.level] if not path.name == "__init__.py" else \
-                module.split(".")[:len(module.split(".")) - node.level + 1]
+        if node.level:  # relative: resolve against the package
+            base = (
+                module.split(".")[: -node.level]
+                if not path.name == "__init__.py"
+                else module.split(".")[: len(module.split(".")) - node.level + 1]
+            )
             name = ".".join(base + ([node.module] if node.module else []))
         else:
             name = node.module or ""
@@ -131,8 +149,7 @@ def violations() -> list[str]:
 def module_graph() -> dict[str, set[str]]:
     """Module → the package's modules it imports."""
     names = {m for _, m in modules()}
-    return {module: {t for _, t in imports(path, module) if t in names and t != module}
-            for path, module in modules()}
+    return {module: {t for _, t in imports(path, module) if t in names and t != module} for path, module in modules()}
 
 
 def circles(graph: dict[str, set[str]]) -> list[set[str]]:
@@ -191,9 +208,13 @@ def test_imports_flow_one_way():
 def test_nothing_below_the_commands_sees_argparse():
     """The command line is parsed once, into a request (model/request.py), at the top."""
     top = max(STAGES.values())
-    bad = [f"{p.relative_to(PKG.parent)}:{n.lineno}" for p, m in modules() if STAGES[stage_of(m)] < top
-           for n, _ in import_nodes(p)
-           if "argparse" in ([a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""])]
+    bad = [
+        f"{p.relative_to(PKG.parent)}:{n.lineno}"
+        for p, m in modules()
+        if STAGES[stage_of(m)] < top
+        for n, _ in import_nodes(p)
+        if "argparse" in ([a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""])
+    ]
     assert bad == []
 
 

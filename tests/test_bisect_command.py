@@ -33,11 +33,18 @@ SUITE = '[suite]\niterations = 1\nwarmup = 0\n[[workload]]\nname = "idle"\n[work
 
 
 def _git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@x", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@x",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x",
+        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -78,8 +85,9 @@ class Sim:
         if sha in self.fail:
             raise bis.MeasureFailed("does not build: kernel build failed: mm/f3.o: error")
         self.built.append(sha)
-        return GuestKernel(f"git:x@{sha}", Path("/nonexistent/bzImage"), "6.1.0", None, None,
-                           build={"objects_compiled": 6})
+        return GuestKernel(
+            f"git:x@{sha}", Path("/nonexistent/bzImage"), "6.1.0", None, None, build={"objects_compiled": 6}
+        )
 
     def arm_for(self, name: str, kernel: GuestKernel) -> Arm:
         sha = kernel.spec.split("@")[1]
@@ -90,15 +98,19 @@ class Sim:
             if self.stop_after is not None and self.rounds >= self.stop_after:
                 raise KeyboardInterrupt
             self.rounds += 1
-            w = store.create_run(part, force=True, suite_text="", suite_hash="x", suite_effective={},
-                                 fingerprint={}, settings={})
+            w = store.create_run(
+                part, force=True, suite_text="", suite_hash="x", suite_effective={}, fingerprint={}, settings={}
+            )
             w.add_workload(WorkloadRun("w", "sim", {}, [metric], []))
             value = (900.0 if bad else 1000.0) * (1 + self.rng.gauss(0, 0.01))
             w.add_iteration(IterationResult("w", 0, False, "ok", samples={"tput": [value]}))
             w.finish("complete")
             return "complete"
-        suite = types.SimpleNamespace(headline=["tput"], workloads=[
-            types.SimpleNamespace(label="w", plugin="sim", iterations=1, warmup=0, metrics=[metric])])
+
+        suite = types.SimpleNamespace(
+            headline=["tput"],
+            workloads=[types.SimpleNamespace(label="w", plugin="sim", iterations=1, warmup=0, metrics=[metric])],
+        )
         return Arm(name, suite, run)
 
 
@@ -106,8 +118,7 @@ def _request(tmp_path, repo, **kw) -> BisectRequest:
     suite = tmp_path / "s.toml"
     suite.write_text(SUITE)
     run = RunRequest(config=str(suite), name="bisect", results=str(tmp_path / "res"), quiet=True)
-    return BisectRequest(repo=str(repo), good="good", bad="bad", run=run,
-                         log=str(tmp_path / "bisect.json"), **kw)
+    return BisectRequest(repo=str(repo), good="good", bad="bad", run=run, log=str(tmp_path / "bisect.json"), **kw)
 
 
 def test_bisect_names_the_planted_commit_with_its_steps_and_cost(tmp_path, repo, capsys):
@@ -116,26 +127,25 @@ def test_bisect_names_the_planted_commit_with_its_steps_and_cost(tmp_path, repo,
     out = capsys.readouterr().out
     short = sim.first_bad[:12]
     assert f"first bad commit: {short} mm: page_alloc: the planted change" in out
-    assert "mm/page_alloc.c | 1 +" in out                    # its diffstat
+    assert "mm/page_alloc.c | 1 +" in out  # its diffstat
     assert "row: w/tput" in out or "row: tput" in out or "row: " in out
     steps = [line for line in out.splitlines() if line.startswith("step ")]
-    assert 3 <= len(steps) <= 5                                # ceil(log2 12) = 4, give or take a skip
+    assert 3 <= len(steps) <= 5  # ceil(log2 12) = 4, give or take a skip
     assert all("harmless edit" in s or "planted change" in s for s in steps)
     assert all(("good" in s or "bad" in s) and "error probability" in s and "round" in s for s in steps)
-    assert "error bound: 0.2 " in out                          # 4 steps x 5 %
+    assert "error bound: 0.2 " in out  # 4 steps x 5 %
     assert "kernel(s) built (" in out and "wall time" in out
     # every round stored as an ordinary run named after its commit
     names = open_store(tmp_path / "res").list_runs()
     assert any(r["name"].startswith(f"bisect-{short}-r1") for r in names)
     log = bis.load_log(tmp_path / "bisect.json")
     assert log.outcome.status == "found" and log.outcome.first_bad == sim.first_bad
-    assert len(sim.built) <= 4 + 2 + 4                       # ends once per call, steps once per round at most
+    assert len(sim.built) <= 4 + 2 + 4  # ends once per call, steps once per round at most
 
 
 def test_bisect_json_is_the_whole_log(tmp_path, repo, capsys):
     sim = Sim(repo)
-    assert cmd.bisect(_request(tmp_path, repo, json_out=True), kernel_for=sim.kernel_for,
-                      arm_for=sim.arm_for) == 0
+    assert cmd.bisect(_request(tmp_path, repo, json_out=True), kernel_for=sim.kernel_for, arm_for=sim.arm_for) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["format"] == "mmbench-bisect-log" and doc["outcome"]["first_bad"] == sim.first_bad
     assert doc["subjects"][sim.first_bad] == "mm: page_alloc: the planted change"
@@ -153,8 +163,7 @@ def test_interrupted_bisection_resumes_to_the_same_answer(tmp_path, repo, capsys
     assert cmd.bisect(req, kernel_for=part.kernel_for, arm_for=part.arm_for) == 130
     assert "every finished round is in the log: go on with --resume" in capsys.readouterr().err
     part.stop_after = None
-    assert cmd.bisect(dataclasses.replace(req, resume=True), kernel_for=part.kernel_for,
-                      arm_for=part.arm_for) == 0
+    assert cmd.bisect(dataclasses.replace(req, resume=True), kernel_for=part.kernel_for, arm_for=part.arm_for) == 0
     again = capsys.readouterr().out
     line = next(x for x in first.splitlines() if x.startswith("first bad commit"))
     assert line in again
@@ -165,7 +174,7 @@ def test_interrupted_bisection_resumes_to_the_same_answer(tmp_path, repo, capsys
 
 def test_a_commit_that_does_not_build_is_skipped(tmp_path, repo, capsys):
     order = _git(repo, "rev-list", "--reverse", "good..bad").split()
-    sim = Sim(repo, fail={order[5]})                           # the first step's commit (the middle)
+    sim = Sim(repo, fail={order[5]})  # the first step's commit (the middle)
     assert cmd.bisect(_request(tmp_path, repo), kernel_for=sim.kernel_for, arm_for=sim.arm_for) == 0
     out = capsys.readouterr().out
     assert f"{order[5][:12]} harmless edit 6: skipped (does not build: kernel build failed" in out
@@ -173,17 +182,25 @@ def test_a_commit_that_does_not_build_is_skipped(tmp_path, repo, capsys):
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mmbench", "bisect", *args], cwd=cwd, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    return subprocess.run(
+        [sys.executable, "-m", "mmbench", "bisect", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
 
 
-@pytest.mark.parametrize("args, says", [
-    (["good", "good"], "are the same commit"),
-    (["bad", "good"], "is not an ancestor of BAD"),
-    (["good", "nosuchref"], "BAD 'nosuchref': not a commit, tag or branch"),
-    (["good", "bad", "--good-runs", "a"], "--good-runs and --bad-runs go together"),
-    (["good", "bad", "--confidence", "1.5"], "--confidence: expected a probability"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["good", "good"], "are the same commit"),
+        (["bad", "good"], "is not an ancestor of BAD"),
+        (["good", "nosuchref"], "BAD 'nosuchref': not a commit, tag or branch"),
+        (["good", "bad", "--good-runs", "a"], "--good-runs and --bad-runs go together"),
+        (["good", "bad", "--confidence", "1.5"], "--confidence: expected a probability"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, repo, args, says):
     (tmp_path / "s.toml").write_text(SUITE)
     proc = _cli("linux", *args, "--config", "s.toml", cwd=tmp_path)
@@ -201,15 +218,41 @@ def test_a_log_that_exists_needs_resume(tmp_path, repo):
 def test_history_prints_the_bisect_command_for_a_change_point_between_git_commits(tmp_path):
     from mmbench.analysis.history import build_history
     from mmbench.report.history import render_text
+
     store = open_store(tmp_path / "res")
     metric = MetricDef("faults/sec", "faults/s", "higher", "rate")
-    values = [100.0, 101.0, 99.5, 100.4, 100.9, 99.8, 100.2, 99.9, 100.6,
-              120.2, 119.7, 121.0, 120.4, 119.9, 120.6, 120.1, 119.6, 120.8]
+    values = [
+        100.0,
+        101.0,
+        99.5,
+        100.4,
+        100.9,
+        99.8,
+        100.2,
+        99.9,
+        100.6,
+        120.2,
+        119.7,
+        121.0,
+        120.4,
+        119.9,
+        120.6,
+        120.1,
+        119.6,
+        120.8,
+    ]
     for i, v in enumerate(values):
         commit = ("a" if i < 9 else "b") * 40
         fp = {"host": "lab1", "kernel": {"release": "6.1.192", "git_repo": "/src/linux", "git_commit": commit}}
-        w = store.create_run(f"r{i:03}", force=True, suite_text="", suite_hash="h", settings={}, fingerprint=fp,
-                             suite_effective={"suite": {"iterations": 2}, "workload": [{"name": "pft"}]})
+        w = store.create_run(
+            f"r{i:03}",
+            force=True,
+            suite_text="",
+            suite_hash="h",
+            settings={},
+            fingerprint=fp,
+            suite_effective={"suite": {"iterations": 2}, "workload": [{"name": "pft"}]},
+        )
         w.meta["suite"] = "pft"
         w.add_workload(WorkloadRun("pft", "pft", {}, [metric]))
         for k in range(2):
@@ -217,14 +260,17 @@ def test_history_prints_the_bisect_command_for_a_change_point_between_git_commit
             w.add_iteration(IterationResult("pft", k, False, "ok", samples={"faults/sec": [v + 0.2 * k]}))
         w.finish("complete")
     series = build_history(store, machine="lab1", suite="pft")
-    cp, = series[0].change_points
-    assert cp.bisect == ("mmbench bisect /src/linux aaaaaaaaaaaa bbbbbbbbbbbb --config pft --row pft:faults/sec "
-                         "--good-runs r008 --bad-runs r009")
+    (cp,) = series[0].change_points
+    assert cp.bisect == (
+        "mmbench bisect /src/linux aaaaaaaaaaaa bbbbbbbbbbbb --config pft --row pft:faults/sec "
+        "--good-runs r008 --bad-runs r009"
+    )
     assert f"find the commit: {cp.bisect}" in render_text(series)
     from mmbench.analysis.history import bisect_command
+
     same = {"kernel.git_repo": "/src/linux", "kernel.git_commit": "a" * 40, "run": "x", "suite": "pft"}
-    assert bisect_command(same, dict(same, run="y"), "pft", "faults/sec") == ""      # one commit: nothing to bisect
-    assert bisect_command({"run": "x"}, same, "pft", "faults/sec") == ""               # not built from git
+    assert bisect_command(same, dict(same, run="y"), "pft", "faults/sec") == ""  # one commit: nothing to bisect
+    assert bisect_command({"run": "x"}, same, "pft", "faults/sec") == ""  # not built from git
 
 
 @needs_root
@@ -245,17 +291,39 @@ def test_fleet_bisection_runs_each_round_as_a_job(tmp_path, pg_url):
 
     def job_for(sha: str, name: str) -> RunRequest:
         slow = order.index(sha) >= order.index(first_bad)
-        return RunRequest(config=str(suite), name=name, sets=(f"idle.duration={'1.5s' if slow else '1s'}",),
-                          iterations=1, force=True, quiet=True)
+        return RunRequest(
+            config=str(suite),
+            name=name,
+            sets=(f"idle.duration={'1.5s' if slow else '1s'}",),
+            iterations=1,
+            force=True,
+            quiet=True,
+        )
+
     env = {**os.environ, "MMBENCH_AGENT_HEARTBEAT": "1", "MMBENCH_CACHE": str(tmp_path / "cache")}
     with open(tmp_path / "agent.log", "a") as fh:
-        agent = subprocess.Popen([sys.executable, "-m", "mmbench", "agent", "--queue", pg_url, "--tags", "lab"],
-                                 cwd=str(REPO_ROOT), env=env, stdout=fh, stderr=fh, start_new_session=True)
+        agent = subprocess.Popen(
+            [sys.executable, "-m", "mmbench", "agent", "--queue", pg_url, "--tags", "lab"],
+            cwd=str(REPO_ROOT),
+            env=env,
+            stdout=fh,
+            stderr=fh,
+            start_new_session=True,
+        )
     try:
         run = RunRequest(config=str(suite), name="bisect", results=pg_url, quiet=True)
-        req = BisectRequest(repo=str(r), good=order[0], bad=order[-1], run=run, row="duration:idle:Elapsed",
-                            log=str(tmp_path / "fleet.json"), queue=pg_url, machines="lab")
+        req = BisectRequest(
+            repo=str(r),
+            good=order[0],
+            bad=order[-1],
+            run=run,
+            row="duration:idle:Elapsed",
+            log=str(tmp_path / "fleet.json"),
+            queue=pg_url,
+            machines="lab",
+        )
         from mmbench.fleet.queue import fleet_rounds
+
         assert cmd.bisect(req, job_for=job_for, fleet_rounds=fleet_rounds) == 0
     finally:
         agent.send_signal(signal.SIGINT)
@@ -268,7 +336,7 @@ def test_fleet_bisection_runs_each_round_as_a_job(tmp_path, pg_url):
 
 
 def test_resume_before_the_first_log_keeps_the_pilot_rounds_stored(tmp_path, repo, capsys):
-    sim = Sim(repo, stop_after=4)                 # the good end's 3 pilot rounds done, the bad end's cut
+    sim = Sim(repo, stop_after=4)  # the good end's 3 pilot rounds done, the bad end's cut
     req = _request(tmp_path, repo)
     assert cmd.bisect(req, kernel_for=sim.kernel_for, arm_for=sim.arm_for) == 130
     assert not (tmp_path / "bisect.json").exists()

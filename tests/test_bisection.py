@@ -29,8 +29,8 @@ ALPHA = 1 - bis.DEFAULT_CONFIDENCE
 RESOLVABLE = [
     (16, 0.10, 0.02, "normal"),
     (64, 0.10, 0.02, "lognormal"),
-    (32, 0.20, 0.0, "poisson"),       # counts around 1000: spread 3.2 %, change 6 spreads
-    (64, 0.01, 0.0, "constant"),      # a deterministic clock: 1 % is certain at one round
+    (32, 0.20, 0.0, "poisson"),  # counts around 1000: spread 3.2 %, change 6 spreads
+    (64, 0.01, 0.0, "constant"),  # a deterministic clock: 1 % is certain at one round
 ]
 
 
@@ -72,6 +72,7 @@ def test_more_rounds_resolve_a_smaller_change():
 # ------------------------------------------------------------------------------------------
 # One bisection, step by step
 
+
 def run(p: Planted, **kw):
     return bis.bisect(p.commits, p.measure, "Fault throughput", pilot=p.pilot(), **kw)
 
@@ -96,7 +97,7 @@ def test_skipped_commit_takes_the_nearest_untested_one():
     skipped = [s for s in log.steps if s.verdict == "skipped"]
     assert [s.commit for s in skipped] == ["c8", "c3"]
     assert "build failed" in skipped[0].reason
-    assert log.steps[1].commit == "c7"              # the neighbour of c8 (lower on a tie)
+    assert log.steps[1].commit == "c7"  # the neighbour of c8 (lower on a tie)
     assert log.outcome.first_bad == "c5"
     assert bis.step_line(skipped[0], log.settings, 1) == "step 1: c8: skipped (the build failed (simulated))"
 
@@ -116,7 +117,7 @@ def test_only_skipped_commits_left_names_every_candidate():
 
 def test_a_commit_between_the_ends_stops_the_bisection():
     p = Planted(16, 9, 0.1, noise="constant")
-    p.level = lambda i: 1050.0 if i == 8 else (1100.0 if i >= 9 else 1000.0)   # two changes
+    p.level = lambda i: 1050.0 if i == 8 else (1100.0 if i >= 9 else 1000.0)  # two changes
     log = run(p)
     assert log.steps[0].commit == "c8" and log.steps[0].verdict == "between"
     o = log.outcome
@@ -130,11 +131,12 @@ def test_undecided_step_stops_with_the_narrowed_range():
     base = p.draw
     flips = [0]
 
-    def draw(i, rounds):        # c4 flips between the ends' levels: like neither, not resolvable
+    def draw(i, rounds):  # c4 flips between the ends' levels: like neither, not resolvable
         if i != 4:
             return base(i, rounds)
         flips[0] += rounds
         return [1000.0 + 100 * (k % 2) for k in range(flips[0] - rounds, flips[0])]
+
     p.draw = draw
     log = run(p, settings=bis.Settings(max_rounds=6))
     last = log.steps[-1]
@@ -148,6 +150,7 @@ def test_undecided_step_stops_with_the_narrowed_range():
 
 # ------------------------------------------------------------------------------------------
 # The log: saved after every measurement, resumed from where it stopped
+
 
 def test_resume_after_an_interrupt_gives_the_same_bisection(tmp_path):
     path = tmp_path / "bisect.json"
@@ -163,6 +166,7 @@ def test_resume_after_an_interrupt_gives_the_same_bisection(tmp_path):
         if calls["n"] == 9:
             raise KeyboardInterrupt
         return p.measure(commit, rounds)
+
     with pytest.raises(KeyboardInterrupt):
         bis.bisect(p.commits, measure, "Fault throughput", pilot=pilot, save=lambda lg: lg.save(path))
     saved = bis.load_log(path)
@@ -170,8 +174,9 @@ def test_resume_after_an_interrupt_gives_the_same_bisection(tmp_path):
     before = len(p.calls)
     log = bis.bisect(p.commits, p.measure, "Fault throughput", log=saved, save=lambda lg: lg.save(path))
     assert log.outcome.first_bad == through.outcome.first_bad == "c13"
-    assert [(s.commit, s.samples, s.verdict) for s in log.steps] == \
-        [(s.commit, s.samples, s.verdict) for s in through.steps]
+    assert [(s.commit, s.samples, s.verdict) for s in log.steps] == [
+        (s.commit, s.samples, s.verdict) for s in through.steps
+    ]
     # nothing measured twice: both halves together made the calls of the bisection that ran through
     assert before == 8 and p.calls == whole.calls
     again = bis.load_log(path)
@@ -205,15 +210,23 @@ def test_resume_refuses_another_range_row_or_settings(tmp_path):
         bis.bisect(p.commits, p.measure, "Fault throughput", log=log, settings=bis.Settings(confidence=0.99))
 
 
-@pytest.mark.parametrize("text,message", [
-    ("{", r"not JSON \(line 1"),
-    ('{"format": "other"}', "not an mmbench bisect log"),
-    ('{"format": "mmbench-bisect-log", "version": 9}', "log version 9"),
-    ('{"format": "mmbench-bisect-log", "version": 1, "row": "r", "commits": [], "settings": {}, '
-     '"steps": [{"commit": "c1", "samples": ["x"], "index": 1}]}', "every sample must be a number"),
-    ('{"format": "mmbench-bisect-log", "version": 1, "row": "r", "commits": [], "settings": {}}',
-     "no field 'steps'"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("{", r"not JSON \(line 1"),
+        ('{"format": "other"}', "not an mmbench bisect log"),
+        ('{"format": "mmbench-bisect-log", "version": 9}', "log version 9"),
+        (
+            '{"format": "mmbench-bisect-log", "version": 1, "row": "r", "commits": [], "settings": {}, '
+            '"steps": [{"commit": "c1", "samples": ["x"], "index": 1}]}',
+            "every sample must be a number",
+        ),
+        (
+            '{"format": "mmbench-bisect-log", "version": 1, "row": "r", "commits": [], "settings": {}}',
+            "no field 'steps'",
+        ),
+    ],
+)
 def test_damaged_log_is_one_line(tmp_path, text, message):
     path = tmp_path / "log.json"
     path.write_text(text)
@@ -227,6 +240,7 @@ def test_damaged_log_is_one_line(tmp_path, text, message):
 # ------------------------------------------------------------------------------------------
 # Ranges that cannot be bisected
 
+
 def test_good_equals_bad_and_repeated_commits():
     p = Planted(4, 2, 0.1)
     with pytest.raises(bis.BisectError, match="good and bad are the same commit"):
@@ -239,7 +253,7 @@ def test_good_equals_bad_and_repeated_commits():
 
 
 def test_good_end_that_measures_like_the_bad_end_is_refused():
-    p = Planted(16, 1, 0.0, 0.02, seed=4)          # no change at all
+    p = Planted(16, 1, 0.0, 0.02, seed=4)  # no change at all
     with pytest.raises(bis.BisectError) as e:
         run(p)
     msg = str(e.value)
@@ -255,12 +269,15 @@ def test_an_end_that_does_not_build_is_refused():
         bis.bisect(p.commits, p.measure, "r")
 
 
-@pytest.mark.parametrize("settings,message", [
-    (bis.Settings(confidence=1.0), "--confidence 1"),
-    (bis.Settings(confidence=0.2), "--confidence 0.2"),
-    (bis.Settings(max_rounds=0), "--max-rounds 0"),
-    (bis.Settings(end_rounds=1), "end rounds 1"),
-])
+@pytest.mark.parametrize(
+    "settings,message",
+    [
+        (bis.Settings(confidence=1.0), "--confidence 1"),
+        (bis.Settings(confidence=0.2), "--confidence 0.2"),
+        (bis.Settings(max_rounds=0), "--max-rounds 0"),
+        (bis.Settings(end_rounds=1), "end rounds 1"),
+    ],
+)
 def test_bad_settings(settings, message):
     with pytest.raises(bis.BisectError, match=message):
         bis.bisect(["a", "b", "c"], lambda c, r: [1.0] * r, "r", settings=settings)
@@ -269,11 +286,15 @@ def test_bad_settings(settings, message):
 # ------------------------------------------------------------------------------------------
 # Choosing the row to follow and sizing the ends
 
+
 def test_choose_row_takes_the_primary_row_that_moved_most():
-    good = {"Fault throughput": [100, 102, 98], "Elapsed": [10.0, 10.5, 9.5],
-            "THP fault alloc": [500, 500, 500], "System": [1.0, 1.1]}
-    bad = {"Fault throughput": [90, 92, 88], "Elapsed": [10.2, 10.8, 9.9],
-           "THP fault alloc": [400, 400, 400]}
+    good = {
+        "Fault throughput": [100, 102, 98],
+        "Elapsed": [10.0, 10.5, 9.5],
+        "THP fault alloc": [500, 500, 500],
+        "System": [1.0, 1.1],
+    }
+    bad = {"Fault throughput": [90, 92, 88], "Elapsed": [10.2, 10.8, 9.9], "THP fault alloc": [400, 400, 400]}
     c = bis.choose_row(good, bad, ["Fault throughput", "Elapsed"])
     assert c.row == "Fault throughput" and [m.row for m in c.moves] == ["Fault throughput", "Elapsed"]
     assert c.moves[0].effect == pytest.approx(5.0) and c.moves[0].pct == pytest.approx(-10.0)
@@ -281,7 +302,7 @@ def test_choose_row_takes_the_primary_row_that_moved_most():
     c = bis.choose_row(good, bad, ["Fault throughput", "THP fault alloc", "System"])
     assert c.row == "THP fault alloc" and "constant within each end" in c.reason
     assert "not in both ends' runs: System" in c.reason
-    assert bis.choose_row(good, bad).row == "THP fault alloc"      # no primary list: every shared row
+    assert bis.choose_row(good, bad).row == "THP fault alloc"  # no primary list: every shared row
     with pytest.raises(bis.BisectError, match="none of the suite's primary rows"):
         bis.choose_row(good, bad, ["System"])
     with pytest.raises(bis.BisectError, match="no row in common"):
@@ -290,9 +311,9 @@ def test_choose_row_takes_the_primary_row_that_moved_most():
 
 def test_end_rounds_planned_from_the_pilot():
     s = bis.Settings()
-    n, why = bis.plan_end_rounds([1000, 1020, 980], [1100, 1120, 1080], s)     # 5 spreads
+    n, why = bis.plan_end_rounds([1000, 1020, 980], [1100, 1120, 1080], s)  # 5 spreads
     assert n == 3 and "5 spreads apart" in why
-    n, why = bis.plan_end_rounds([1000, 1020, 980], [1040, 1060, 1020], s)     # 2 spreads
+    n, why = bis.plan_end_rounds([1000, 1020, 980], [1040, 1060, 1020], s)  # 2 spreads
     assert n == 10 and "the most allowed" in why
     assert bis.plan_end_rounds([1.0], [2.0], s)[0] == bis.DEFAULT_END_ROUNDS
     assert bis.plan_end_rounds([1, 1], [2, 2], bis.Settings(end_rounds=7)) == (7, "7 rounds each (given)")
@@ -301,9 +322,16 @@ def test_end_rounds_planned_from_the_pilot():
 
 
 def test_import_is_light():
-    out = subprocess.run([sys.executable, "-c", "import sys, mmbench.analysis.bisection; "
-                          "print('numpy' in sys.modules, 'pydantic' in sys.modules)"],
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, mmbench.analysis.bisection; print('numpy' in sys.modules, 'pydantic' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert out == ["False", "False"]
 
 
@@ -314,9 +342,19 @@ REPO_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make-bisect-
 
 
 def _git(cwd, *args):
-    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True,
-                          env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-                               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(cwd), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -334,10 +372,14 @@ def small_kernel(tmp_path_factory):
         f = src / path
         f.parent.mkdir(parents=True, exist_ok=True)
         guard = path.replace("/", "_").replace(".", "_").upper()
-        c_part = ("#ifndef __ASSEMBLY__\nint x;\n#endif /* !__ASSEMBLY__ */\n" if path.endswith("mmzone.h")
-                  else "int x;\n")
-        f.write_text(f"#ifndef {guard}\n#define {guard}\n{c_part}#endif /* {guard} */\n" if kind == "header"
-                     else "int f(void)\n{\n\treturn 0;\n}\n")
+        c_part = (
+            "#ifndef __ASSEMBLY__\nint x;\n#endif /* !__ASSEMBLY__ */\n" if path.endswith("mmzone.h") else "int x;\n"
+        )
+        f.write_text(
+            f"#ifndef {guard}\n#define {guard}\n{c_part}#endif /* {guard} */\n"
+            if kind == "header"
+            else "int f(void)\n{\n\treturn 0;\n}\n"
+        )
     (src / ".gitignore").write_text("/*\n!/debian/\n")
     _git(src, "init", "-q", "-b", "main")
     _git(src, "add", "-f", "-A")
@@ -352,8 +394,11 @@ def small_kernel(tmp_path_factory):
 
 def make_repo(small_kernel, dest, *args):
     _, src, patch = small_kernel
-    return subprocess.run([sys.executable, str(REPO_SCRIPT), str(dest), "--from-git", f"{src}@base",
-                           "--patch", str(patch), *args], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, str(REPO_SCRIPT), str(dest), "--from-git", f"{src}@base", "--patch", str(patch), *args],
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_make_bisect_repo_places_the_known_answer(small_kernel, tmp_path):
@@ -374,17 +419,25 @@ def test_make_bisect_repo_places_the_known_answer(small_kernel, tmp_path):
         diff = _git(repo, "show", "--format=", "--unified=0", line.split()[0])
         added = [d[1:] for d in diff.splitlines() if d.startswith("+") and not d.startswith("+++")]
         removed = [d for d in diff.splitlines() if d.startswith("-") and not d.startswith("---")]
-        assert removed == [] and any("static inline int __attribute__((__unused__)) mmbench_bisect_unused_" in a for a in added)
-    mmzone = (repo / "include/linux/mmzone.h").read_text()     # in the C part, not seen by assembly
-    assert mmzone.index("#ifndef __ASSEMBLY__") < mmzone.index("mmbench_bisect_unused_1(") < \
-        mmzone.index("#endif /* !__ASSEMBLY__ */")
+        assert removed == [] and any(
+            "static inline int __attribute__((__unused__)) mmbench_bisect_unused_" in a for a in added
+        )
+    mmzone = (repo / "include/linux/mmzone.h").read_text()  # in the C part, not seen by assembly
+    assert (
+        mmzone.index("#ifndef __ASSEMBLY__")
+        < mmzone.index("mmbench_bisect_unused_1(")
+        < mmzone.index("#endif /* !__ASSEMBLY__ */")
+    )
     gfp = (repo / "include/linux/gfp.h").read_text()
     assert gfp.index("mmbench_bisect_unused_5(") < gfp.rindex("#endif")
     # the helper is valid C that warns about nothing, and emits no code
     c = tmp_path / "helper.c"
     c.write_text(mod.helper(7))
-    cc = subprocess.run(["gcc", "-Wall", "-Wextra", "-Werror", "-c", "-o", str(tmp_path / "h.o"), str(c)],
-                        capture_output=True, text=True)
+    cc = subprocess.run(
+        ["gcc", "-Wall", "-Wextra", "-Werror", "-c", "-o", str(tmp_path / "h.o"), str(c)],
+        capture_output=True,
+        text=True,
+    )
     assert cc.returncode == 0, cc.stderr
     nm = subprocess.run(["nm", str(tmp_path / "h.o")], capture_output=True, text=True).stdout
     assert "mmbench_bisect_unused" not in nm
@@ -394,11 +447,14 @@ def test_make_bisect_repo_places_the_known_answer(small_kernel, tmp_path):
     assert _git(tmp_path / "b", "rev-parse", "bisect-bad") == _git(repo, "rev-parse", "bisect-bad")
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--commits", "8"], "--commits 8: at least 16"),
-    (["--first-bad", "0"], "--first-bad 0: must be between 1 and --commits 20"),
-    (["--first-bad", "21"], "--first-bad 21: must be between 1 and --commits 20"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--commits", "8"], "--commits 8: at least 16"),
+        (["--first-bad", "0"], "--first-bad 0: must be between 1 and --commits 20"),
+        (["--first-bad", "21"], "--first-bad 21: must be between 1 and --commits 20"),
+    ],
+)
 def test_make_bisect_repo_bad_arguments(small_kernel, tmp_path, args, message):
     out = make_repo(small_kernel, tmp_path / "x", *args)
     assert out.returncode == 2 and out.stderr.strip() == f"make-bisect-repo: {message}"

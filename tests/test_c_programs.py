@@ -23,30 +23,32 @@ def test_the_build_warns():
 @pytest.mark.parametrize("src", SOURCES, ids=[p.name for p in SOURCES])
 def test_compiles_clean_with_analyzer(src, tmp_path):
     flags = [f for f in CFLAGS if f not in ("-g",)] + ["-Werror", "-fanalyzer", f"-I{INCLUDE_DIR}"]
-    proc = subprocess.run(["gcc", *flags, "-c", "-o", str(tmp_path / "x.o"), str(src)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(["gcc", *flags, "-c", "-o", str(tmp_path / "x.o"), str(src)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("prog,argv,what", [
-    ("faultin", ["64M", "1"], "SIZE_BYTES"),
-    ("faultin", ["", "1"], "SIZE_BYTES"),
-    ("faultin", ["4194304", "yes"], "MADV_HUGEPAGE"),
-    ("pft", ["4194304", "2x", "threads", "1", "0"], "CLIENTS"),
-    ("pft", ["4194304", "2", "forks", "1", "0"], "MODE"),
-    ("pft", ["-4194304", "2", "threads", "1", "0"], "SIZE_BYTES"),
-    ("thpfault", ["4194304", "1", "1", "0.5"], "HOLES_BYTES"),
-    ("usemem", ["1M", "0", "/dev/null", "1"], "ANON_BYTES"),
-    ("stutter", ["nan", "4096", "0", "0"], "DURATION_S"),
-    ("anonhog", ["4096", "4096", "ten"], "PERIOD_MS"),
-    ("pagealloc", ["-d", "/tmp", "-s", "1M", "-j", "1", "-b", "4096", "-c", "4096"], "-s"),
-    ("simoop", ["-t", "1e3"], "-t"),
-    ("simoop", ["-d", "/tmp", "-L", "soon"], "-L"),
-    ("allocfree", ["-m", "pipe", "-b", "1x"], "-b"),
-    ("allocfree", ["-m", "pipes"], "-m pipe or -m anon"),
-    ("highalloc", ["hugetlb", "0", "1", "zero"], "STEP"),
-    ("bgload", ["hog", "1M", "5ms"], "PAUSE_MS"),
-])
+@pytest.mark.parametrize(
+    "prog,argv,what",
+    [
+        ("faultin", ["64M", "1"], "SIZE_BYTES"),
+        ("faultin", ["", "1"], "SIZE_BYTES"),
+        ("faultin", ["4194304", "yes"], "MADV_HUGEPAGE"),
+        ("pft", ["4194304", "2x", "threads", "1", "0"], "CLIENTS"),
+        ("pft", ["4194304", "2", "forks", "1", "0"], "MODE"),
+        ("pft", ["-4194304", "2", "threads", "1", "0"], "SIZE_BYTES"),
+        ("thpfault", ["4194304", "1", "1", "0.5"], "HOLES_BYTES"),
+        ("usemem", ["1M", "0", "/dev/null", "1"], "ANON_BYTES"),
+        ("stutter", ["nan", "4096", "0", "0"], "DURATION_S"),
+        ("anonhog", ["4096", "4096", "ten"], "PERIOD_MS"),
+        ("pagealloc", ["-d", "/tmp", "-s", "1M", "-j", "1", "-b", "4096", "-c", "4096"], "-s"),
+        ("simoop", ["-t", "1e3"], "-t"),
+        ("simoop", ["-d", "/tmp", "-L", "soon"], "-L"),
+        ("allocfree", ["-m", "pipe", "-b", "1x"], "-b"),
+        ("allocfree", ["-m", "pipes"], "-m pipe or -m anon"),
+        ("highalloc", ["hugetlb", "0", "1", "zero"], "STEP"),
+        ("bgload", ["hog", "1M", "5ms"], "PAUSE_MS"),
+    ],
+)
 def test_garbage_arguments_are_errors(prog, argv, what):
     binary = binary_for(ROOT / "workloads" / f"{prog}.c")
     proc = subprocess.run([binary, *argv], capture_output=True, text=True, timeout=30)
@@ -56,8 +58,9 @@ def test_garbage_arguments_are_errors(prog, argv, what):
 
 def test_read_latency_arguments_are_strict(tmp_path):
     binary = binary_for(ROOT / "monitors" / "read_latency.c")
-    proc = subprocess.run([binary, str(tmp_path / "f"), str(tmp_path / "o.tsv"), "1", "100ms"],
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [binary, str(tmp_path / "f"), str(tmp_path / "o.tsv"), "1", "100ms"], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 2 and "interval_ms" in proc.stderr
     assert not (tmp_path / "f").exists()
 
@@ -65,16 +68,18 @@ def test_read_latency_arguments_are_strict(tmp_path):
 def test_pft_process_mode_does_not_hang_when_a_client_fails():
     """Every client's mmap of 2**49 bytes fails: before, the parent waited on the barrier forever."""
     binary = binary_for(ROOT / "workloads" / "pft.c")
-    proc = subprocess.run([binary, str(1 << 50), "2", "processes", "1", "0"], capture_output=True,
-                          text=True, timeout=30)
+    proc = subprocess.run(
+        [binary, str(1 << 50), "2", "processes", "1", "0"], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 1
     assert "client" in proc.stderr and "exited with status 1" in proc.stderr
 
 
 def test_pft_process_mode_still_measures():
     binary = binary_for(ROOT / "workloads" / "pft.c")
-    proc = subprocess.run([binary, str(8 << 20), "2", "processes", "2", "0"], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [binary, str(8 << 20), "2", "processes", "2", "0"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     lines = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("result")]
     assert len(lines) == 2 and all(int(ln[6]) > 0 and int(ln[8]) == 2048 for ln in lines)

@@ -17,21 +17,48 @@ TIME = MetricDef("Time", "s", "lower", "time")
 LAT = MetricDef("Fault latency", "us", "lower", "latency")
 
 
-def make_run(name, samples, metrics=(TPUT,), label="faultin", fingerprint=None, extra_iters=(),
-             duration=None, vmstat=None, monitors=None, path=None, suite=""):
+def make_run(
+    name,
+    samples,
+    metrics=(TPUT,),
+    label="faultin",
+    fingerprint=None,
+    extra_iters=(),
+    duration=None,
+    vmstat=None,
+    monitors=None,
+    path=None,
+    suite="",
+):
     """samples: metric name → list of per-iteration sample lists; ``suite``: the suite text."""
     n = max(len(v) for v in samples.values())
     its = []
     for i in range(n):
-        its.append(IterationResult(
-            label, i, False, "ok",
-            samples={m: list(v[i]) for m, v in samples.items() if i < len(v)},
-            duration=(duration[i] if duration else {}),
-            vmstat_delta=(vmstat[i] if vmstat else {}),
-            monitors=(monitors or {})))
+        its.append(
+            IterationResult(
+                label,
+                i,
+                False,
+                "ok",
+                samples={m: list(v[i]) for m, v in samples.items() if i < len(v)},
+                duration=(duration[i] if duration else {}),
+                vmstat_delta=(vmstat[i] if vmstat else {}),
+                monitors=(monitors or {}),
+            )
+        )
     its.extend(extra_iters)
-    return RunRecord(name, "complete", 0.0, 1.0, suite, "", fingerprint or {}, {},
-                     [WorkloadRun(label, "pft", {}, list(metrics), its)], path=path)
+    return RunRecord(
+        name,
+        "complete",
+        0.0,
+        1.0,
+        suite,
+        "",
+        fingerprint or {},
+        {},
+        [WorkloadRun(label, "pft", {}, list(metrics), its)],
+        path=path,
+    )
 
 
 def rows_of(c, title=None):
@@ -44,6 +71,7 @@ def rows_of(c, title=None):
 
 
 # ---- percentage difference ------------------------------------------------------------------
+
 
 def test_pct_diff_directions():
     assert pct_diff(100.0, 110.0, "higher")[0] == pytest.approx(10.0)
@@ -60,11 +88,12 @@ def test_pct_diff_edges():
     # new = 0 is a real result, not "0 %"
     assert pct_diff(100.0, 0.0, "higher")[0] == pytest.approx(-100.0)
     assert pct_diff(100.0, 0.0, "lower")[0] == pytest.approx(100.0)
-    assert pct_diff(0.0, 0.0, "lower")[0] == 0.0     # nothing changed
-    assert pct_diff(0.0, 3.0, "lower")[0] is None     # change against 0 has no percentage
+    assert pct_diff(0.0, 0.0, "lower")[0] == 0.0  # nothing changed
+    assert pct_diff(0.0, 3.0, "lower")[0] is None  # change against 0 has no percentage
 
 
 # ---- structure --------------------------------------------------------------------------------
+
 
 def test_single_run_has_no_pct():
     c = build_comparison([make_run("a", {TPUT.name: [[100], [110], [120]]})])
@@ -88,13 +117,15 @@ def test_rows_values_and_pct():
     assert h.family == "primary" and h.significant == {"a": False, "b": True} and h.p["b"] is None
     assert h.judged == {"b": "deterministic"} and "judged deterministic: 100 vs 110" in h.note
     sd = rows[(TPUT.name, "Stddev")]
-    assert sd.better == "lower" and sd.pct["b"] == 0.0 and not sd.note   # 0 against 0: no change
+    assert sd.better == "lower" and sd.pct["b"] == 0.0 and not sd.note  # 0 against 0: no change
 
 
 def test_warmup_and_failed_excluded_and_noted():
-    extra = [IterationResult("faultin", 9, True, "ok", samples={TPUT.name: [1.0]}),
-             IterationResult("faultin", 10, False, "oom", reason="memcg OOM"),
-             IterationResult("faultin", 11, False, "failed", reason="exit 1")]
+    extra = [
+        IterationResult("faultin", 9, True, "ok", samples={TPUT.name: [1.0]}),
+        IterationResult("faultin", 10, False, "oom", reason="memcg OOM"),
+        IterationResult("faultin", 11, False, "failed", reason="exit 1"),
+    ]
     a = make_run("a", {TPUT.name: [[100], [102], [98]]}, extra_iters=extra)
     c = build_comparison([a])
     assert rows_of(c)[(TPUT.name, "Min")].values["a"] == 98  # warm-up 1.0 not counted
@@ -111,8 +142,9 @@ def test_outlier_named_not_dropped():
 
 def test_env_diff_flattened():
     a = make_run("a", {TPUT.name: [[1]]}, fingerprint={"kernel": {"release": "6.1", "cmdline": "x"}, "cpus": 2})
-    b = make_run("b", {TPUT.name: [[1]]}, fingerprint={"kernel": {"release": "6.2", "cmdline": "x"}, "cpus": 2,
-                                                       "thp": "always"})
+    b = make_run(
+        "b", {TPUT.name: [[1]]}, fingerprint={"kernel": {"release": "6.2", "cmdline": "x"}, "cpus": 2, "thp": "always"}
+    )
     c = build_comparison([a, b])
     assert c.env_diff == [("kernel.release", {"a": "6.1", "b": "6.2"}), ("thp", {"a": None, "b": "always"})]
 
@@ -141,10 +173,11 @@ def test_latency_percentiles_tested_across_iterations():
         # exploratory rows (the primary row is the metric's mean): a lead, never a '*'
         assert rows[(LAT.name, p)].family == "exploratory" and rows[(LAT.name, p)].lead["b"]
         assert not rows[(LAT.name, p)].significant["b"]
-        assert rows[(LAT.name, p)].pct["b"] < 0        # slower = worse
+        assert rows[(LAT.name, p)].pct["b"] < 0  # slower = worse
     assert rows[(LAT.name, "Amean")].family == "primary" and rows[(LAT.name, "Amean")].significant["b"]
-    assert rows[(LAT.name, "P50")].values["a"] == pytest.approx(np.percentile(np.concatenate(
-        [s for s in [it.samples[LAT.name] for it in a.workloads[0].iterations]]), 50))
+    assert rows[(LAT.name, "P50")].values["a"] == pytest.approx(
+        np.percentile(np.concatenate([s for s in [it.samples[LAT.name] for it in a.workloads[0].iterations]]), 50)
+    )
 
 
 def test_one_iteration_each_is_too_few_for_welch():
@@ -157,8 +190,10 @@ def test_one_iteration_each_is_too_few_for_welch():
 
 def test_duration_and_vmstat_sections():
     dur = [{"user": 1.0, "system": 2.0, "elapsed": 4.0}, {"user": 3.0, "system": 2.0, "elapsed": 6.0}]
-    vms = [{"pgfault": 110, "pgmajfault": 10, "pgscan_kswapd": 100, "pgsteal_kswapd": 50},
-           {"pgfault": 210, "pgmajfault": 10, "pgscan_kswapd": 0, "pgsteal_kswapd": 0}]
+    vms = [
+        {"pgfault": 110, "pgmajfault": 10, "pgscan_kswapd": 100, "pgsteal_kswapd": 50},
+        {"pgfault": 210, "pgmajfault": 10, "pgscan_kswapd": 0, "pgsteal_kswapd": 0},
+    ]
     c = build_comparison([make_run("a", {TIME.name: [[1], [2]]}, metrics=(TIME,), duration=dur, vmstat=vms)])
     d = rows_of(c, "duration")
     assert d[("User", "Amean")].values["a"] == 2.0
@@ -166,23 +201,25 @@ def test_duration_and_vmstat_sections():
     assert d[("Elapsed", "Amean")].values["a"] == 5.0
     v = rows_of(c, "vmstat")
     assert v[("Minor Faults", "Amean")].values["a"] == 150.0
-    assert v[("Kswapd efficiency %", "Amean")].values["a"] == 50.0   # ratio of the means
-    assert v[("Kswapd velocity", "Amean")].values["a"] == 10.0       # 50 pages / 5 s
-    assert ("Direct pages scanned", "Amean") not in v                 # counter absent
+    assert v[("Kswapd efficiency %", "Amean")].values["a"] == 50.0  # ratio of the means
+    assert v[("Kswapd velocity", "Amean")].values["a"] == 10.0  # 50 pages / 5 s
+    assert ("Direct pages scanned", "Amean") not in v  # counter absent
 
 
 def test_system_time_regression_is_flagged():
     # issue 13 item 5: seed 004's figure of merit (System time) must reach --fail-on-regression
     rng = np.random.default_rng(4)
+
     def dur(system):
         return [{"user": 1.0, "system": float(s), "elapsed": 10.0} for s in system]
+
     suite = '[suite]\nprimary = ["duration:System"]\n'
     a = make_run("a", {TIME.name: [[1]] * 6}, metrics=(TIME,), duration=dur(rng.normal(5.0, 0.05, 6)), suite=suite)
     b = make_run("b", {TIME.name: [[1]] * 6}, metrics=(TIME,), duration=dur(rng.normal(6.0, 0.05, 6)), suite=suite)
     c = build_comparison([a, b])
     sysrow = rows_of(c, "duration")[("System", "Amean")]
     assert sysrow.significant["b"] and sysrow.ci["b"] is not None
-    assert sysrow.mde["b"] is not None and 0 < sysrow.mde["b"] < 10   # item 3, also in JSON:
+    assert sysrow.mde["b"] is not None and 0 < sysrow.mde["b"] < 10  # item 3, also in JSON:
     dur = [s for s in c.to_dict()["sections"] if s["title"].startswith("duration")][0]
     assert [r for r in dur["rows"] if r["metric"] == "System"][0]["mde_pct"]["b"] == sysrow.mde["b"]
     regs = regressions(c, 5.0)
@@ -202,10 +239,10 @@ def test_monitor_sections(monkeypatch, tmp_path):
             raise RuntimeError("corrupt file")
 
     import mmbench.plugins as plugins
+
     monkeypatch.setattr(plugins, "monitors", lambda: {"good": Good, "bad": Bad})
     mons = {"good": {"dir": "g"}, "bad": {"dir": "b"}, "ghost": {"dir": "x"}}
-    c = build_comparison([make_run("a", {TIME.name: [[1], [2]]}, metrics=(TIME,), monitors=mons,
-                                   path=tmp_path)])
+    c = build_comparison([make_run("a", {TIME.name: [[1], [2]]}, metrics=(TIME,), monitors=mons, path=tmp_path)])
     m = rows_of(c, "monitor good")
     assert m[("free", "Amean")].values["a"] == 2.0 and m[("free", "Max")].values["a"] == 3.0
     assert any("corrupt file" in n for n in c.notes)
@@ -228,7 +265,7 @@ def test_ratio_gmean_orients_lower_is_better():
     a = make_run("a", {TPUT.name: [[100], [100]], TIME.name: [[10], [10]]}, metrics=(TPUT, TIME))
     b = make_run("b", {TPUT.name: [[200], [200]], TIME.name: [[20], [20]]}, metrics=(TPUT, TIME))
     r = rows_of(build_comparison([a, b], ratio=True), "ratio")
-    assert r[("All metrics", "Gmean")].values["b"] == pytest.approx(1.0)   # sqrt(2 · 1/2)
+    assert r[("All metrics", "Gmean")].values["b"] == pytest.approx(1.0)  # sqrt(2 · 1/2)
     assert r[(TIME.name, "Ratio Amean")].values["b"] == pytest.approx(0.5)  # same direction as Gmean
 
 
@@ -250,7 +287,7 @@ def test_regressions():
     regs = regressions(c, 5.0)
     assert len(regs) == 1 and regs[0].run == "b" and regs[0].stat == "Hmean" and regs[0].pct < -15
     assert regressions(c, 50.0) == []
-    assert regressions(build_comparison([b, a]), 5.0) == []   # an improvement is not a regression
+    assert regressions(build_comparison([b, a]), 5.0) == []  # an improvement is not a regression
 
 
 def test_constant_series_judged_at_their_resolution():
@@ -272,8 +309,11 @@ def test_constant_series_judged_at_their_resolution():
     # a count 7 7 7 vs 8 8 8: constant (Poisson noise would rarely be), one event apart: within
     # the resolution of a count, no change
     cnt = MetricDef("Events", "events", "lower", "count")
-    r = rows_of(build_comparison([make_run("a", {"Events": [[7]] * 3}, metrics=(cnt,)),
-                                  make_run("b", {"Events": [[8]] * 3}, metrics=(cnt,))]))[("Events", "Amean")]
+    r = rows_of(
+        build_comparison(
+            [make_run("a", {"Events": [[7]] * 3}, metrics=(cnt,)), make_run("b", {"Events": [[8]] * 3}, metrics=(cnt,))]
+        )
+    )[("Events", "Amean")]
     assert r.test == "deterministic" and r.p["b"] is None and not r.significant["b"]
     assert r.why["b"].startswith("no change beyond the resolution 1")
 
@@ -305,8 +345,9 @@ METRICS = [MetricDef(f"m{i}", "s", "lower") for i in range(8)]
 
 
 def _random_run(name, rng, shift=1.0, iters=5, sd=5.0):
-    return make_run(name, {m.name: [[rng.normal(100 * shift, sd)] for _ in range(iters)] for m in METRICS},
-                    metrics=METRICS)
+    return make_run(
+        name, {m.name: [[rng.normal(100 * shift, sd)] for _ in range(iters)] for m in METRICS}, metrics=METRICS
+    )
 
 
 @settings(max_examples=4, deadline=None, derandomize=True)
@@ -320,7 +361,7 @@ def test_aa_false_positives_within_fdr(seed):
     for _ in range(trials):
         c = build_comparison([_random_run("a", rng), _random_run("b", rng)])
         flagged += any(any(r.significant.values()) for s in c.sections for r in s.rows)
-    assert flagged / trials <= 0.05 + 0.08   # binomial slack: P(fail) < 0.2 % per example
+    assert flagged / trials <= 0.05 + 0.08  # binomial slack: P(fail) < 0.2 % per example
 
 
 @settings(max_examples=10, deadline=None, derandomize=True)
@@ -334,7 +375,7 @@ def test_real_ten_percent_shift_is_flagged(seed, sd):
         r = rows_of(c)[(m.name, "Amean")]
         # the first metric is the primary row (default: the headline); the others are leads
         assert (r.significant["b"] if m is METRICS[0] else r.lead["b"]) and r.pct["b"] == pytest.approx(-10, abs=5)
-    assert [r.metric for r in regressions(c, 5.0)] == [METRICS[0].name]   # only primary rows gate
+    assert [r.metric for r in regressions(c, 5.0)] == [METRICS[0].name]  # only primary rows gate
 
 
 def test_latency_percentiles_are_tested_per_iteration():
@@ -343,8 +384,10 @@ def test_latency_percentiles_are_tested_per_iteration():
     rng = np.random.default_rng(3)
 
     def run(name):
-        return make_run(name, {LAT.name: [list(rng.exponential(100, 2000) + rng.normal(0, 8))
-                                          for _ in range(4)]}, metrics=(LAT,))
+        return make_run(
+            name, {LAT.name: [list(rng.exponential(100, 2000) + rng.normal(0, 8)) for _ in range(4)]}, metrics=(LAT,)
+        )
+
     quiet = 0
     for _ in range(10):
         rows = rows_of(build_comparison([run("a"), run("b")]))
@@ -352,8 +395,11 @@ def test_latency_percentiles_are_tested_per_iteration():
     assert quiet >= 9
     # issue 22 item 3: one iteration a side gets no p and no star anywhere (it was a pooled
     # Mann-Whitney over the samples: 24 % of A/A reports starred with a 3 % run effect)
-    c = build_comparison([
-        make_run("a", {LAT.name: [list(rng.exponential(100, 500))]}, metrics=(LAT,)),
-        make_run("b", {LAT.name: [list(rng.exponential(150, 500))]}, metrics=(LAT,))])
+    c = build_comparison(
+        [
+            make_run("a", {LAT.name: [list(rng.exponential(100, 500))]}, metrics=(LAT,)),
+            make_run("b", {LAT.name: [list(rng.exponential(150, 500))]}, metrics=(LAT,)),
+        ]
+    )
     for r in rows_of(c).values():
         assert r.p["b"] is None and not r.significant["b"] and not r.lead["b"]

@@ -24,23 +24,23 @@ def with_sd(k: int, mean: float, sd: float) -> list[float]:
 
 def run(name, per_metric, suite_text=""):
     n = len(next(iter(per_metric.values())))
-    its = [IterationResult("w", i, False, "ok", samples={m: [v[i]] for m, v in per_metric.items()})
-           for i in range(n)]
-    return RunRecord(name, "complete", 0.0, 1.0, suite_text, "", {}, {},
-                     [WorkloadRun("w", "bench", {}, [TIME, TPUT], its)])
+    its = [IterationResult("w", i, False, "ok", samples={m: [v[i]] for m, v in per_metric.items()}) for i in range(n)]
+    return RunRecord(
+        name, "complete", 0.0, 1.0, suite_text, "", {}, {}, [WorkloadRun("w", "bench", {}, [TIME, TPUT], its)]
+    )
 
 
 def test_noisy_headline_warned_at_top_with_iterations():
     a = run("a", {"Time": with_sd(3, 100, 4), "Throughput": with_sd(3, 50, 0.1)})
     b = run("b", {"Time": with_sd(3, 101, 4), "Throughput": with_sd(3, 50, 0.1)})
     c = build_comparison([a, b])
-    assert len(c.warnings) == 1                       # Time is the first metric: the headline
+    assert len(c.warnings) == 1  # Time is the first metric: the headline
     w = c.warnings[0]
     assert w.startswith("w: Time (Amean) could not detect a 5% change")
     k = sig.iterations_to_detect(with_sd(3, 100, 4), with_sd(3, 101, 4))
     assert f"{k} iterations per run would" in w
     text = exporters()["text"].render(c, {})
-    assert text.startswith("Warnings\n  ! w: Time (Amean)")   # no environment differences here
+    assert text.startswith("Warnings\n  ! w: Time (Amean)")  # no environment differences here
     md = exporters()["markdown"].render(c, {})
     assert md.startswith("### Warnings")
     d = json.loads(exporters()["json"].render(c, {}))
@@ -59,8 +59,9 @@ def test_quiet_headline_no_warning_and_single_iteration_says_no_test():
     a = run("a", {"Time": with_sd(10, 100, 1), "Throughput": with_sd(10, 50, 1)})
     b = run("b", {"Time": with_sd(10, 100, 1), "Throughput": with_sd(10, 50, 1)})
     assert build_comparison([a, b]).warnings == []
-    one = build_comparison([run("a", {"Time": [100.0], "Throughput": [5.0]}),
-                            run("b", {"Time": [100.0], "Throughput": [5.0]})])
+    one = build_comparison(
+        [run("a", {"Time": [100.0], "Throughput": [5.0]}), run("b", {"Time": [100.0], "Throughput": [5.0]})]
+    )
     assert len(one.warnings) == 1 and "one iteration a side allows no test" in one.warnings[0]
     assert build_comparison([run("a", {"Time": [1.0, 2.0], "Throughput": [1.0, 2.0]})]).warnings == []
 
@@ -79,6 +80,7 @@ def test_iterations_to_detect_is_where_the_mde_falls_to_5pct(sd):
 
 def test_html_report_shows_the_warning_first():
     from mmbench.report.html import render_report
+
     a = run("a", {"Time": with_sd(3, 100, 4), "Throughput": with_sd(3, 50, 0.1)})
     b = run("b", {"Time": with_sd(3, 101, 4), "Throughput": with_sd(3, 50, 0.1)})
     page = render_report([a, b])

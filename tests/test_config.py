@@ -32,22 +32,31 @@ def one_line_error(proc, *needles: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("text,needles", [
-    (GOOD.replace("iterations", "iteratons"), ["suite.iteratons", "unknown key", "iterations"]),
-    (GOOD.replace("[settings]", "[setings]"), ["setings", "unknown key"]),
-    (GOOD.replace('iterations = 2', 'iterations = "many"'), ["suite.iterations"]),
-    (GOOD.replace('name = "faultin"', 'name = "faultn"'), ["workload[faultn].name", "faultin"]),
-    (GOOD.replace('size = "0.25x"', 'sise = "0.25x"'), ["workload[faultin].params.sise", "size"]),
-    (GOOD.replace('size = "0.25x"', 'size = "12Q"'), ["workload[faultin].params.size", "12Q"]),
-    (GOOD.replace('thp.enabled = "madvise"', 'thp.enabled = "sometimes"'), ["settings.thp.enabled", "sometimes", "always"]),
-    (GOOD.replace('thp.enabled = "madvise"', 'vm.swapiness = 10'), ["settings.vm.swapiness", "swappiness"]),
-    (GOOD.replace('thp.enabled = "madvise"', 'vm.swappiness = "lots"'), ["settings.vm.swappiness", "integer"]),
-    (GOOD.replace('thp.enabled = "madvise"', 'vm.drop_caches = 3'), ["settings.vm.drop_caches", "actions.drop_caches"]),
-    (GOOD.replace('budget = "256M"', 'budget = "100T"'), ["suite.budget", "MemTotal"]),
-    (GOOD + "\n[monitors.nosuch]\n", ["monitors.nosuch", "unknown monitor"]),
-    (GOOD + "\n[swap]\ntype = \"floppy\"\n", ["swap.type"]),
-    ("[suite\n", ["not valid TOML"]),
-])
+@pytest.mark.parametrize(
+    "text,needles",
+    [
+        (GOOD.replace("iterations", "iteratons"), ["suite.iteratons", "unknown key", "iterations"]),
+        (GOOD.replace("[settings]", "[setings]"), ["setings", "unknown key"]),
+        (GOOD.replace("iterations = 2", 'iterations = "many"'), ["suite.iterations"]),
+        (GOOD.replace('name = "faultin"', 'name = "faultn"'), ["workload[faultn].name", "faultin"]),
+        (GOOD.replace('size = "0.25x"', 'sise = "0.25x"'), ["workload[faultin].params.sise", "size"]),
+        (GOOD.replace('size = "0.25x"', 'size = "12Q"'), ["workload[faultin].params.size", "12Q"]),
+        (
+            GOOD.replace('thp.enabled = "madvise"', 'thp.enabled = "sometimes"'),
+            ["settings.thp.enabled", "sometimes", "always"],
+        ),
+        (GOOD.replace('thp.enabled = "madvise"', "vm.swapiness = 10"), ["settings.vm.swapiness", "swappiness"]),
+        (GOOD.replace('thp.enabled = "madvise"', 'vm.swappiness = "lots"'), ["settings.vm.swappiness", "integer"]),
+        (
+            GOOD.replace('thp.enabled = "madvise"', "vm.drop_caches = 3"),
+            ["settings.vm.drop_caches", "actions.drop_caches"],
+        ),
+        (GOOD.replace('budget = "256M"', 'budget = "100T"'), ["suite.budget", "MemTotal"]),
+        (GOOD + "\n[monitors.nosuch]\n", ["monitors.nosuch", "unknown monitor"]),
+        (GOOD + '\n[swap]\ntype = "floppy"\n', ["swap.type"]),
+        ("[suite\n", ["not valid TOML"]),
+    ],
+)
 def test_config_errors_are_one_line(suite_file, results, text, needles):
     path = suite_file(text)
     proc = mmbench("run", "--config", str(path), "--results", str(results), "x")
@@ -55,13 +64,16 @@ def test_config_errors_are_one_line(suite_file, results, text, needles):
     assert str(path) in line or "TOML" in line
 
 
-@pytest.mark.parametrize("args,needles", [
-    (["--set", "nosuch.size=1G"], ["--set nosuch.size", "no workload"]),
-    (["--set", "faultin.size"], ["--set faultin.size", "KEY=VALUE"]),
-    (["--set", "thp.enabled=bogus"], ["thp.enabled", "bogus"]),
-    (["--set", "faultin.bogus=1"], ["params.bogus", "unknown parameter"]),
-    (["--iterations", "x"], ["--iterations"]),
-])
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (["--set", "nosuch.size=1G"], ["--set nosuch.size", "no workload"]),
+        (["--set", "faultin.size"], ["--set faultin.size", "KEY=VALUE"]),
+        (["--set", "thp.enabled=bogus"], ["thp.enabled", "bogus"]),
+        (["--set", "faultin.bogus=1"], ["params.bogus", "unknown parameter"]),
+        (["--iterations", "x"], ["--iterations"]),
+    ],
+)
 def test_bad_arguments_are_one_line(suite_file, results, args, needles):
     proc = mmbench("run", "--config", str(suite_file(GOOD)), "--results", str(results), *args, "x")
     one_line_error(proc, *needles)
@@ -76,8 +88,18 @@ def test_bad_run_name_and_missing_config(suite_file, results):
 
 def test_set_overrides(suite_file):
     path = suite_file(GOOD)
-    s = load_suite(str(path), ["thp.enabled=never", "iterations=7", "faultin.size=64M", "budget=128M",
-                               "actions.drop_caches=true", "faultin.madvise=false", "warmup=2"])
+    s = load_suite(
+        str(path),
+        [
+            "thp.enabled=never",
+            "iterations=7",
+            "faultin.size=64M",
+            "budget=128M",
+            "actions.drop_caches=true",
+            "faultin.madvise=false",
+            "warmup=2",
+        ],
+    )
     assert s.settings["thp.enabled"] == "never"
     assert s.workloads[0].iterations == 7 and s.workloads[0].warmup == 2
     assert s.workloads[0].params == {"size": 64 << 20, "madvise": False, "passes": 1}
@@ -118,8 +140,9 @@ def test_sizes_and_durations():
 def test_kernel_rejected_value_is_one_line_and_nothing_stays_changed(suite_file, results):
     from pathlib import Path
     from mmbench.model.kernel import read_knob
+
     before = read_knob(Path("/proc/sys/vm/swappiness"))
-    text = GOOD.replace('thp.enabled = "madvise"', 'vm.swappiness = 7\nvm.min_free_kbytes = -5')
+    text = GOOD.replace('thp.enabled = "madvise"', "vm.swappiness = 7\nvm.min_free_kbytes = -5")
     proc = mmbench("run", "--config", str(suite_file(text)), "--results", str(results), "x")
     one_line_error(proc, "settings.vm.min_free_kbytes", "rejected", "-5")
     assert read_knob(Path("/proc/sys/vm/swappiness")) == before
@@ -128,11 +151,23 @@ def test_kernel_rejected_value_is_one_line_and_nothing_stays_changed(suite_file,
 
 def test_set_grammar_routes_each_key_to_one_place():
     from mmbench.config.load import apply_override
+
     doc = {"workload": [{"name": "simoop", "params": {}}, {"name": "usemem", "label": "hog"}]}
-    for item in ("simoop.warmup=3", "simoop.warmup_time=2s", "hog.iterations=4", "simoop.params.runtime=9s",
-                 "thp.enabled=never", "vm.swappiness=10", "vm.memory=512M", "warmup=2", "suite.budget=1G",
-                 "swap.type=zram", "monitors.psi", "monitors.meminfo.interval=0.5",
-                 "simoop.with.anonhog.size=1M"):
+    for item in (
+        "simoop.warmup=3",
+        "simoop.warmup_time=2s",
+        "hog.iterations=4",
+        "simoop.params.runtime=9s",
+        "thp.enabled=never",
+        "vm.swappiness=10",
+        "vm.memory=512M",
+        "warmup=2",
+        "suite.budget=1G",
+        "swap.type=zram",
+        "monitors.psi",
+        "monitors.meminfo.interval=0.5",
+        "simoop.with.anonhog.size=1M",
+    ):
         apply_override(doc, item)
     sim, hog = doc["workload"]
     assert sim["warmup"] == 3 and sim["params"] == {"warmup_time": "2s", "runtime": "9s"}
@@ -154,6 +189,7 @@ def test_key_lists_come_from_one_schema():
     from mmbench.config.load import SUITE_KEYS, VM_KEYS
     from mmbench.config.schema import SWAP_PARAMS, SwapSpec, WorkloadSpec
     from mmbench.plugins import RESERVED_PARAMS
+
     assert set(SWAP_PARAMS) == set(SwapSpec.model_fields)
     assert RESERVED_PARAMS == {f.alias or n for n, f in WorkloadSpec.model_fields.items()}
     assert {"iterations", "warmup", "budget", "timeout", "headline"} <= SUITE_KEYS

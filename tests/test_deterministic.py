@@ -19,16 +19,29 @@ HUGE = MetricDef("Percentage huge", "%", "higher", "percent")
 TIME = MetricDef("Pipe loop", "ms", "lower", "time")
 
 
-def run(name: str, per_iter: list[dict[str, float]], metrics: list[MetricDef], suite: str = "",
-        vmstat: list[dict[str, int]] | None = None) -> RunRecord:
-    its = [IterationResult("w", i, False, "ok", samples={k: [v] for k, v in s.items()},
-                           vmstat_delta=(vmstat[i] if vmstat else {})) for i, s in enumerate(per_iter)]
+def run(
+    name: str,
+    per_iter: list[dict[str, float]],
+    metrics: list[MetricDef],
+    suite: str = "",
+    vmstat: list[dict[str, int]] | None = None,
+) -> RunRecord:
+    its = [
+        IterationResult(
+            "w", i, False, "ok", samples={k: [v] for k, v in s.items()}, vmstat_delta=(vmstat[i] if vmstat else {})
+        )
+        for i, s in enumerate(per_iter)
+    ]
     return RunRecord(name, "complete", 0.0, 1.0, suite, "", {}, {}, [WorkloadRun("w", "w", {}, metrics, its)])
 
 
 def row(c, metric, kind="workload"):
-    return next(r for s in c.sections for r in s.rows
-                if s.kind == kind and r.metric == metric and r.stat in ("Amean", "Hmean", "Gmean"))
+    return next(
+        r
+        for s in c.sections
+        for r in s.rows
+        if s.kind == kind and r.metric == metric and r.stat in ("Amean", "Hmean", "Gmean")
+    )
 
 
 def test_default_resolutions():
@@ -66,8 +79,9 @@ def test_float_noise_and_sub_resolution_differences_are_no_change():
     assert not row(c, "t").significant["b"] and row(c, "t").why["b"].startswith("no change")
     # float noise of a computation (1e-12 relative) on a deterministic timing
     vals = [2934.077 * (1 + e) for e in (0.0, 3e-13, -2e-12)]
-    c = build_comparison([run("a", [{TIME.name: v} for v in vals], [TIME]),
-                          run("b", [{TIME.name: v} for v in reversed(vals)], [TIME])])
+    c = build_comparison(
+        [run("a", [{TIME.name: v} for v in vals], [TIME]), run("b", [{TIME.name: v} for v in reversed(vals)], [TIME])]
+    )
     assert not row(c, TIME.name).significant["b"]
     # half the resolution of a percentage: no change, and said so
     c = build_comparison([run("a", [{HUGE.name: 31.5}] * 3, [HUGE]), run("b", [{HUGE.name: 31.505}] * 3, [HUGE])])
@@ -114,6 +128,7 @@ def test_a_small_count_constant_by_chance_goes_to_the_count_test():
 
 def test_vmstat_and_duration_rows_have_resolutions():
     from mmbench.analysis import vmstat as vm
+
     rows = {r.name: r for r in vm.ROWS}
     assert rows["Compaction stalls"].resolution == 1.0 and rows["Kswapd efficiency %"].resolution == 0.01
     assert rows["Kswapd velocity"].resolution == 0.0
@@ -135,17 +150,19 @@ def test_an_exploratory_deterministic_change_is_a_lead_that_never_gates():
 
 def test_a_stated_resolution_is_stored_and_read_back(tmp_path):
     from mmbench.store import open_store
+
     store = open_store(tmp_path / "res")
     clock = MetricDef("e", "s", "lower", "time", resolution=0.01)
     for name, v in (("a", 0.04), ("b", 0.06)):
-        w = store.create_run(name, force=True, suite_text="", suite_hash="x", suite_effective={}, fingerprint={},
-                             settings={})
+        w = store.create_run(
+            name, force=True, suite_text="", suite_hash="x", suite_effective={}, fingerprint={}, settings={}
+        )
         w.add_workload(WorkloadRun("w", "w", {}, [clock], []))
         for i in range(2):
             w.add_iteration(IterationResult("w", i, False, "ok", samples={"e": [v]}))
         w.finish("complete")
     got = store.load_run("a").workloads[0].metrics[0]
     assert got.resolution == 0.01
-    assert MetricDef("x", "s", "lower").to_dict().get("resolution", "absent") == "absent"   # not stated: not stored
+    assert MetricDef("x", "s", "lower").to_dict().get("resolution", "absent") == "absent"  # not stated: not stored
     proc = mmbench("compare", "--results", str(tmp_path / "res"), "--fail-on-regression", "a", "b")
     assert proc.returncode == 1 and "judged deterministic: 0.04 vs 0.06" in proc.stdout, proc.stdout + proc.stderr

@@ -20,8 +20,18 @@ def two_runs(tmp_path_factory):
     before = read_knob(THP / "enabled")
     small = ["--set", "budget=256M", "--set", "faultin.size=64M", "--iterations", "3"]
     for name, thp in (("thp", "always"), ("nothp", "never")):
-        out = mmbench("run", "--config", "configs/smoke.toml", "--results", str(results),
-                      "--set", f"thp.enabled={thp}", *small, name, cwd=str(THP_REPO))
+        out = mmbench(
+            "run",
+            "--config",
+            "configs/smoke.toml",
+            "--results",
+            str(results),
+            "--set",
+            f"thp.enabled={thp}",
+            *small,
+            name,
+            cwd=str(THP_REPO),
+        )
         assert out.returncode == 0, out.stderr
         assert read_knob(THP / "enabled") == before
     assert mmbench_cgroups() == []
@@ -33,7 +43,7 @@ from conftest import REPO as THP_REPO  # noqa: E402
 
 def test_compare_text(two_runs):
     out = mmbench("compare", "--results", str(two_runs), "thp", "nothp", check=True).stdout
-    assert "thp.enabled" in out.split("faultin")[0]          # differing environment first
+    assert "thp.enabled" in out.split("faultin")[0]  # differing environment first
     lines = [l for l in out.splitlines() if "THP Active" in l and l[2:].split()[:1] in (["Amean"], ["Mean"])]
     assert lines, out
     assert "%)" in lines[0]
@@ -41,8 +51,9 @@ def test_compare_text(two_runs):
 
 
 def test_compare_json_shape(two_runs):
-    data = json.loads(mmbench("compare", "--results", str(two_runs), "--format", "json", "thp", "nothp",
-                              check=True).stdout)
+    data = json.loads(
+        mmbench("compare", "--results", str(two_runs), "--format", "json", "thp", "nothp", check=True).stdout
+    )
     assert data["baseline"] == "thp" and data["runs"] == ["thp", "nothp"]
     rows = {(s["title"], r["metric"], r["stat"]): r for s in data["sections"] for r in s["rows"]}
     active = next(r for (t, m, s), r in rows.items() if m == "THP Active" and s in ("Amean", "Mean"))
@@ -78,6 +89,9 @@ def test_single_run_summary_and_show(two_runs):
     assert "Fault throughput" in out
     show = mmbench("show", "--results", str(two_runs), "nothp", check=True).stdout
     assert "thp.enabled=never" in show and "status:   complete" in show
-    names = [line.split()[0] for line in mmbench("list", "--results", str(two_runs), check=True).stdout.splitlines()
-             if line.strip()]
-    assert "thp" in names and "nothp" in names   # whole names: "thp" is also a substring of "nothp"
+    names = [
+        line.split()[0]
+        for line in mmbench("list", "--results", str(two_runs), check=True).stdout.splitlines()
+        if line.strip()
+    ]
+    assert "thp" in names and "nothp" in names  # whole names: "thp" is also a substring of "nothp"

@@ -18,8 +18,10 @@ from mmbench.config.load import load_suite
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 from mmbench.plugins import exporters
 
-SEED001 = ('[suite]\nprimary = ["Compaction stalls", "THP fault fallback", "THP fault alloc", '
-           '"Percentage huge", "mm-trace:Compaction stall (us)"]\n')
+SEED001 = (
+    '[suite]\nprimary = ["Compaction stalls", "THP fault fallback", "THP fault alloc", '
+    '"Percentage huge", "mm-trace:Compaction stall (us)"]\n'
+)
 PCT = MetricDef("Percentage huge", "%", "higher", "percent")
 NOISE = [MetricDef(f"noise {i}", "s", "lower") for i in range(90)]
 
@@ -31,13 +33,27 @@ def seed001_run(name: str, stalls: list[int], fallback: list[int], huge: list[fl
     its = []
     for i in range(len(stalls)):
         samples = {PCT.name: [huge[i]]} | {m.name: [float(rng.normal(10, 0.5))] for m in NOISE}
-        its.append(IterationResult("thpavail", i, False, "ok", samples=samples,
-                                   duration={"user": 1.0 + 0.01 * i, "system": 2.0 + 0.02 * i, "elapsed": 30.0 + i},
-                                   vmstat_delta={"compact_stall": stalls[i], "thp_fault_fallback": fallback[i],
-                                                 "thp_fault_alloc": 165 - fallback[i], "pgfault": 100000 + 7 * i,
-                                                 "pgmajfault": 10 + i, "compact_success": stalls[i] // 3}))
-    return RunRecord(name, "complete", 0.0, 1.0, SEED001, "", {}, {},
-                     [WorkloadRun("thpavail", "thpavail", {}, [PCT, *NOISE], its)])
+        its.append(
+            IterationResult(
+                "thpavail",
+                i,
+                False,
+                "ok",
+                samples=samples,
+                duration={"user": 1.0 + 0.01 * i, "system": 2.0 + 0.02 * i, "elapsed": 30.0 + i},
+                vmstat_delta={
+                    "compact_stall": stalls[i],
+                    "thp_fault_fallback": fallback[i],
+                    "thp_fault_alloc": 165 - fallback[i],
+                    "pgfault": 100000 + 7 * i,
+                    "pgmajfault": 10 + i,
+                    "compact_success": stalls[i] // 3,
+                },
+            )
+        )
+    return RunRecord(
+        name, "complete", 0.0, 1.0, SEED001, "", {}, {}, [WorkloadRun("thpavail", "thpavail", {}, [PCT, *NOISE], its)]
+    )
 
 
 # 5 iterations a side, as the seed experiments run (docs/examples.md): at 3 a side no count row
@@ -54,8 +70,12 @@ def seed001():
 
 
 def _row(c, metric, kind=None):
-    return next(r for s in c.sections for r in s.rows
-                if r.metric == metric and r.stat in ("Amean", "Hmean", "Gmean") and (kind is None or s.kind == kind))
+    return next(
+        r
+        for s in c.sections
+        for r in s.rows
+        if r.metric == metric and r.stat in ("Amean", "Hmean", "Gmean") and (kind is None or s.kind == kind)
+    )
 
 
 def test_compaction_switched_off_is_starred_at_five_iterations(seed001):
@@ -110,16 +130,17 @@ def test_reports_open_with_the_primary_family(seed001, fmt, opening):
     head = out.index(opening)
     assert head < first_table
     summary = out[head:first_table]
-    assert "Compaction stalls" in summary and "* better" in summary        # 360 -> 0 stalls: better
-    assert "no such row" in summary                                        # mm-trace not recorded
-    assert summary.count("\n") < 20                                        # one line per primary row
+    assert "Compaction stalls" in summary and "* better" in summary  # 360 -> 0 stalls: better
+    assert "no such row" in summary  # mm-trace not recorded
+    assert summary.count("\n") < 20  # one line per primary row
 
 
 def test_html_opens_with_the_primary_family(seed001):
     from mmbench.report.html import render_report
+
     page = render_report([], seed001)
     assert page.index('id="primary"') < page.index('id="comparison"')
-    assert "Compaction stalls" in page[page.index('id="primary"'):page.index('id="runs"')]
+    assert "Compaction stalls" in page[page.index('id="primary"') : page.index('id="runs"')]
 
 
 def test_fail_on_regression_reads_primary_rows_only(seed001):
@@ -145,12 +166,11 @@ def test_fail_on_regression_cli_exit(tmp_path):
     assert proc.stdout.index("Primary rows") < proc.stdout.index("\nthpavail\n")
 
 
-
 def test_primary_checked_when_loading(suite_file, results):
-    base = "[suite]\niterations = 2\nbudget = \"256M\"\n{}\n[[workload]]\nname = \"faultin\"\n[workload.params]\nsize = \"0.25x\"\n"
+    base = '[suite]\niterations = 2\nbudget = "256M"\n{}\n[[workload]]\nname = "faultin"\n[workload.params]\nsize = "0.25x"\n'
     good = load_suite(suite_file(base.format('primary = ["Minor Faults", "duration:System"]')))
     assert good.primary == ["Minor Faults", "duration:System"]
-    assert good.effective["suite"]["primary"] == good.primary          # stored with the run
+    assert good.effective["suite"]["primary"] == good.primary  # stored with the run
     # no primary: the default from headline and aims, resolved now and stored
     dflt = load_suite(suite_file(base.format('aims = ["thp", "compaction"]')))
     assert dflt.primary[1:] == ["vmstat:THP fault alloc", "vmstat:THP fault fallback"]
@@ -160,10 +180,12 @@ def test_primary_checked_when_loading(suite_file, results):
     # a row of a known monitor the suite does not run (--set monitors.mm-trace=false): a note
     off = load_suite(suite_file(base.format('primary = ["kthreads:kswapd0 CPU (s)"]')))
     assert any("runs no kthreads monitor" in n for n in off.notes)
-    for bad, needle in [('primary = ["Compaction stals"]', "did you mean 'Compaction stalls'"),
-                        ('primary = ["kthreads:kswapd0 CPU"]', "not a row of this suite"),
-                        ('primary = ["Compaction stalls@P99"]', "only its mean row"),
-                        ('primary = ["a", "b", "c", "d", "e", "f", "g"]', "at most 6")]:
+    for bad, needle in [
+        ('primary = ["Compaction stals"]', "did you mean 'Compaction stalls'"),
+        ('primary = ["kthreads:kswapd0 CPU"]', "not a row of this suite"),
+        ('primary = ["Compaction stalls@P99"]', "only its mean row"),
+        ('primary = ["a", "b", "c", "d", "e", "f", "g"]', "at most 6"),
+    ]:
         proc = mmbench("run", "--check", "--config", str(suite_file(base.format(bad))), "--results", str(results), "x")
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert "suite.primary" in proc.stderr and needle in proc.stderr, proc.stderr
@@ -173,11 +195,11 @@ def test_entry_grammar():
     sections = {"vmstat", "duration", "mm-trace", "thpfault"}
     e = pr.parse_entry("mm-trace:Compaction stall (us)@P99", sections)
     assert (e.section, e.name, e.stat) == ("mm-trace", "compaction stall (us)", "p99")
-    e = pr.parse_entry("duration:thpfault:System", sections)      # two prefixes: both must match
+    e = pr.parse_entry("duration:thpfault:System", sections)  # two prefixes: both must match
     assert e.sections == ("duration", "thpfault") and e.name == "system"
     assert e.matches({"duration", "thpfault"}, "System", "Amean", ("Amean",))
     assert not e.matches({"duration", "other"}, "System", "Amean", ("Amean",))
-    e = pr.parse_entry("host:6.1 metric", sections)            # not a section: part of the name
+    e = pr.parse_entry("host:6.1 metric", sections)  # not a section: part of the name
     assert e.section is None and e.name == "host:6.1 metric"
     assert pr.parse_entry("a@b", sections).name == "a@b"
 
@@ -188,8 +210,8 @@ def test_vmstat_row_names_match_the_analysis():
 
 def test_shipped_suites_declare_checked_primary_rows():
     from mmbench.config.load import shipped_suites
-    for name in ("seed000-largecopy", "seed001-thpavail", "seed002-simoop", "seed003-compaction",
-                 "seed004-pagealloc"):
+
+    for name in ("seed000-largecopy", "seed001-thpavail", "seed002-simoop", "seed003-compaction", "seed004-pagealloc"):
         text = shipped_suites()[name].read_text()
         assert "\nprimary = [" in text, name
 
@@ -197,13 +219,15 @@ def test_shipped_suites_declare_checked_primary_rows():
 def test_fail_on_regression_ignores_the_stats_filter(tmp_path):
     # --stats only trims the printed rows: the gate still reads every primary row
     store_records(tmp_path / "res", seed001_run("off", *OFF, 2), seed001_run("on", *ON, 1))
-    proc = mmbench("compare", "--results", str(tmp_path / "res"), "--stats", "stddev", "--fail-on-regression",
-                   "off", "on")
+    proc = mmbench(
+        "compare", "--results", str(tmp_path / "res"), "--stats", "stddev", "--fail-on-regression", "off", "on"
+    )
     assert proc.returncode == 1, proc.stderr
 
 
 def test_an_mde_past_1000_percent_says_too_few_iterations():
     # 2 vs 3 iterations: a t quantile with 1-2 degrees of freedom printed "mde 6251157323452497526784.0%"
     from mmbench.analysis.compare.power import mde_text
+
     assert mde_text(42.04) == "+42.0%" and mde_text(-80.6) == "-80.6%"
     assert mde_text(6.25e21) == ">1000% (too few iterations)"

@@ -32,12 +32,12 @@ def _adversarial(rng: random.Random, n: int) -> list[float]:
     kind = rng.randrange(6)
     if kind == 0:
         return [rng.uniform(-1e6, 1e6) for _ in range(n)]
-    if kind == 1:      # exponents across the whole range
+    if kind == 1:  # exponents across the whole range
         return [rng.uniform(-1, 1) * 10.0 ** rng.randint(-300, 300) for _ in range(n)]
-    if kind == 2:      # subnormals
+    if kind == 2:  # subnormals
         return [5e-324 * rng.randint(-9, 9) for _ in range(n)]
-    if kind == 3:      # cancellation and halfway cases
-        b = [rng.choice([1.0, 1e100, 1e-100, 2.0 ** -53, 2.0 ** 53, 3 * 2.0 ** -54, -1e100]) for _ in range(n)]
+    if kind == 3:  # cancellation and halfway cases
+        b = [rng.choice([1.0, 1e100, 1e-100, 2.0**-53, 2.0**53, 3 * 2.0**-54, -1e100]) for _ in range(n)]
         return b + [-x for x in b[: n // 2]]
     if kind == 4:
         return [rng.gauss(0, 1) * 2.0 ** rng.randint(-60, 60) for _ in range(n)]
@@ -65,7 +65,7 @@ def test_exactsum_is_math_fsum():
         sq = exactsum.fsum_sqdev(a, m)
         if sq is not None:
             assert _bits(sq) == _bits(math.fsum((v - m) * (v - m) for v in x))
-    assert declined < 300     # it declines only for zero sums and overflow, not as a rule
+    assert declined < 300  # it declines only for zero sums and overflow, not as a rule
     # where math.fsum raises, or the values are not finite, it declines
     assert exactsum.fsum(np.array([1e308, 1e308, -1e308])) is None
     assert exactsum.fsum(np.array([1.0, math.inf])) is None
@@ -78,7 +78,7 @@ def _arrays(rng: np.random.Generator):
     yield rng.lognormal(3, 2, 3000)
     yield np.concatenate([rng.uniform(1, 10, 2000), [np.nan]])
     yield np.concatenate([rng.uniform(1, 10, 2000), [np.inf]])
-    yield rng.uniform(-1e200, 1e200, 1000)          # squares would overflow: the scaled path
+    yield rng.uniform(-1e200, 1e200, 1000)  # squares would overflow: the scaled path
     yield np.full(800, 3.5)
 
 
@@ -90,7 +90,7 @@ def test_statistics_of_a_big_array_are_those_of_its_list(better):
         for f in (st.amean, st.stddev, st.hmean, st.gmean):
             assert _bits(f(a)) == _bits(f(lst)), f.__name__
         s_arr, s_list = np.sort(a), st.sorted_values(lst)
-        per = [a[:len(a) // 2], a[len(a) // 2:]]
+        per = [a[: len(a) // 2], a[len(a) // 2 :]]
         rows_arr = st.summarise(per, better=better, latency=True, pooled_sorted=s_arr)
         rows_list = st.summarise([p.tolist() for p in per], better=better, latency=True, pooled_sorted=s_list)
         assert [(n, _bits(v)) for n, v in rows_arr] == [(n, _bits(v)) for n, v in rows_list]
@@ -100,20 +100,34 @@ def test_statistics_of_a_big_array_are_those_of_its_list(better):
 def test_a_comparison_of_array_backed_runs_is_that_of_list_backed_runs():
     from mmbench.analysis.compare import build_comparison
     from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
+
     rng = np.random.default_rng(11)
 
     def run(name, shift, as_array):
-        w = WorkloadRun(label="faults", plugin="imported", params={},
-                        metrics=[MetricDef("lat", "us", "lower", "latency"), MetricDef("ops", "ops/s", "higher", "throughput")])
+        w = WorkloadRun(
+            label="faults",
+            plugin="imported",
+            params={},
+            metrics=[MetricDef("lat", "us", "lower", "latency"), MetricDef("ops", "ops/s", "higher", "throughput")],
+        )
         for i in range(4):
             it = IterationResult(workload="faults", index=i, warmup=False, status="ok")
             lat = rng.lognormal(5 + shift, 0.5, 3000)
             if i == 2:
-                lat[7] = np.nan       # a NaN sample: the non-finite path
+                lat[7] = np.nan  # a NaN sample: the non-finite path
             it.samples = {"lat": lat if as_array else lat.tolist(), "ops": [float(100 + i + shift)]}
             w.iterations.append(it)
-        return RunRecord(name=name, status="complete", created="2026-11-27T00:00:00", finished="", suite_text="",
-                         suite_hash="", fingerprint={}, settings={}, workloads=[w])
+        return RunRecord(
+            name=name,
+            status="complete",
+            created="2026-11-27T00:00:00",
+            finished="",
+            suite_text="",
+            suite_hash="",
+            fingerprint={},
+            settings={},
+            workloads=[w],
+        )
 
     state = rng.bit_generator.state
     lists = build_comparison([run("a", 0, False), run("b", 0.01, False)])
@@ -135,7 +149,7 @@ def test_mmtests_running_sums_are_perls_slice_sums(preferred, rules):
     data = np.sort(values)[::-1] if preferred == "Higher" else np.sort(values)
     names = {name: v for name, v, _ in got.rows}
     for pct in (25, 50, 75, 90, 95, 99):
-        sub = data[:mt._k(len(data), pct)]
+        sub = data[: mt._k(len(data), pct)]
         want = mt._hmean(sub) if preferred == "Higher" else mt._amean(sub)
         label = next((n for n in names if n.endswith(f"-{pct}") and "mean" in n.lower()), None)
         if label is not None:
@@ -152,16 +166,35 @@ def _decimal(rng: random.Random) -> str:
     if k == 1:
         return f"{rng.uniform(0, 1000):.{rng.randint(0, 17)}f}"
     if k == 2:
-        return str(rng.randint(-10 ** 17, 10 ** 17))
+        return str(rng.randint(-(10**17), 10**17))
     if k == 3:
-        return f"{rng.randint(0, 10 ** 16)}e{rng.randint(-30, 30)}"
+        return f"{rng.randint(0, 10**16)}e{rng.randint(-30, 30)}"
     if k == 4:
-        return (f"{rng.choice(['', '+', '-'])}{rng.randint(0, 999)}.{rng.randint(0, 10 ** rng.randint(1, 18))}"
-                f"E{rng.choice(['', '+', '-'])}{rng.randint(0, 25)}")
+        return (
+            f"{rng.choice(['', '+', '-'])}{rng.randint(0, 999)}.{rng.randint(0, 10 ** rng.randint(1, 18))}"
+            f"E{rng.choice(['', '+', '-'])}{rng.randint(0, 25)}"
+        )
     if k == 5:
-        return rng.choice(["0", "-0", "-0.0", ".5", "5.", "+1", "9007199254740993", "9007199254740992",
-                           "4503599627370497.5", "1e22", "1e23", "123456789012345678", "0.1e-22",
-                           "00000000000000000000001", "0x1p3", "1e-400"])
+        return rng.choice(
+            [
+                "0",
+                "-0",
+                "-0.0",
+                ".5",
+                "5.",
+                "+1",
+                "9007199254740993",
+                "9007199254740992",
+                "4503599627370497.5",
+                "1e22",
+                "1e23",
+                "123456789012345678",
+                "0.1e-22",
+                "00000000000000000000001",
+                "0x1p3",
+                "1e-400",
+            ]
+        )
     return repr(rng.random() * 10.0 ** rng.randint(-30, 30))
 
 
@@ -169,22 +202,35 @@ def test_samplecsv_reads_every_decimal_as_python_does(tmp_path):
     rng = random.Random(3)
     texts = [_decimal(rng) for _ in range(40_000)]
     p = tmp_path / "many.csv"
-    p.write_text("workload,metric,unit,better,iteration,value\n"
-                 + "".join(f"w,m,us,lower,0,{t}\n" for t in texts) + "w,m,us,lower,0,1\n" * 40_000)
-    assert p.stat().st_size >= samples.FAST_CSV_MIN_BYTES      # the C path
+    p.write_text(
+        "workload,metric,unit,better,iteration,value\n"
+        + "".join(f"w,m,us,lower,0,{t}\n" for t in texts)
+        + "w,m,us,lower,0,1\n" * 40_000
+    )
+    assert p.stat().st_size >= samples.FAST_CSV_MIN_BYTES  # the C path
     (w,) = samples.read_samples_file(p)
-    got = np.asarray(w.iterations[0].samples["m"])[:len(texts)]
+    got = np.asarray(w.iterations[0].samples["m"])[: len(texts)]
     bad = [(t, g) for t, g in zip(texts, got.tolist()) if _bits(g) != _bits(float.fromhex(t) if "x" in t else float(t))]
     assert not bad, bad[:5]
 
 
 def test_json_import_orjson_and_json_agree(tmp_path):
-    recs = [{"workload": "w", "metric": "lat", "unit": "us", "better": "lower", "iteration": i, "kind": "latency",
-             "values": [round(random.Random(i).uniform(1, 1000), 6) for _ in range(1000)] + [7, 2 ** 70]}
-            for i in range(3)]
+    recs = [
+        {
+            "workload": "w",
+            "metric": "lat",
+            "unit": "us",
+            "better": "lower",
+            "iteration": i,
+            "kind": "latency",
+            "values": [round(random.Random(i).uniform(1, 1000), 6) for _ in range(1000)] + [7, 2**70],
+        }
+        for i in range(3)
+    ]
     import json
+
     p = tmp_path / "s.json"
-    p.write_text(json.dumps(recs))         # 2**70: beyond orjson's integers, so json reads it
+    p.write_text(json.dumps(recs))  # 2**70: beyond orjson's integers, so json reads it
     (w,) = samples.read_samples_file(p)
     for i, it in enumerate(w.iterations):
         assert np.asarray(it.samples["lat"]).tolist() == [float(v) for v in recs[i]["values"]]
@@ -212,6 +258,7 @@ def test_threaded_sorts_give_mmtests_own_cells(tmp_path, capsys, monkeypatch):
     import mmtests_report as report
     from mmbench.analysis.compare.sections import mmtests as mm_section
     from mmbench.cli import main
+
     data = Path(__file__).parent / "data" / "mmtests" / "v0.25-thpscale"
     results = tmp_path / "results"
     assert main(["import-mmtests", "--results", str(results), str(data / "log")]) == 0
@@ -221,6 +268,7 @@ def test_threaded_sorts_give_mmtests_own_cells(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("concurrent.futures.ThreadPoolExecutor", lambda n: calls.append(n) or real_pool(n))
     capsys.readouterr()
     from test_import_mmtests_real import RUNS
+
     assert main(["compare", "--results", str(results), "--convention", "mmtests", "--format", "json", *RUNS]) == 0
     out = json.loads(capsys.readouterr().out)
     blocks = report.parse((data / "compare-kernels.txt").read_text(), RUNS)

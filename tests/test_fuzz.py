@@ -20,17 +20,29 @@ from hypothesis import strategies as st
 
 from mmbench.errors import UsageError
 
-FUZZ = settings(max_examples=int(os.environ.get("MMBENCH_FUZZ_EXAMPLES", "120")), deadline=None, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("MMBENCH_FUZZ_EXAMPLES", "120")),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 HEADER = ["workload", "metric", "unit", "better", "iteration", "value", "kind"]
 names = st.sampled_from(["w", "faultin", "../../x", "a/b", ".", "", " ", "6.12-rc3+", "\x00", "é", "-x", "a" * 300])
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
-                    st.text(max_size=12), names, st.sampled_from(["higher", "lower", "nan", "inf", "1e400",
-                                                                   "-1", "0", "3", "rate", "latency"]))
-json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                            st.dictionaries(st.text(max_size=8), inner, max_size=4)),
-                           max_leaves=12)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True),
+    st.text(max_size=12),
+    names,
+    st.sampled_from(["higher", "lower", "nan", "inf", "1e400", "-1", "0", "3", "rate", "latency"]),
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 def one_line(e: UsageError) -> None:
@@ -43,9 +55,15 @@ def csv_cell(v: object) -> str:
     return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\n\r') else text
 
 
-VALID = {"workload": st.sampled_from(["w", "faultin", "6.12-rc3+"]), "metric": st.sampled_from(["t", "Fault latency"]),
-         "unit": st.sampled_from(["s", "us", ""]), "better": st.sampled_from(["higher", "lower"]),
-         "iteration": st.integers(0, 3), "value": st.floats(-1e9, 1e9), "kind": st.sampled_from(["time", "rate", ""])}
+VALID = {
+    "workload": st.sampled_from(["w", "faultin", "6.12-rc3+"]),
+    "metric": st.sampled_from(["t", "Fault latency"]),
+    "unit": st.sampled_from(["s", "us", ""]),
+    "better": st.sampled_from(["higher", "lower"]),
+    "iteration": st.integers(0, 3),
+    "value": st.floats(-1e9, 1e9),
+    "kind": st.sampled_from(["time", "rate", ""]),
+}
 
 
 @st.composite
@@ -57,8 +75,9 @@ def near_valid_row(draw) -> dict[str, object]:
     return row
 
 
-csv_rows = st.lists(st.one_of(near_valid_row(), near_valid_row(), st.fixed_dictionaries({k: scalars for k in HEADER})),
-                    max_size=5)
+csv_rows = st.lists(
+    st.one_of(near_valid_row(), near_valid_row(), st.fixed_dictionaries({k: scalars for k in HEADER})), max_size=5
+)
 
 
 @st.composite
@@ -74,7 +93,7 @@ def import_files(draw) -> tuple[str, bytes]:
         return ".json", json.dumps(data, allow_nan=True).encode()
     header = draw(st.permutations(HEADER))
     if draw(st.integers(0, 3)) == 0:
-        header = header[:draw(st.integers(4, len(header)))]
+        header = header[: draw(st.integers(4, len(header)))]
     lines = [",".join(header)] + [",".join(csv_cell(r[k]) for k in header) for r in rows]
     return ".csv", ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
 
@@ -85,6 +104,7 @@ def test_fuzz_import(tmp_path, case):
     from mmbench.importers.samples import read_samples_file
     from mmbench.store.fs import FileStore
     from mmbench.importers.store import import_run
+
     suffix, data = case
     f = tmp_path / f"in{suffix}"
     f.write_bytes(data)
@@ -100,21 +120,56 @@ def test_fuzz_import(tmp_path, case):
     import_run(store, "fuzz", workloads, source=str(f), force=True)
     rec = store.load_run("fuzz")
     assert [w.label for w in rec.workloads] == [w.label for w in workloads]
-    assert all((tmp_path / "results" / "fuzz").resolve() in (tmp_path / "results" / "fuzz" / w.label).resolve().parents
-               for w in workloads)
+    assert all(
+        (tmp_path / "results" / "fuzz").resolve() in (tmp_path / "results" / "fuzz" / w.label).resolve().parents
+        for w in workloads
+    )
 
 
 SUITE_KEYS = {
     "suite": ["description", "iterations", "warmup", "budget", "sandbox", "timeout", "headline", "aims", "bogus"],
-    "settings": ["vm.swappiness", "vm.dirty_ratio", "thp.enabled", "thp.khugepaged.max_ptes_none", "vm.nope",
-                 "kernel.x", "vm.drop_caches"],
+    "settings": [
+        "vm.swappiness",
+        "vm.dirty_ratio",
+        "thp.enabled",
+        "thp.khugepaged.max_ptes_none",
+        "vm.nope",
+        "kernel.x",
+        "vm.drop_caches",
+    ],
     "actions": ["sync", "drop_caches", "compact_memory", "writeback_timeout"],
     "swap": ["type", "size", "compressor"],
 }
-toml_scalars = st.one_of(st.booleans(), st.integers(-10**6, 10**6), st.floats(-1e6, 1e6),
-                         st.sampled_from(["", "3x", "0.5x", "64M", "1G", "-1", "1e400", "never", "always", "memcg",
-                                          "none", "zram", "90s", "soon", "../x", "1", "500", "101", "-5", "a/b"]),
-                         st.text(string.printable, max_size=8))
+toml_scalars = st.one_of(
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(-1e6, 1e6),
+    st.sampled_from(
+        [
+            "",
+            "3x",
+            "0.5x",
+            "64M",
+            "1G",
+            "-1",
+            "1e400",
+            "never",
+            "always",
+            "memcg",
+            "none",
+            "zram",
+            "90s",
+            "soon",
+            "../x",
+            "1",
+            "500",
+            "101",
+            "-5",
+            "a/b",
+        ]
+    ),
+    st.text(string.printable, max_size=8),
+)
 
 
 def toml_value(v: object) -> str:
@@ -122,21 +177,30 @@ def toml_value(v: object) -> str:
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return repr(v) if not isinstance(v, float) or v == v else "nan"
-    return json.dumps(v)   # a TOML basic string is a JSON string for printable text
+    return json.dumps(v)  # a TOML basic string is a JSON string for printable text
 
 
 @st.composite
 def suite_files(draw) -> bytes:
     if draw(st.integers(0, 9)) == 0:
         return draw(st.binary(max_size=200))
-    if draw(st.integers(0, 2)) == 0:   # a good suite with one value replaced
+    if draw(st.integers(0, 2)) == 0:  # a good suite with one value replaced
         key = draw(st.sampled_from(["budget", "iterations", "size", "passes", "madvise", "sandbox", "timeout"]))
-        good = {"budget": '"64M"', "iterations": "1", "size": '"4M"', "passes": "1", "madvise": "true",
-                "sandbox": '"memcg"', "timeout": '"60s"'}
+        good = {
+            "budget": '"64M"',
+            "iterations": "1",
+            "size": '"4M"',
+            "passes": "1",
+            "madvise": "true",
+            "sandbox": '"memcg"',
+            "timeout": '"60s"',
+        }
         good[key] = toml_value(draw(toml_scalars))
-        return (f"[suite]\nbudget = {good['budget']}\niterations = {good['iterations']}\nsandbox = {good['sandbox']}\n"
-                f"timeout = {good['timeout']}\n[[workload]]\nname = \"faultin\"\n[workload.params]\n"
-                f"size = {good['size']}\npasses = {good['passes']}\nmadvise = {good['madvise']}\n").encode()
+        return (
+            f"[suite]\nbudget = {good['budget']}\niterations = {good['iterations']}\nsandbox = {good['sandbox']}\n"
+            f'timeout = {good["timeout"]}\n[[workload]]\nname = "faultin"\n[workload.params]\n'
+            f"size = {good['size']}\npasses = {good['passes']}\nmadvise = {good['madvise']}\n"
+        ).encode()
     lines = []
     for table, keys in SUITE_KEYS.items():
         if draw(st.booleans()):
@@ -151,8 +215,9 @@ def suite_files(draw) -> bytes:
             lines.append(f"label = {toml_value(draw(names))}")
         if draw(st.booleans()):
             lines.append("[workload.params]")
-            for k in draw(st.lists(st.sampled_from(["size", "passes", "madvise", "threads", "nope"]), max_size=3,
-                                   unique=True)):
+            for k in draw(
+                st.lists(st.sampled_from(["size", "passes", "madvise", "threads", "nope"]), max_size=3, unique=True)
+            ):
                 lines.append(f"{k} = {toml_value(draw(toml_scalars))}")
     if draw(st.booleans()):
         lines.append(f"[monitors.{draw(st.sampled_from(['proc-vmstat', 'meminfo', 'nosuch']))}]")
@@ -165,6 +230,7 @@ def suite_files(draw) -> bytes:
 @given(suite_files())
 def test_fuzz_suite(tmp_path, data):
     from mmbench.config.load import load_suite
+
     f = tmp_path / "suite.toml"
     f.write_bytes(data)
     try:
@@ -187,6 +253,7 @@ def stored_run(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
     from mmbench.importers.samples import read_samples_file
     from mmbench.store.fs import FileStore
     from mmbench.importers.store import import_run
+
     root = tmp_path_factory.mktemp("fuzzstore")
     src = root / "s.csv"
     src.write_text(CSV)
@@ -201,7 +268,7 @@ def mutated(original: bytes) -> st.SearchStrategy[bytes]:
     return st.one_of(
         edits.map(lambda e: json.dumps({**doc, **e}).encode()),
         json_values.map(lambda v: json.dumps(v).encode()),
-        st.integers(0, len(original)).map(lambda n: original[:n]),          # truncated
+        st.integers(0, len(original)).map(lambda n: original[:n]),  # truncated
         st.binary(max_size=64),
     )
 
@@ -211,6 +278,7 @@ def mutated(original: bytes) -> st.SearchStrategy[bytes]:
 def test_fuzz_stored_json(stored_run, data):
     from mmbench.analysis.compare import build_comparison
     from mmbench.store.fs import FileStore
+
     results, originals = stored_run
     rel = data.draw(st.sampled_from(STORED))
     target = results / "r" / rel
@@ -226,6 +294,6 @@ def test_fuzz_stored_json(stored_run, data):
         else:
             event("loaded")
             build_comparison([rec, rec])
-        store.list_runs()   # goes on: a damaged run is skipped with a warning
+        store.list_runs()  # goes on: a damaged run is skipped with a warning
     finally:
         target.write_bytes(originals[rel])

@@ -35,6 +35,7 @@ def one_line_error(proc, status: int = 2, needle: str | None = None) -> str:
 
 class Proc:
     """What ``main`` returned and printed, shaped like subprocess.CompletedProcess."""
+
     def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
@@ -45,6 +46,7 @@ def cli(*args: str) -> Proc:
     import io
 
     from mmbench.cli import main
+
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main(list(args))
@@ -62,6 +64,7 @@ def imported(tmp_path: Path, name: str = "a", text: str = CSV, results: Path | N
 
 # -- item 5: exit statuses --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-5", "five"])
 def test_threshold_refused(tmp_path, value):
     results = imported(tmp_path)
@@ -74,6 +77,7 @@ def test_internal_error_is_one_line_with_saved_traceback(tmp_path, monkeypatch, 
 
     def boom(args):
         raise ZeroDivisionError("a bug")
+
     monkeypatch.setattr(cli, "cmd_list", boom)
     monkeypatch.setenv("MMBENCH_CRASH_DIR", str(tmp_path / "crash"))
     status = cli.main(["list", "runs"])
@@ -87,11 +91,13 @@ def test_internal_error_is_one_line_with_saved_traceback(tmp_path, monkeypatch, 
 def test_exit_statuses_distinct(tmp_path, monkeypatch, capsys):
     from mmbench import cli
     from mmbench.errors import EnvironmentUnsupported
+
     assert one_line_error(mmbench("compare", "--no-such-flag"), 2)
     assert one_line_error(mmbench("show", "--results", str(tmp_path / "r"), "nothere"), 2, "nothere")
 
     def unsupported(args):
         raise EnvironmentUnsupported("this kernel has no zram")
+
     monkeypatch.setattr(cli, "cmd_list", unsupported)
     assert cli.main(["list"]) == 3
     assert capsys.readouterr().err.strip() == "mmbench: error: this kernel has no zram"
@@ -117,6 +123,7 @@ def test_exit_statuses_documented():
 
 # -- item 2: names are not paths ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("workload", ["../../x", "a/b", ".", "..", "", " ", ".hidden", "a\tb"])
 def test_import_workload_that_is_a_path(tmp_path, workload):
     results = tmp_path / "results"
@@ -124,7 +131,7 @@ def test_import_workload_that_is_a_path(tmp_path, workload):
     src.write_text(f'workload,metric,unit,better,iteration,value\nw,t,s,lower,0,1\n"{workload}",t,s,lower,0,1\n')
     err = one_line_error(mmbench("import", "--results", str(results), str(src), "r"), 2, "line 3")
     assert "'workload'" in err
-    assert not results.exists() or not any(results.iterdir())   # nothing written
+    assert not results.exists() or not any(results.iterdir())  # nothing written
     assert not (tmp_path / "x").exists()
 
 
@@ -151,6 +158,7 @@ def test_one_name_check_everywhere():
     from mmbench.errors import UsageError
     from mmbench.model.names import check_name
     from mmbench.model.store import validate_run_name
+
     for bad in ("a/b", "", ".", "-x"):
         with pytest.raises(UsageError):
             validate_run_name(bad)
@@ -162,8 +170,9 @@ def test_one_name_check_everywhere():
 def test_suite_label_that_is_a_path(tmp_path):
     suite = tmp_path / "s.toml"
     suite.write_text('[suite]\nbudget = "64M"\n[[workload]]\nname = "faultin"\nlabel = "../escape"\n')
-    one_line_error(mmbench("run", "--config", str(suite), "--results", str(tmp_path / "r"), "x"), 2,
-                   "workload[../escape].label")
+    one_line_error(
+        mmbench("run", "--config", str(suite), "--results", str(tmp_path / "r"), "x"), 2, "workload[../escape].label"
+    )
 
 
 # -- item 4: a damaged store ---------------------------------------------------------------------------
@@ -180,17 +189,21 @@ DAMAGE = {
 
 
 def _damage(results: Path, which: str, content: bytes) -> Path:
-    target = {"run.json": results / "a" / "run.json",
-              "workload.json": results / "a" / "w" / "workload.json",
-              "result.json": results / "a" / "w" / "iter-1" / "result.json",
-              "fingerprint.json": results / "a" / "fingerprint.json"}[which]
+    target = {
+        "run.json": results / "a" / "run.json",
+        "workload.json": results / "a" / "w" / "workload.json",
+        "result.json": results / "a" / "w" / "iter-1" / "result.json",
+        "fingerprint.json": results / "a" / "fingerprint.json",
+    }[which]
     target.write_bytes(content)
     return target
 
 
-@pytest.mark.parametrize("which,kind", [(w, k) for w in ("run.json", "result.json") for k in sorted(DAMAGE)]
-                         + [(w, k) for w in ("workload.json", "fingerprint.json")
-                            for k in ("empty", "binary", "list", "foreign")])
+@pytest.mark.parametrize(
+    "which,kind",
+    [(w, k) for w in ("run.json", "result.json") for k in sorted(DAMAGE)]
+    + [(w, k) for w in ("workload.json", "fingerprint.json") for k in ("empty", "binary", "list", "foreign")],
+)
 def test_damaged_file_is_one_line_naming_it(tmp_path, which, kind):
     results = imported(tmp_path, "a")
     imported(tmp_path, "b", CSV, results)
@@ -198,7 +211,7 @@ def test_damaged_file_is_one_line_naming_it(tmp_path, which, kind):
     for cmd in (["show", "a"], ["compare", "b", "a"], ["report", "-o", str(tmp_path / "r.html"), "a"]):
         proc = cli(cmd[0], "--results", str(results), *cmd[1:])
         if which == "fingerprint.json" and kind == "foreign":
-            assert proc.returncode == 0, proc.stderr   # any JSON object is a fingerprint
+            assert proc.returncode == 0, proc.stderr  # any JSON object is a fingerprint
             continue
         one_line_error(proc, 2, str(target))
     # list goes on: the damaged run is skipped with a one-line warning, the good one listed
@@ -218,7 +231,7 @@ def test_store_written_by_newer_mmbench_is_refused(tmp_path):
     meta["format"] = 99
     (results / "a" / "run.json").write_text(json.dumps(meta))
     one_line_error(mmbench("show", "--results", str(results), "a"), 2, "newer mmbench")
-    del meta["format"]   # a store from before the field: format 1, read as such
+    del meta["format"]  # a store from before the field: format 1, read as such
     (results / "a" / "run.json").write_text(json.dumps(meta))
     assert mmbench("show", "--results", str(results), "a").returncode == 0
 
@@ -244,7 +257,7 @@ def test_damaged_index(tmp_path, content):
     ls = mmbench("list", "--results", str(results))
     assert ls.returncode == 0 and "a " in ls.stdout and "Traceback" not in ls.stderr
     assert mmbench("show", "--results", str(results), "a").returncode == 0
-    imported(tmp_path, "b", CSV, results)   # the folder is the truth: a new run is still stored
+    imported(tmp_path, "b", CSV, results)  # the folder is the truth: a new run is still stored
     assert (results / "b" / "run.json").is_file()
 
 
@@ -260,9 +273,14 @@ def test_damaged_summary_cache_is_recomputed(tmp_path):
         def summarise(cls, outdir, meta):
             cls.calls += 1
             return MonitorSummary([(MetricDef("m", "s", "lower"), [1.0])], [])
+
     (tmp_path / "data").write_text("x")
-    bad = {"version": SUMMARY_VERSION, "monitor": "fake", "notes": [],
-           "metrics": [[{"name": "m", "unit": "s", "better": "sideways"}, ["x"]]]}
+    bad = {
+        "version": SUMMARY_VERSION,
+        "monitor": "fake",
+        "notes": [],
+        "metrics": [[{"name": "m", "unit": "s", "better": "sideways"}, ["x"]]],
+    }
     for content in ("", "{", json.dumps(bad), "[]"):
         (tmp_path / "summary.json").write_text(content)
         os.utime(tmp_path / "summary.json", ns=(2 * 10**18, 2 * 10**18))
@@ -272,6 +290,7 @@ def test_damaged_summary_cache_is_recomputed(tmp_path):
 
 
 # -- item 3: report -o writes only regular files ------------------------------------------------------
+
 
 def _no_temp_left(folder: Path) -> None:
     assert not [p for p in folder.rglob(".*tmp*")], list(folder.rglob(".*tmp*"))
@@ -303,9 +322,15 @@ def test_report_refuses_what_is_not_a_regular_file(tmp_path):
     if os.geteuid() == 0:
         os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     else:
-        device = Path("/dev/null")   # not root: the rename would fail anyway
-    for target, needle in ((folder, "directory"), (fifo, "FIFO"), (device, "character device"),
-                           (dangling, "symlink"), (to_dir, "directory"), (Path(f"{folder}/"), "directory")):
+        device = Path("/dev/null")  # not root: the rename would fail anyway
+    for target, needle in (
+        (folder, "directory"),
+        (fifo, "FIFO"),
+        (device, "character device"),
+        (dangling, "symlink"),
+        (to_dir, "directory"),
+        (Path(f"{folder}/"), "directory"),
+    ):
         one_line_error(cli("report", "--results", str(results), "-o", str(target), "a"), 2, needle)
     assert (folder / "keep").read_text() == "x" and fifo.is_fifo() and dangling.is_symlink()
     assert device.is_char_device() and to_dir.is_symlink()
@@ -345,12 +370,18 @@ def test_plot_output_dir_that_is_a_file(tmp_path):
 
 # -- item 6: analyze irqsoff -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("content,needle", [
-    (b"", "empty"), (b"\n\n", "empty"), (bytes(range(256)) * 4, "binary"),
-    (b"# mmbench\n\nA benchmark framework.\n", "no irqsoff trace"),
-    (b"# tracer: function\n#\n  bash-1 [000] .... 1.0: foo <-bar\n", "no irqsoff trace"),
-    (b"\xff\xfe garbage \xc3\x28\n", "no irqsoff trace"),
-])
+
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        (b"", "empty"),
+        (b"\n\n", "empty"),
+        (bytes(range(256)) * 4, "binary"),
+        (b"# mmbench\n\nA benchmark framework.\n", "no irqsoff trace"),
+        (b"# tracer: function\n#\n  bash-1 [000] .... 1.0: foo <-bar\n", "no irqsoff trace"),
+        (b"\xff\xfe garbage \xc3\x28\n", "no irqsoff trace"),
+    ],
+)
 def test_analyze_irqsoff_refuses_what_is_no_trace(tmp_path, content, needle):
     f = tmp_path / "README"
     f.write_bytes(content)
@@ -377,6 +408,7 @@ def load_error(tmp_path: Path, content: bytes | str, *sets: str) -> str:
     from mmbench.config.load import load_suite
     from mmbench.errors import UsageError
     from mmbench.run.settings import validate_suite_settings
+
     f = tmp_path / "suite.toml"
     f.write_bytes(content.encode() if isinstance(content, str) else content)
     with pytest.raises(UsageError) as e:
@@ -386,12 +418,17 @@ def load_error(tmp_path: Path, content: bytes | str, *sets: str) -> str:
     return msg
 
 
-@pytest.mark.parametrize("content,needle", [
-    (b"", "empty suite"), (b"   \n# only a comment\n", "empty suite"),
-    (bytes(range(256)), "binary"), (b'[suite]\ndescription = "caf\xe9"\n', "line 2: not UTF-8"),
-    (b'[suite]\nbudget = "64M"\n', "no workloads"),
-    (b"[suite]\n" + b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n", "TOML"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        (b"", "empty suite"),
+        (b"   \n# only a comment\n", "empty suite"),
+        (bytes(range(256)), "binary"),
+        (b'[suite]\ndescription = "caf\xe9"\n', "line 2: not UTF-8"),
+        (b'[suite]\nbudget = "64M"\n', "no workloads"),
+        (b"[suite]\n" + b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n", "TOML"),
+    ],
+)
 def test_suite_file_that_is_no_suite(tmp_path, content, needle):
     assert needle in load_error(tmp_path, content)
 
@@ -408,34 +445,54 @@ def test_workload_larger_than_budget_refused(tmp_path, size):
 
 def test_workload_larger_than_budget_with_swap_is_allowed(tmp_path):
     from mmbench.config.load import load_suite
+
     f = tmp_path / "s.toml"
     f.write_text(GOOD_SUITE.replace('"4M"', '"2x"') + '[swap]\ntype = "zram"\nsize = "1x"\n')
     assert load_suite(str(f)).workloads[0].params["size"] == 128 << 20
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="settings are validated against writable knobs (root)")
-@pytest.mark.parametrize("setting,needle", [
-    ("vm.swappiness=500", "outside 0..200"), ("vm.dirty_ratio=101", "outside 0..100"),
-    ("vm.overcommit_memory=7", "outside 0..2"), ("thp.khugepaged.max_ptes_none=512", "outside 0..511"),
-    ("thp.khugepaged.pages_to_scan=0", "outside 1"), ("vm.min_free_kbytes=-5", "outside"),
-    ("vm.swappiness=lots", "expected an integer"), ("thp.enabled=sometimes", "not one of"),
-])
+@pytest.mark.parametrize(
+    "setting,needle",
+    [
+        ("vm.swappiness=500", "outside 0..200"),
+        ("vm.dirty_ratio=101", "outside 0..100"),
+        ("vm.overcommit_memory=7", "outside 0..2"),
+        ("thp.khugepaged.max_ptes_none=512", "outside 0..511"),
+        ("thp.khugepaged.pages_to_scan=0", "outside 1"),
+        ("vm.min_free_kbytes=-5", "outside"),
+        ("vm.swappiness=lots", "expected an integer"),
+        ("thp.enabled=sometimes", "not one of"),
+    ],
+)
 def test_setting_the_kernel_would_reject(tmp_path, setting, needle):
     before = Path("/proc/sys/vm/swappiness").read_text()
     msg = load_error(tmp_path, GOOD_SUITE, setting)
     assert f"settings.{setting.split('=')[0]}" in msg and needle in msg
     # the whole run is refused before any setting (or anything else) is applied
     f = tmp_path / "suite.toml"
-    proc = mmbench("run", "--config", str(f), "--set", "vm.dirty_background_ratio=5", "--set", setting,
-                   "--results", str(tmp_path / "r"), "x")
+    proc = mmbench(
+        "run",
+        "--config",
+        str(f),
+        "--set",
+        "vm.dirty_background_ratio=5",
+        "--set",
+        setting,
+        "--results",
+        str(tmp_path / "r"),
+        "x",
+    )
     one_line_error(proc, 2, setting.split("=")[0])
     assert not (tmp_path / "r").exists() and Path("/proc/sys/vm/swappiness").read_text() == before
 
 
 # -- item 8: the SQLite index is the store's index ------------------------------------------------------
 
+
 def _index_runs(results: Path) -> dict[str, str]:
     import sqlite3
+
     conn = sqlite3.connect(results / "index.sqlite")
     try:
         return dict(conn.execute("SELECT name, status FROM runs").fetchall())
@@ -451,17 +508,18 @@ def _listed(results: Path) -> list[str]:
 
 def test_folders_and_index_disagree(tmp_path):
     import shutil
+
     results = imported(tmp_path, "a")
     imported(tmp_path, "b", CSV, results)
     assert _listed(results) == ["a", "b"] and set(_index_runs(results)) == {"a", "b"}
-    shutil.rmtree(results / "a")                               # folder gone, row left
-    shutil.copytree(results / "b", results / "c")              # folder added by hand, no row
+    shutil.rmtree(results / "a")  # folder gone, row left
+    shutil.copytree(results / "b", results / "c")  # folder added by hand, no row
     meta = stored_doc(results / "b" / "run.json")
-    meta["status"] = "failed"                                  # run.json changed after indexing
+    meta["status"] = "failed"  # run.json changed after indexing
     (results / "b" / "run.json").write_text(json.dumps(meta))
     assert sorted(_listed(results)) == ["b", "c"]
     assert _index_runs(results) == {"b": "failed", "c": "imported"}
-    (results / "index.sqlite").unlink()                        # index gone: rebuilt from the folders
+    (results / "index.sqlite").unlink()  # index gone: rebuilt from the folders
     assert sorted(_listed(results)) == ["b", "c"] and set(_index_runs(results)) == {"b", "c"}
 
 
@@ -495,6 +553,7 @@ def test_rm_refuses_a_live_run(tmp_path):
     meta = stored_doc(results / "a" / "run.json")
     from mmbench.model.kernel import proc_start_time
     from mmbench.store.writer import boot_id
+
     meta.update(status="running", pid=os.getpid(), pid_start=proc_start_time(os.getpid()), boot_id=boot_id())
     (results / "a" / "run.json").write_text(json.dumps(meta))
     one_line_error(cli("rm", "--results", str(results), "a"), 2, "still running")
@@ -502,6 +561,7 @@ def test_rm_refuses_a_live_run(tmp_path):
 
 
 # -- item 11: what users misread ----------------------------------------------------------------------
+
 
 def test_text_comparison_units_and_legend(tmp_path):
     results = imported(tmp_path, "a")
@@ -512,21 +572,23 @@ def test_text_comparison_units_and_legend(tmp_path):
     rows = [line for line in out.splitlines() if line[2:].startswith(("Amean", "Stddev", "Min", "Max"))]
     assert rows and all("time [s]" in line for line in rows if " time" in line)
     solo = cli("compare", "--results", str(results), "a").stdout
-    assert "positive = better" not in solo   # one run: no percentages to explain
+    assert "positive = better" not in solo  # one run: no percentages to explain
 
 
 def test_one_counter_one_direction():
     from mmbench.analysis import vmstat as vm
     from mmbench.model.counters import ALIASES, DIRECTION, direction
     from mmbench.monitors import meminfo, proc_vmstat
+
     for row in vm.ROWS:
         if row.counter is not None:
             assert row.better == direction(row.counter), row.name
     for _title, names in proc_vmstat.GAUGES + proc_vmstat.RATES:
         assert len({direction(n) for n in names if n in DIRECTION}) == 1
     for field in meminfo.SUMMARY_FIELDS:
-        direction(field)   # every field shown has an entry
+        direction(field)  # every field shown has an entry
     from mmbench.monitors import memcg
+
     for counter in memcg.RATE_SUMMARY:
         assert direction(counter) == "lower"
     # the issue's examples: one direction in every section
@@ -544,6 +606,7 @@ def test_one_counter_one_direction():
 def _proc_vmstat_directions() -> dict[str, str]:
     import numpy as np
     from mmbench.monitors.proc_vmstat import ProcVmstat
+
     cols = ["nr_free_pages", "thp_fault_alloc", "pgfault"]
     arr = np.array([[0.0, 100, 0, 0], [1.0, 90, 5, 10], [2.0, 80, 9, 30]])
     return {m.name: m.better for m, _ in ProcVmstat.summarise_table(cols, arr, {}).metrics}
@@ -585,13 +648,16 @@ def test_list_header_warmup_apart_and_iteration_numbers(tmp_path):
     numbers = [f for f in fields if f.isdigit()]
     assert numbers[:2] == ["2", "1"]
     show = cli("show", "--results", str(results), "a").stdout
-    shown = sorted(int(line.split()[1].rstrip(":")) for line in show.splitlines() if line.strip().startswith("iteration"))
+    shown = sorted(
+        int(line.split()[1].rstrip(":")) for line in show.splitlines() if line.strip().startswith("iteration")
+    )
     folders = sorted(int(p.name.split("-")[1]) for p in (results / "a" / "w").glob("iter-*"))
     assert shown == folders == [0, 1, 2] and "iteration 0 warm-up" in show
 
 
 def test_missing_tool_is_exit_3(tmp_path, monkeypatch):
     from mmbench.plugins import workloads as registry
+
     monkeypatch.setattr(registry()["faultin"], "requires", ["no-such-tool-mmbench"])
     f = tmp_path / "s.toml"
     f.write_text(GOOD_SUITE)

@@ -9,9 +9,11 @@ import pytest
 from mmbench.errors import UsageError
 from mmbench.importers import samples
 
-CSV = ("workload,iteration,metric,unit,better,value\n"
-       + "".join(f"w,{i},lat,us,lower,{v}\n" for i in range(3) for v in (1.5, 2.25, 3.0 + i))
-       + "".join(f"w,{i},ops,ops/s,higher,{100 + i}\n" for i in range(3)))
+CSV = (
+    "workload,iteration,metric,unit,better,value\n"
+    + "".join(f"w,{i},lat,us,lower,{v}\n" for i in range(3) for v in (1.5, 2.25, 3.0 + i))
+    + "".join(f"w,{i},ops,ops/s,higher,{100 + i}\n" for i in range(3))
+)
 
 
 def _flat(runs):

@@ -18,8 +18,9 @@ from mmbench.store.fs import FileStore
 
 from mmtests_synth import BENCHES, HIGHER, HMEAN, make_tree  # noqa: E402  (the generator)
 
+
 def mmtests_rows(x: list[float], higher: bool, harmonic: bool) -> dict[str, float]:
-    s = sorted(x, reverse=higher)                 # best first
+    s = sorted(x, reverse=higher)  # best first
     n = len(s)
     am = sum(s) / n
     sd = math.sqrt(sum((v - am) ** 2 for v in s) / (n - 1)) if n > 1 else float("nan")
@@ -94,7 +95,7 @@ def _check_rows(rows, exp, base_run, new_run, *, pooled_iters, bmean_k, skip=(),
                 x = [v for n in r_iters for v in exp.samples[run][b][n][metric]]
                 harmonic = b in HMEAN
                 vals[run] = mmtests_rows(x, higher, harmonic)
-                if bmean_k is not None:   # mmbench's own B-mean: k = max(1, ceil(n·95/100))
+                if bmean_k is not None:  # mmbench's own B-mean: k = max(1, ceil(n·95/100))
                     s = sorted(x, reverse=higher)
                     k = bmean_k(len(s))
                     key = "BHmean.95" if harmonic else "BAmean.95"
@@ -111,27 +112,42 @@ def _check_rows(rows, exp, base_run, new_run, *, pooled_iters, bmean_k, skip=(),
                         checked += 1
                 if stat in ("Amean", "Hmean", "Min", "Max") and row["values"][base_run]:
                     assert row["pct"][new_run] == pytest.approx(
-                        mmtests_pct(vals[new_run][stat], vals[base_run][stat], higher), rel=1e-9, abs=1e-9)
+                        mmtests_pct(vals[new_run][stat], vals[base_run][stat], higher), rel=1e-9, abs=1e-9
+                    )
     return checked
 
 
-SINGLEOPS = {"postmark", "highalloc"}     # MMTests prints one "Ops" row: the best value
+SINGLEOPS = {"postmark", "highalloc"}  # MMTests prints one "Ops" row: the best value
 
 
 def test_compare_mmtests_convention_reproduces_mmtests_rows(tmp_path, results, capsys):
     # two iter-N in the baseline: MMTests pools both, and so does --convention mmtests (here with
     # MMTests v0.25's rules: amean-based Stddev for every row, B-means named BAmean-95)
     exp = make_tree(tmp_path / "mmtests", {"base": 2, "new": 1}, gz=True, seed=7)
-    assert run_cli(capsys, "import-mmtests", "--results", str(results), "--mmtests-rules", "v0.25",
-                   str(tmp_path / "mmtests"))[0] == 0
-    rc, out, err = run_cli(capsys, "compare", "--results", str(results), "--format", "json", "--convention",
-                           "mmtests", "base", "new")
+    assert (
+        run_cli(
+            capsys, "import-mmtests", "--results", str(results), "--mmtests-rules", "v0.25", str(tmp_path / "mmtests")
+        )[0]
+        == 0
+    )
+    rc, out, err = run_cli(
+        capsys, "compare", "--results", str(results), "--format", "json", "--convention", "mmtests", "base", "new"
+    )
     assert rc == 0, err
     rows = _rows(json.loads(out))
-    renamed = {(b, m, {"BAmean.95": "BAmean-95", "BHmean.95": "BHmean-95"}.get(st, st)): r
-               for (b, m, st), r in rows.items()}
-    checked = _check_rows(renamed, exp, "base", "new", pooled_iters=([0, 1], [0]), bmean_k=None,
-                          skip=SINGLEOPS, names={"BAmean.95": "BAmean-95", "BHmean.95": "BHmean-95"})
+    renamed = {
+        (b, m, {"BAmean.95": "BAmean-95", "BHmean.95": "BHmean-95"}.get(st, st)): r for (b, m, st), r in rows.items()
+    }
+    checked = _check_rows(
+        renamed,
+        exp,
+        "base",
+        "new",
+        pooled_iters=([0, 1], [0]),
+        bmean_k=None,
+        skip=SINGLEOPS,
+        names={"BAmean.95": "BAmean-95", "BHmean.95": "BHmean-95"},
+    )
     assert checked > 250
     for b in SINGLEOPS:
         for metric in exp.samples["base"][b][0]:
@@ -149,8 +165,12 @@ def test_compare_default_convention_single_iteration(tmp_path, results, capsys):
     rc, out, err = run_cli(capsys, "compare", "--results", str(results), "--format", "json", "base", "new")
     assert rc == 0, err
     rows = _rows(json.loads(out))
-    assert _check_rows(rows, exp, "base", "new", pooled_iters=([0], [0]),
-                       bmean_k=lambda n: max(1, math.ceil(n * 95 / 100))) > 300
+    assert (
+        _check_rows(
+            rows, exp, "base", "new", pooled_iters=([0], [0]), bmean_k=lambda n: max(1, math.ceil(n * 95 / 100))
+        )
+        > 300
+    )
     # thpscale's proc-vmstat monitor frames (t = 0, 1, 2 s; the first interval moves every counter
     # by 1) became mmbench's proc-vmstat monitor: per-interval rates, Amean and Max
     d = exp.vmstat["base"]["thpscale"][0]["pgscan_kswapd"]
@@ -164,8 +184,14 @@ def test_compare_default_convention_single_iteration(tmp_path, results, capsys):
                     got = rows[(f"monitor {mon}: {b}", metric, stat)]["values"]["base"]
                     assert got == pytest.approx(want, rel=1e-12), (b, mon, metric, stat)
     assert rows[("monitor vmstat: pft", "totalcpu", "Amean")]["values"]["base"] == pytest.approx(
-        sum(u + s for u, s in zip(exp.monitors["base"]["pft"][0]["vmstat"]["us"],
-                                  exp.monitors["base"]["pft"][0]["vmstat"]["sy"])) / 5)
+        sum(
+            u + s
+            for u, s in zip(
+                exp.monitors["base"]["pft"][0]["vmstat"]["us"], exp.monitors["base"]["pft"][0]["vmstat"]["sy"]
+            )
+        )
+        / 5
+    )
     # duration and vmstat sections exist for every benchmark
     titles = {s["title"] for s in json.loads(out)["sections"]}
     for b in BENCHES:
@@ -173,8 +199,7 @@ def test_compare_default_convention_single_iteration(tmp_path, results, capsys):
     dur = rows[("duration: pft", "Elapsed", "Amean")]
     assert dur["values"]["base"] == exp.duration["base"]["pft"][0]["elapsed"]
     vm = json.loads(out)
-    vrows = {r["metric"]: r["values"]["base"] for s in vm["sections"] if s["title"] == "vmstat: pft"
-             for r in s["rows"]}
+    vrows = {r["metric"]: r["values"]["base"] for s in vm["sections"] if s["title"] == "vmstat: pft" for r in s["rows"]}
     d = exp.vmstat["base"]["pft"][0]
     # MMTests' mmtests-vmstat definitions (mmtests-notes.md §3.9), elapsed from the time :: line
     assert vrows["Minor Faults"] == d["pgfault"] - d["pgmajfault"]
@@ -184,8 +209,19 @@ def test_compare_default_convention_single_iteration(tmp_path, results, capsys):
 
 def test_show_list_report_work_on_imported_runs(tmp_path, results, capsys):
     make_tree(tmp_path / "mmtests", {"base": 1, "new": 1}, gz=True, benches=("pft", "usemem"))
-    assert run_cli(capsys, "import-mmtests", "--results", str(results), "--prefix", "mm-",
-                   str(tmp_path / "mmtests" / "work" / "log"), "new")[0] == 0
+    assert (
+        run_cli(
+            capsys,
+            "import-mmtests",
+            "--results",
+            str(results),
+            "--prefix",
+            "mm-",
+            str(tmp_path / "mmtests" / "work" / "log"),
+            "new",
+        )[0]
+        == 0
+    )
     rc, out, _ = run_cli(capsys, "list", "--results", str(results))
     assert rc == 0 and "mm-new" in out and "imported" in out and "6.1.0-1" in out and "base" not in out
     rc, out, _ = run_cli(capsys, "show", "--results", str(results), "mm-new")
@@ -194,8 +230,9 @@ def test_show_list_report_work_on_imported_runs(tmp_path, results, capsys):
     assert rc == 0, err
     assert "faults/sec-2" in (tmp_path / "r.html").read_text()
     # importing again refuses to replace without --force, and writes nothing
-    rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), "--prefix", "mm-",
-                         str(tmp_path / "mmtests"))
+    rc, _, err = run_cli(
+        capsys, "import-mmtests", "--results", str(results), "--prefix", "mm-", str(tmp_path / "mmtests")
+    )
     assert rc == 2 and "already exists" in err and not FileStore(results).exists("mm-base")
 
 
@@ -208,7 +245,7 @@ def test_bad_run_name_arguments(tmp_path, results, capsys, name):
     make_tree(tmp_path / "mmtests", {"base": 1}, gz=False, benches=("pft",))
     rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"), name)
     assert rc == 2
-    assert err.count("\n") == 1 and ("path" in err or "empty" in err), err   # the shared name check (model/names.py)
+    assert err.count("\n") == 1 and ("path" in err or "empty" in err), err  # the shared name check (model/names.py)
     assert _nothing_written(results)
 
 
@@ -220,8 +257,9 @@ def test_bad_names_in_the_tree(tmp_path, results, capsys):
     assert rc == 2 and "'bad name'" in err and err.count("\n") == 1
     assert _nothing_written(results)
     # a run that was not asked for does not stand in the way
-    rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), "--prefix", "x-",
-                         str(tmp_path / "mmtests"), "base")
+    rc, _, err = run_cli(
+        capsys, "import-mmtests", "--results", str(results), "--prefix", "x-", str(tmp_path / "mmtests"), "base"
+    )
     assert rc == 0, err
     results = results.with_name("results2")
     (log / "bad name" / "iter-0").rmdir()
@@ -230,8 +268,9 @@ def test_bad_names_in_the_tree(tmp_path, results, capsys):
     rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))
     assert rc == 2 and "benchmark folder 'a b'" in err and err.count("\n") == 1
     assert _nothing_written(results)
-    rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), "--prefix", "../",
-                         str(tmp_path / "mmtests"))
+    rc, _, err = run_cli(
+        capsys, "import-mmtests", "--results", str(results), "--prefix", "../", str(tmp_path / "mmtests")
+    )
     assert rc == 2 and _nothing_written(results)
 
 
@@ -244,8 +283,12 @@ MALFORMED = [
     ("simoop", "simoop/logs/simoop.log", lambda t: t.replace("(p99:", "(p99 ", 2), 4),
     ("stutterp", "stutterp/logs/mmap-latency-8.log", lambda t: t.replace("\n", " 7\n", 1), 1),
     ("postmark", "postmark/logs/postmark.log", lambda t: t.replace("seconds of transactions", "s", 1), 19),
-    ("highalloc", "highalloc/logs/highalloc-updatedb-2.log", lambda t: t.replace(" success ", " success 1e400", 1)
-     .replace(" failure ", " failure 1e400", 1), None),
+    (
+        "highalloc",
+        "highalloc/logs/highalloc-updatedb-2.log",
+        lambda t: t.replace(" success ", " success 1e400", 1).replace(" failure ", " failure 1e400", 1),
+        None,
+    ),
     ("pft", "tests-timestamp", lambda t: t.replace(" user ", " usr ", 1), 4),
     ("pft", "tests-sysstate", lambda t: t.replace("pgfault ", "pgfault x", 1), 7),
     ("thpscale", "proc-vmstat-thpscale", lambda t: t.replace("pgfault ", "pgfault 1 ", 1), 2),
@@ -255,8 +298,9 @@ MALFORMED = [
 
 
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
-@pytest.mark.parametrize("bench,rel,corrupt,line", MALFORMED,
-                         ids=[f"{m[0]}:{m[1].rsplit('/', 1)[-1]}" for m in MALFORMED])
+@pytest.mark.parametrize(
+    "bench,rel,corrupt,line", MALFORMED, ids=[f"{m[0]}:{m[1].rsplit('/', 1)[-1]}" for m in MALFORMED]
+)
 def test_malformed_file_exits_2_and_writes_nothing(tmp_path, results, capsys, bench, rel, corrupt, line, gz):
     make_tree(tmp_path / "mmtests", {"base": 1, "new": 1}, gz=gz, benches=(bench,))
     it = tmp_path / "mmtests" / "work" / "log" / "new" / "iter-0"
@@ -325,6 +369,7 @@ def test_unknown_layout_exits_2_unless_partial(tmp_path, results, capsys):
 
 def test_bmean_k_conventions():
     from mmbench.analysis.stats import bmean, bmean_k
+
     # MMTests: k = max(1, floor(n·95/100)), so n = 5 keeps 4 (notes §3.4); mmbench rounds up
     assert [bmean_k(n, 95, "mmtests") for n in (1, 2, 5, 19, 20, 21, 40)] == [1, 1, 4, 18, 19, 19, 38]
     assert [bmean_k(n, 95) for n in (1, 2, 5, 19, 20, 21, 40)] == [1, 2, 5, 19, 19, 20, 38]
@@ -338,21 +383,27 @@ def test_thpscale_fake_sample_and_huge_percentage(tmp_path, results, capsys):
     "Percentage Faults Huge" is the largest iteration's huge * 100 / all faults (-a counts)."""
     make_tree(tmp_path / "mmtests", {"base": 2, "new": 2}, gz=False, benches=("thpscale",))
     log = tmp_path / "mmtests" / "work" / "log"
-    faults = {("base", 0): [("huge", 300), ("huge", 500)], ("base", 1): [("base", 100), ("huge", 200)],
-              ("new", 0): [("base", 40), ("base", 60)], ("new", 1): [("base", 80), ("base", 20)]}
+    faults = {
+        ("base", 0): [("huge", 300), ("huge", 500)],
+        ("base", 1): [("base", 100), ("huge", 200)],
+        ("new", 0): [("base", 40), ("base", 60)],
+        ("new", 1): [("base", 80), ("base", 20)],
+    }
     for (run, i), fs in faults.items():
         logs = log / run / f"iter-{i}" / "thpscale" / "logs"
         for f in logs.glob("threads-*"):
             f.unlink()
-        (logs / "threads-1.log").write_text("Running with 1 thread \n\n" + "".join(
-            f"fault 0 {kind} {lat:12d} 1600000000.{k} 1\n" for k, (kind, lat) in enumerate(fs)))
+        (logs / "threads-1.log").write_text(
+            "Running with 1 thread \n\n"
+            + "".join(f"fault 0 {kind} {lat:12d} 1600000000.{k} 1\n" for k, (kind, lat) in enumerate(fs))
+        )
     rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))
     assert rc == 0, err
-    rc, out, err = run_cli(capsys, "compare", "--results", str(results), "--convention", "mmtests",
-                           "--format", "json", "base", "new")
+    rc, out, err = run_cli(
+        capsys, "compare", "--results", str(results), "--convention", "mmtests", "--format", "json", "base", "new"
+    )
     assert rc == 0, err
-    rows = {(s["title"], r["metric"], r["stat"]): r["values"] for s in json.loads(out)["sections"]
-            for r in s["rows"]}
+    rows = {(s["title"], r["metric"], r["stat"]): r["values"] for s in json.loads(out)["sections"] for r in s["rows"]}
     # base: fault-base-1 = [0 (iter-0 had none), 100]; new: fault-huge-1 = [0, 0] (one per iteration)
     assert rows[("thpscale", "fault-base-1", "Min")] == {"base": 0.0, "new": 20.0}
     assert rows[("thpscale", "fault-base-1", "Amean")] == {"base": 50.0, "new": 50.0}
@@ -369,6 +420,7 @@ def test_compare_cells_baseline_minus_one():
     -1 as 0 in every run (the thp-always nr_dirty Hmean of tests/data/mmtests/v0.25-thpscale)."""
     from mmbench.analysis import mmtests as mt
     from mmbench.analysis import mmtests_monitors as mmv
+
     assert mmv.monitor_summary_v025([5, 0, 7], "Higher")[1] == -1
     assert mt.compare_cells({"a": -1.0, "b": 4.5}, "a") == {"a": None, "b": None}
     assert mt.compare_cells({"a": 2.0, "b": -1.0, "c": float("nan")}, "a") == {"a": 2.0, "b": None, "c": None}
@@ -381,29 +433,42 @@ def test_thpscale_locality_table(tmp_path, results, capsys):
     baseline of the percentages."""
     make_tree(tmp_path / "mmtests", {"a": 1, "b": 2, "c": 1}, gz=True, benches=("thpscale",))
     log = tmp_path / "mmtests" / "work" / "log"
-    faults = {("a", 0): [("huge", 1), ("huge", 1)],
-              ("b", 0): [("base", 1), ("base", 0), ("huge", 1), ("huge", -1)],
-              ("b", 1): [("base", 1), ("base", 1), ("huge", 0), ("huge", 1)],
-              ("c", 0): [("base", 0), ("huge", 1)]}
+    faults = {
+        ("a", 0): [("huge", 1), ("huge", 1)],
+        ("b", 0): [("base", 1), ("base", 0), ("huge", 1), ("huge", -1)],
+        ("b", 1): [("base", 1), ("base", 1), ("huge", 0), ("huge", 1)],
+        ("c", 0): [("base", 0), ("huge", 1)],
+    }
     for (run, i), fs in faults.items():
         logs = log / run / f"iter-{i}" / "thpscale" / "logs"
         for f in logs.glob("threads-*"):
             f.unlink()
-        (logs / "threads-2.log.gz").write_bytes(gzip.compress("".join(
-            f"fault 0 {kind} {100 + k:12d} 1600000000.{k} {loc}\n" for k, (kind, loc) in enumerate(fs)).encode()))
+        (logs / "threads-2.log.gz").write_bytes(
+            gzip.compress(
+                "".join(
+                    f"fault 0 {kind} {100 + k:12d} 1600000000.{k} {loc}\n" for k, (kind, loc) in enumerate(fs)
+                ).encode()
+            )
+        )
     rc, _, err = run_cli(capsys, "import-mmtests", "--results", str(results), str(tmp_path / "mmtests"))
     assert rc == 0, err
     it = FileStore(results).load_run("b").workload("thpscale").iterations[0]
     assert it.imported["mmtests_thpscale_locality"] == {"2": {"base": [2, 1, 1], "huge": [2, 1, 0], "uncertain": 1}}
-    rc, out, err = run_cli(capsys, "compare", "--results", str(results), "--convention", "mmtests",
-                           "--format", "json", "a", "b", "c")
+    rc, out, err = run_cli(
+        capsys, "compare", "--results", str(results), "--convention", "mmtests", "--format", "json", "a", "b", "c"
+    )
     assert rc == 0, err
     cmp = json.loads(out)
     sec = next(s for s in cmp["sections"] if s["title"] == "percentage locality: thpscale")
     rows = {r["metric"]: r for r in sec["rows"]}
     assert list(rows) == ["local-base-2", "local-huge-2", "remote-base-2", "remote-huge-2", "uncertain-2"]
     assert {k: r["values"]["b"] for k, r in rows.items()} == {
-        "local-base-2": 100.0, "local-huge-2": 50.0, "remote-base-2": 50.0, "remote-huge-2": 50.0, "uncertain-2": 25.0}
+        "local-base-2": 100.0,
+        "local-huge-2": 50.0,
+        "remote-base-2": 50.0,
+        "remote-huge-2": 50.0,
+        "uncertain-2": 25.0,
+    }
     assert rows["local-base-2"]["values"]["a"] is None and rows["local-base-2"]["values"]["c"] == 0.0
     # pdiff against b, the first run in the table (a new value of 0 gives 0 %, as Stat.pm's pdiff)
     assert rows["local-base-2"]["pct"]["c"] == 0.0 and rows["local-base-2"]["pct"]["b"] == 0.0
@@ -418,11 +483,12 @@ def test_mmtests_rules_of_the_renderer():
     a delta is 0, and the last frame is never read."""
     from mmbench.analysis import mmtests as mt
     from mmbench.analysis import mmtests_monitors as mmv
+
     assert mt.header_names("thp-never") == ("thp", "never")
     assert mt.header_names("vanilla") == ("vanill", "vanilla")
     assert mt.header_names("6.1-rc3-patched") == ("6.1-rc3", "patched")
     frames = [{"nr_zspages": v} for v in (0, 10, 9, 12, 12, 40)]
-    assert mmv.ProcVmstatView("nr_zspages").series(frames) == [0.0, 0.0, 3.0, 0.0]   # 10→9 is -1: dropped
+    assert mmv.ProcVmstatView("nr_zspages").series(frames) == [0.0, 0.0, 3.0, 0.0]  # 10→9 is -1: dropped
     assert mmv.ProcVmstatView("nr_free_pages").series([{"nr_free_pages": 5}, {"nr_free_pages": 7}, {}]) == [5, 7]
     assert mt.table_layout("gnu-time", "head") == (18, 2) and mt.table_layout("pft", "v0.25") == (14, 4)
     assert mmv.monitor_field("vmstat", "v0.25") == 15 and mmv.monitor_field("view", "v1.00") == 12

@@ -69,8 +69,9 @@ def imported(request, tmp_path_factory):
 
 
 def _compare(capsys, results: Path, *extra: str) -> dict:
-    rc, out, err = _cli(capsys, "compare", "--results", str(results), "--convention", "mmtests", "--format",
-                        "json", *extra, *RUNS)
+    rc, out, err = _cli(
+        capsys, "compare", "--results", str(results), "--convention", "mmtests", "--format", "json", *extra, *RUNS
+    )
     assert rc == 0, err
     return json.loads(out)
 
@@ -118,9 +119,18 @@ def test_ratio_summary_every_cell(imported, capsys):
 
 # compare --monitor-view: the series of monitor-views-extra.txt (compare-mmtests.pl --print-monitor
 # M --sub-heading X of that generation's MMTests), beyond the ones compare-kernels.sh graphs
-EXTRA_VIEWS = ["proc-vmstat:thp_fault_alloc", "proc-vmstat:thp_fault_fallback", "proc-vmstat:pgfault",
-               "proc-vmstat:pgalloc_dma32", "proc-vmstat:nr_free_pages", "proc-vmstat:nr_inactive_anon",
-               "vmstat:bi", "vmstat:bo", "vmstat:id", "vmstat:cache"]
+EXTRA_VIEWS = [
+    "proc-vmstat:thp_fault_alloc",
+    "proc-vmstat:thp_fault_fallback",
+    "proc-vmstat:pgfault",
+    "proc-vmstat:pgalloc_dma32",
+    "proc-vmstat:nr_free_pages",
+    "proc-vmstat:nr_inactive_anon",
+    "vmstat:bi",
+    "vmstat:bo",
+    "vmstat:id",
+    "vmstat:cache",
+]
 
 
 def _views_args() -> list[str]:
@@ -215,7 +225,7 @@ def test_gnu_time_files_as_extract_time_reads_them(tmp_path, capsys):
     it = FileStore(results).load_run("thp-never").workload("time_unmap").iterations[0]
     user, system, clock = first.split()[:3]
     assert it.samples["User-2"][0] == float(user[:-4]) and it.samples["System-2"][0] == float(system[:-6])
-    m, s = clock[:-len("elapsed")].split(":")
+    m, s = clock[: -len("elapsed")].split(":")
     assert it.samples["Elapsed-2"][0] == pytest.approx(int(m) * 60 + float(s))
     f.write_text(first.replace("elapsed", "x:elapsed", 1))
     rc, _, err = _cli(capsys, "import-mmtests", "--force", "--results", str(results), str(tree))
@@ -229,12 +239,15 @@ def test_monitor_view_bad_input_is_one_line(tmp_path, capsys):
     assert _cli(capsys, "import-mmtests", "--results", str(results), str(DATA / "head" / "log"))[0] == 0
     base = ["compare", "--results", str(results)]
     for args, says in (
-            (["--convention", "mmtests", "--monitor-view", "proc-vmstat:thp_fault_aloc"],
-             "no /proc/vmstat counter 'thp_fault_aloc'"),
-            (["--convention", "mmtests", "--monitor-view", "iostat:await"], "no monitor view 'iostat'"),
-            (["--convention", "mmtests", "--monitor-view", "vmstat:sys"], "vmstat has no series 'sys'"),
-            (["--convention", "mmtests", "--monitor-view", "proc-vmstat"], "expected MONITOR:SERIES"),
-            (["--monitor-view", "proc-vmstat:thp_fault_alloc"], "needs --convention mmtests")):
+        (
+            ["--convention", "mmtests", "--monitor-view", "proc-vmstat:thp_fault_aloc"],
+            "no /proc/vmstat counter 'thp_fault_aloc'",
+        ),
+        (["--convention", "mmtests", "--monitor-view", "iostat:await"], "no monitor view 'iostat'"),
+        (["--convention", "mmtests", "--monitor-view", "vmstat:sys"], "vmstat has no series 'sys'"),
+        (["--convention", "mmtests", "--monitor-view", "proc-vmstat"], "expected MONITOR:SERIES"),
+        (["--monitor-view", "proc-vmstat:thp_fault_alloc"], "needs --convention mmtests"),
+    ):
         rc, out, err = _cli(capsys, *base, *args, *RUNS)
         assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (args, err)
     csv = tmp_path / "s.csv"

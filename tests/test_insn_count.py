@@ -23,9 +23,9 @@ DATA = REPO / "tests" / "data" / "insn"
 def _boot_sector(path: Path) -> None:
     """A 512-byte disk whose boot sector jumps through three 16-byte slots at 0x7c00, then halts."""
     img = bytearray(b"\x90" * 512)
-    img[0x00:0x02] = b"\xeb\x0e"              # 0x7c00: jmp 0x7c10
-    img[0x10:0x12] = b"\xeb\x0e"              # 0x7c10: jmp 0x7c20
-    img[0x20:0x24] = b"\xfa\xf4\xeb\xfd"      # 0x7c20: cli; hlt; jmp back to hlt
+    img[0x00:0x02] = b"\xeb\x0e"  # 0x7c00: jmp 0x7c10
+    img[0x10:0x12] = b"\xeb\x0e"  # 0x7c10: jmp 0x7c20
+    img[0x20:0x24] = b"\xfa\xf4\xeb\xfd"  # 0x7c20: cli; hlt; jmp back to hlt
     img[510:512] = b"\x55\xaa"
     path.write_bytes(bytes(img))
 
@@ -36,14 +36,31 @@ def test_plugin_builds_counts_and_answers_each_request(tmp_path):
     every slot the guest jumps to is one request answered with its ID, the counts only grow, and
     at exit it writes its totals."""
     from mmbench.cbuild import library_for
+
     lib = library_for(REPO / "mmbench" / "vm" / "insn_plugin.c")
     disk = tmp_path / "boot.img"
     _boot_sector(disk)
     log = tmp_path / "insn.log"
-    proc = subprocess.Popen(["qemu-system-x86_64", "-accel", "tcg", "-icount", "shift=0,sleep=off", "-m", "32M",
-                             "-display", "none", "-no-reboot", "-drive", f"file={disk},format=raw,if=ide",
-                             "-plugin", f"{lib},out={log},marks=0x7c00"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            "qemu-system-x86_64",
+            "-accel",
+            "tcg",
+            "-icount",
+            "shift=0,sleep=off",
+            "-m",
+            "32M",
+            "-display",
+            "none",
+            "-no-reboot",
+            "-drive",
+            f"file={disk},format=raw,if=ide",
+            "-plugin",
+            f"{lib},out={log},marks=0x7c00",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and "mark 2 " not in (log.read_text() if log.exists() else ""):
@@ -67,9 +84,14 @@ def test_plugin_refuses_a_bad_argument_in_one_line(tmp_path):
     if shutil.which("qemu-system-x86_64") is None:
         pytest.skip("needs QEMU")
     from mmbench.cbuild import library_for
+
     lib = library_for(REPO / "mmbench" / "vm" / "insn_plugin.c")
-    p = subprocess.run(["qemu-system-x86_64", "-accel", "tcg", "-display", "none", "-plugin", f"{lib},bogus=1"],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        ["qemu-system-x86_64", "-accel", "tcg", "-display", "none", "-plugin", f"{lib},bogus=1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode != 0 and "mmbench insn plugin: unknown argument bogus=1" in p.stdout + p.stderr
 
 
@@ -86,6 +108,7 @@ def test_a_request_missing_from_the_log_is_said(tmp_path):
 def test_slots_wrap_around_by_order():
     """Request 4096 reuses slot 0: the log's second line for slot 0 is request 4096."""
     import tempfile
+
     with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as fh:
         fh.write("mmbench-insn 1 groups=0\n")
         fh.write("mark 0 0 1  1 1\n")
@@ -99,20 +122,32 @@ def test_slots_wrap_around_by_order():
 
 def test_rows_per_work_and_per_subsystem():
     groups = ["page allocator", "reclaim", "compaction"]
-    counts = {"source": "tcg-plugin", "groups": groups,
-              "cpus": [{"user": 1000, "kernel": 9000, "groups": {"page allocator": 600, "reclaim": 300, "compaction": 0}},
-                       {"user": 500, "kernel": 1000, "groups": {"page allocator": 400, "reclaim": 100, "compaction": 0}}]}
-    work = {"pgalloc_dma32": 40, "pgalloc_normal": 60, "pgfault": 50, "pgscan_kswapd": 8, "pgscan_direct": 2,
-            "compact_migrate_scanned": 0, "compact_free_scanned": 0}
+    counts = {
+        "source": "tcg-plugin",
+        "groups": groups,
+        "cpus": [
+            {"user": 1000, "kernel": 9000, "groups": {"page allocator": 600, "reclaim": 300, "compaction": 0}},
+            {"user": 500, "kernel": 1000, "groups": {"page allocator": 400, "reclaim": 100, "compaction": 0}},
+        ],
+    }
+    work = {
+        "pgalloc_dma32": 40,
+        "pgalloc_normal": 60,
+        "pgfault": 50,
+        "pgscan_kswapd": 8,
+        "pgscan_direct": 2,
+        "compact_migrate_scanned": 0,
+        "compact_free_scanned": 0,
+    }
     rows, notes = ic.insn_metrics(counts, work)
     got = {m.name: v[0] for m, v in rows}
     assert got["Kernel instructions"] == 10000 and got["User instructions"] == 1500
     assert got["Kernel instructions, vCPU 1"] == 1000
     assert got["Kernel instructions: page allocator"] == 1000
-    assert got["Page allocator instructions per page allocated"] == 10.0     # 1000 / 100 pages
+    assert got["Page allocator instructions per page allocated"] == 10.0  # 1000 / 100 pages
     assert got["Kernel instructions per page allocated"] == 100.0
     assert got["Kernel instructions per fault"] == 200.0
-    assert got["Reclaim instructions per page scanned"] == 40.0              # 400 / 10
+    assert got["Reclaim instructions per page scanned"] == 40.0  # 400 / 10
     assert "Compaction instructions per page scanned" not in got
     assert any("no pages scanned by compaction" in n for n in notes)
     assert all(m.better == "lower" for m, _ in rows)
@@ -129,17 +164,21 @@ def test_symbol_groups_of_a_linked_elf(tmp_path, monkeypatch):
     """Functions of each group's objects found in the linked binary; a static name that two
     objects define is placed by its offset in its own object."""
     from mmbench.kbuild import symbols
+
     (tmp_path / "mm").mkdir()
     (tmp_path / "mm" / "a.c").write_text(
         "static int __attribute__((noinline)) helper(int x) { return x * 3 + 1; }\n"
         "int alloc_one(int x) { return helper(x) + 2; }\n"
-        "int alloc_two(int x) { return helper(x) * 5; }\n")
+        "int alloc_two(int x) { return helper(x) * 5; }\n"
+    )
     (tmp_path / "mm" / "b.c").write_text(
         "static int __attribute__((noinline)) helper(int x) { return x - 7; }\n"
-        "int scan_one(int x) { return helper(x) ^ 9; }\n")
+        "int scan_one(int x) { return helper(x) ^ 9; }\n"
+    )
     (tmp_path / "main.c").write_text(
         "int alloc_one(int); int alloc_two(int); int scan_one(int);\n"
-        "int main(int c, char **v) { (void)v; return alloc_one(c) + alloc_two(c) + scan_one(c); }\n")
+        "int main(int c, char **v) { (void)v; return alloc_one(c) + alloc_two(c) + scan_one(c); }\n"
+    )
     for src in ("mm/a.c", "mm/b.c", "main.c"):
         subprocess.run(["gcc", "-O2", "-c", src, "-o", src[:-2] + ".o"], cwd=tmp_path, check=True)
     subprocess.run(["gcc", "main.o", "mm/a.o", "mm/b.o", "-o", "vmlinux"], cwd=tmp_path, check=True)
@@ -149,8 +188,11 @@ def test_symbol_groups_of_a_linked_elf(tmp_path, monkeypatch):
     assert symbols.read_group_names(out) == ["page allocator", "reclaim"]
     assert record["functions"] == {"page allocator": 3, "reclaim": 2}
     assert any("mm/none.o is not in this kernel's build" in n for n in record["notes"])
-    nm = {l.split()[2]: int(l.split()[0], 16) for l in subprocess.run(["nm", str(tmp_path / "vmlinux")],
-          capture_output=True, text=True).stdout.splitlines() if len(l.split()) == 3}
+    nm = {
+        l.split()[2]: int(l.split()[0], 16)
+        for l in subprocess.run(["nm", str(tmp_path / "vmlinux")], capture_output=True, text=True).stdout.splitlines()
+        if len(l.split()) == 3
+    }
     lines = [l.split() for l in out.read_text().splitlines() if not l.startswith("#")]
     helpers = sorted((int(g), int(s, 16)) for g, s, e, name in lines if name == "helper")
     assert len(helpers) == 2 and helpers[0][0] == 1 and helpers[1][0] == 2
@@ -177,8 +219,10 @@ def test_vm_clock_without_a_guest_is_one_line(tmp_path):
 
 
 def test_vm_clock_in_a_suite_is_checked(tmp_path, suite_file):
-    bad = suite_file('[[workload]]\nname = "faultin"\n[vm]\nkernel = "debian:linux-image-6.1.0-47-cloud-amd64"\n'
-                     'clock = "wallclock"\n')
+    bad = suite_file(
+        '[[workload]]\nname = "faultin"\n[vm]\nkernel = "debian:linux-image-6.1.0-47-cloud-amd64"\n'
+        'clock = "wallclock"\n'
+    )
     out = mmbench("run", "--check", "--config", str(bad), "x")
     assert out.returncode == 2 and "clock" in out.stderr and "wallclock" in out.stderr, out.stderr
 
@@ -186,6 +230,7 @@ def test_vm_clock_in_a_suite_is_checked(tmp_path, suite_file):
 def test_clock_arguments_and_a_kvm_guest():
     from mmbench.vm.qemu import _accel_args
     from mmbench.vm.runner import resolve_clock
+
     assert _accel_args("tcg", "instructions", 3)[-2:] == ["-icount", "shift=3,sleep=off,align=off"]
     assert "-icount" not in _accel_args("tcg", "host") and "-icount" not in _accel_args("kvm", "instructions")
     said: list[str] = []
@@ -204,8 +249,17 @@ def test_compare_says_when_runs_used_different_clocks():
         vm = {"accelerator": "tcg", "clock": clock, "host": "h", "memory_mb": 512, "numa_nodes": 1, "qemu": "q"}
         if clock == "instructions":
             vm["clock_ns_per_instruction"] = 1
-        return RunRecord(name=name, status="complete", created=0.0, finished=0.0, suite_text="", suite_hash="",
-                         fingerprint={"vm": vm}, settings={})
+        return RunRecord(
+            name=name,
+            status="complete",
+            created=0.0,
+            finished=0.0,
+            suite_text="",
+            suite_hash="",
+            fingerprint={"vm": vm},
+            settings={},
+        )
+
     notes = vm_notes([run("a", "instructions"), run("b", "host")], ["a", "b"])
     assert any(n.startswith("a: ran in a QEMU guest under TCG on the instruction clock") for n in notes), notes
     assert any(n.startswith("b: ran in a QEMU guest under TCG emulation on the host's clock") for n in notes)
@@ -215,6 +269,7 @@ def test_compare_says_when_runs_used_different_clocks():
 def test_vcpus_on_the_instruction_clock():
     from mmbench.errors import UsageError
     from mmbench.vm.runner import resolve_cpus
+
     said: list[str] = []
     never = lambda n: pytest.fail("no probe for one vCPU")  # noqa: E731
     assert resolve_cpus(None, "instructions", "auto", never, said.append) == (1, "instructions")
@@ -223,8 +278,10 @@ def test_vcpus_on_the_instruction_clock():
     cannot = lambda n: f"QEMU x cannot run {n}"  # noqa: E731
     assert resolve_cpus(2, "instructions", "auto", cannot, said.append) == (2, "host")
     assert said == ["guest clock: the host's, not instructions: QEMU x cannot run 2"]
-    with pytest.raises(UsageError, match="--vm-cpus 2 with --vm-clock instructions: QEMU x cannot run 2; give "
-                                         "--vm-cpus 1 or --vm-clock host"):
+    with pytest.raises(
+        UsageError,
+        match="--vm-cpus 2 with --vm-clock instructions: QEMU x cannot run 2; give --vm-cpus 1 or --vm-clock host",
+    ):
         resolve_cpus(2, "instructions", "instructions", cannot, said.append)
     assert resolve_cpus(2, "instructions", "instructions", lambda n: None, said.append) == (2, "instructions")
 
@@ -248,7 +305,7 @@ def test_a_real_guest_log_gives_the_counts_the_run_stored():
         per_page = rows["Page allocator instructions per page allocated"][0]
         pages = sum(v for k, v in it["work"].items() if k.startswith("pgalloc_"))
         assert per_page == pytest.approx(cpu["groups"]["page allocator"] / pages, rel=1e-9)
-        assert 200 < per_page < 2000   # a 6.1 order-0 allocation and free take hundreds of instructions
+        assert 200 < per_page < 2000  # a 6.1 order-0 allocation and free take hundreds of instructions
 
 
 def test_a_real_guest_log_cut_short_names_the_missing_request(tmp_path):

@@ -27,10 +27,12 @@ def test_attribution_skips_lock_helpers_and_names_interrupts():
 
 
 def test_s32_keys_printed_through_u64():
-    text = ("# trigger info: hist:keys=caller,parent,lat.log2:vals=hitcount,lat:sort=caller,parent:size=16384 [active]\n"
-            "{ caller:    4294967196, parent:        300, lat: ~ 2^3  } hitcount:          2  lat:         13\n")
+    text = (
+        "# trigger info: hist:keys=caller,parent,lat.log2:vals=hitcount,lat:sort=caller,parent:size=16384 [active]\n"
+        "{ caller:    4294967196, parent:        300, lat: ~ 2^3  } hitcount:          2  lat:         13\n"
+    )
     h = sections.parse_hist(text)
-    (site, st), = h.sites.items()
+    ((site, st),) = h.sites.items()
     assert site == (-100, 300) and st.count == 2 and st.total_us == 13 and st.buckets == {3: 2}
     assert not h.exact_max
 
@@ -53,14 +55,21 @@ def test_monitor_commands_in_order_and_undone(tmp_path, monkeypatch):
     mon = IrqsoffSections()
     mon.root = root
     assert mon.unavailable_reason() is None
-    ctx = MonitorContext(outdir=tmp_path / "out", interval=1.0, params={}, sandbox_paths={},
-                         sandbox_pids=list, journal=j, log=lambda m: None)
+    ctx = MonitorContext(
+        outdir=tmp_path / "out",
+        interval=1.0,
+        params={},
+        sandbox_paths={},
+        sandbox_pids=list,
+        journal=j,
+        log=lambda m: None,
+    )
 
-    def make_instance(inst: Path) -> None:       # what the kernel does on mkdir of an instance
-        for d in ("events/preemptirq/irq_disable", "events/preemptirq/irq_enable",
-                  f"events/synthetic/{mon._event}"):
+    def make_instance(inst: Path) -> None:  # what the kernel does on mkdir of an instance
+        for d in ("events/preemptirq/irq_disable", "events/preemptirq/irq_enable", f"events/synthetic/{mon._event}"):
             (inst / d).mkdir(parents=True)
             (inst / d / "trigger").write_text("")
+
     mon._make_instance = make_instance
     mon.start(ctx)
     inst = mon._inst
@@ -96,7 +105,7 @@ def test_journal_undoes_a_listed_trigger_once(tmp_path, monkeypatch):
     j2 = Journal()
     j2.acquire()
     j2.record("tracefs-line", path=str(gone), undo="!x", present="x")
-    assert j2.restore() == []          # the instance went with the run: nothing to undo
+    assert j2.restore() == []  # the instance went with the run: nothing to undo
     j2.release()
 
 
@@ -128,11 +137,12 @@ def test_report_lists_each_mm_class_leaders():
 
 def test_analyze_refuses_what_is_not_a_monitor_folder(tmp_path):
     from mmbench.errors import UsageError
+
     with pytest.raises(UsageError, match="not a folder"):
         sections.analyze_dirs([tmp_path / "missing"])
     with pytest.raises(UsageError, match="no hist.txt and symbols.tsv"):
         sections.analyze_dirs([tmp_path])
-    out = sections.analyze_dirs([DATA, DATA])          # two iterations merged: counts add up
+    out = sections.analyze_dirs([DATA, DATA])  # two iterations merged: counts add up
     one = sections.analyze_dirs([DATA])
     n1 = int(one.splitlines()[1].split()[2].rstrip(","))
     assert int(out.splitlines()[1].split()[2].rstrip(",")) == 2 * n1
@@ -153,21 +163,29 @@ def test_free_scanner_rows_match_the_raw_hist():
     isolate_freepages_block): its long-section row equals the sections over 32 us of the hist
     entries whose disabling site lies in those two, counted here straight from the kernel's text."""
     import re
-    starts = sorted((int(off), name) for off, name in
-                    (l.split("\t") for l in (DATA / "symbols.tsv").read_text().splitlines() if "\t" in l))
+
+    starts = sorted(
+        (int(off), name)
+        for off, name in (l.split("\t") for l in (DATA / "symbols.tsv").read_text().splitlines() if "\t" in l)
+    )
     # this build keeps isolate_freepages_block() out of line (CMA calls it too)
-    spans = [(off, min(o for o, _ in starts if o > off)) for off, name in starts
-             if name in ("compaction_alloc", "isolate_freepages_block")]
+    spans = [
+        (off, min(o for o, _ in starts if o > off))
+        for off, name in starts
+        if name in ("compaction_alloc", "isolate_freepages_block")
+    ]
     assert len(spans) == 2
     n_long = 0
     for caller, parent, b, hits in re.findall(
-            r"\{ caller:\s*(\d+), parent:\s*(\d+), lat: ~ 2\^(\d+)\s*\} hitcount:\s*(\d+)",
-            (DATA / "hist.txt").read_text()):
+        r"\{ caller:\s*(\d+), parent:\s*(\d+), lat: ~ 2\^(\d+)\s*\} hitcount:\s*(\d+)", (DATA / "hist.txt").read_text()
+    ):
         # the scanner disabled IRQs, or called the lock helper that did
         if any(lo <= int(x) < hi for x in (caller, parent) for lo, hi in spans):
             n_long += int(hits) if int(b) > 5 else 0
     rows = {d.name: v[0] for d, v in IrqsoffSections.summarise(DATA, {}).metrics}
     assert n_long > 0
     assert rows["IRQs-off free scanner sections over 32 us"] == n_long
-    assert (rows["IRQs-off free scanner sections over 32 us"] + rows["IRQs-off migrate scanner sections over 32 us"]
-            <= rows["IRQs-off compaction sections over 32 us"])
+    assert (
+        rows["IRQs-off free scanner sections over 32 us"] + rows["IRQs-off migrate scanner sections over 32 us"]
+        <= rows["IRQs-off compaction sections over 32 us"]
+    )

@@ -34,9 +34,23 @@ def test_mde_is_for_the_family_and_the_percentile_rows_have_one():
     suite = '[suite]\nprimary = ["m0", "m1"]\n'
 
     def draw(name):
-        return run(name, [{m.name: ([float(100 * (1 + 0.02 * rng.standard_normal()))] if m is not LAT else
-                                    list(rng.exponential(10, 50))) for m in metrics} for _ in range(4)],
-                   metrics, suite)
+        return run(
+            name,
+            [
+                {
+                    m.name: (
+                        [float(100 * (1 + 0.02 * rng.standard_normal()))]
+                        if m is not LAT
+                        else list(rng.exponential(10, 50))
+                    )
+                    for m in metrics
+                }
+                for _ in range(4)
+            ],
+            metrics,
+            suite,
+        )
+
     a, b = draw("a"), draw("b")
     c = build_comparison([a, b])
     r = rows(c)
@@ -46,17 +60,17 @@ def test_mde_is_for_the_family_and_the_percentile_rows_have_one():
     n_it = [it.samples["m0"][0] for it in b.workloads[0].iterations]
     m_primary = c.family_sizes["primary"]
     assert m_primary == 2
-    way = "down" if prim.values["b"] < prim.values["a"] else "up"     # issue 36: the direction seen
-    assert prim.mde["b"] == pytest.approx(sig.min_detectable_effect(b_it, n_it, alpha=0.05 / m_primary,
-                                                                    direction=way))
+    way = "down" if prim.values["b"] < prim.values["a"] else "up"  # issue 36: the direction seen
+    assert prim.mde["b"] == pytest.approx(sig.min_detectable_effect(b_it, n_it, alpha=0.05 / m_primary, direction=way))
     assert abs(prim.mde["b"]) > abs(sig.min_detectable_effect(b_it, n_it, alpha=0.05, direction=way))
     assert expl.mde["b"] is not None and c.family_sizes["exploratory"] > 10
-    for q in ("P50", "P90", "P95", "P99"):                 # tested percentile rows get an MDE too
+    for q in ("P50", "P90", "P95", "P99"):  # tested percentile rows get an MDE too
         assert r[("workload", LAT.name, q)].mde["b"] is not None
 
 
 def test_noncentrality_matches_scipy():
     from scipy import stats
+
     for df, alpha in ((2, 0.05), (4, 0.01), (8, 0.002), (30, 0.05)):
         lam = sig.noncentrality(alpha, 0.8, df)
         tc = stats.t.ppf(1 - alpha / 2, df)
@@ -86,12 +100,14 @@ def test_kswapd_awake_caption(tmp_path):
     # item 6: the HTML caption read "Kswapd awake awake time"
     from mmbench.monitors.trace.stalls import HEADER
     from mmbench.report.figures import stall_figures
+
     d = tmp_path / "r" / "w" / "iter-0" / "mm-trace"
     d.mkdir(parents=True)
     (d / "stalls.tsv").write_text(HEADER + "\n" + "kswapd\tkswapd\t1\tkswapd0\t0\t5000\t-1\t-1\t0\n")
     it = IterationResult("w", 0, False, "ok", monitors={"mm-trace": {"dir": "w/iter-0/mm-trace"}})
-    r = RunRecord("a", "complete", 0.0, 1.0, "", "", {}, {}, [WorkloadRun("w", "sim", {}, [TIME], [it])],
-                  path=tmp_path / "r")
+    r = RunRecord(
+        "a", "complete", 0.0, 1.0, "", "", {}, {}, [WorkloadRun("w", "sim", {}, [TIME], [it])], path=tmp_path / "r"
+    )
     titles = [f.title for f in stall_figures([r], ["a"])]
     assert titles == ["Kswapd awake time"]
 
@@ -103,14 +119,20 @@ def test_report_calibration_small():
     sized by --until; the seed001 example's primary rows are found."""
     import importlib.machinery
     import pathlib
+
     path = pathlib.Path(__file__).resolve().parent.parent / "bench" / "stats-calibration"
     cal = importlib.machinery.SourceFileLoader("stats_calibration", str(path)).load_module()
     rng = np.random.default_rng(5)
-    for fn, trials in ((cal.continuous(3), 150), (cal.poisson(0.3, 3), 150), (cal.poisson(1.0, 3), 150),
-                       (cal.clock10ms(3), 150), (cal.one_iteration_run_effect(), 20)):
+    for fn, trials in (
+        (cal.continuous(3), 150),
+        (cal.poisson(0.3, 3), 150),
+        (cal.poisson(1.0, 3), 150),
+        (cal.clock10ms(3), 150),
+        (cal.one_iteration_run_effect(), 20),
+    ):
         star, _ = cal.aa_rate(trials, rng, fn)
         assert star <= 0.10, (fn, star)
     star, _, n = cal.until_rate(150, rng, 2.0, True, False)
     assert star <= 0.10 and n >= 3
-    power = cal.seed001_power(40, rng, 5)      # at 3 a side no count row can be starred (issue 36)
+    power = cal.seed001_power(40, rng, 5)  # at 3 a side no count row can be starred (issue 36)
     assert power["Compaction stalls"][0] >= 0.9 and power["Percentage huge"][0] >= 0.9

@@ -12,12 +12,18 @@ from mmbench.store.transfer import join_interleaved
 
 
 def _part(store, name: str, marker: str) -> None:
-    res = {"index": 0, "path": "w/iter-0", "status": "ok",
-           "monitors": {"mm-trace": {"dir": "w/iter-0/monitors/mm-trace", "files": ["counts.json"]}}}
-    files = {"run.json": json.dumps({"name": name, "status": "complete", "created": 1.0}).encode(),
-             "fingerprint.json": b"{}",
-             "w/iter-0/result.json": json.dumps(res).encode(),
-             "w/iter-0/monitors/mm-trace/counts.json": marker.encode()}
+    res = {
+        "index": 0,
+        "path": "w/iter-0",
+        "status": "ok",
+        "monitors": {"mm-trace": {"dir": "w/iter-0/monitors/mm-trace", "files": ["counts.json"]}},
+    }
+    files = {
+        "run.json": json.dumps({"name": name, "status": "complete", "created": 1.0}).encode(),
+        "fingerprint.json": b"{}",
+        "w/iter-0/result.json": json.dumps(res).encode(),
+        "w/iter-0/monitors/mm-trace/counts.json": marker.encode(),
+    }
     store.put_run_files(name, sorted(files.items()), force=True)
 
 

@@ -30,9 +30,9 @@ def test_torn_last_line_is_ignored_and_the_rest_restored(tmp_path):
     knob.write_text("60\n")
     j = fresh(tmp_path)
     j.set_value(knob, "10")
-    j.release()   # the owner died: the journal stays (it is not empty)
+    j.release()  # the owner died: the journal stays (it is not empty)
     with open(j.path, "a") as fh:
-        fh.write('{"kind": "value", "path": "/proc/sys/vm/swa')    # SIGKILL mid-write
+        fh.write('{"kind": "value", "path": "/proc/sys/vm/swa')  # SIGKILL mid-write
     j2 = Journal(tmp_path / "state")
     messages = j2.acquire()
     assert any("did not finish" in m for m in messages), messages
@@ -51,12 +51,15 @@ def test_lock_refuses_a_second_owner_in_one_line_then_queues(tmp_path, monkeypat
     assert f"pid {os.getpid()}" in str(e.value) and "\n" not in str(e.value)
     # queueing: a waiter gets the lock once the owner releases it
     monkeypatch.setenv("MMBENCH_LOCK_WAIT", "20")
-    code = ("import os; from pathlib import Path; from mmbench.run.journal import Journal; "
-            f"j = Journal(Path({str(tmp_path / 'state')!r})); j.lock(); print('got', flush=True); j.release()")
-    waiter = subprocess.Popen(["python3", "-c", code], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "MMBENCH_LOCK_WAIT": "20"})
+    code = (
+        "import os; from pathlib import Path; from mmbench.run.journal import Journal; "
+        f"j = Journal(Path({str(tmp_path / 'state')!r})); j.lock(); print('got', flush=True); j.release()"
+    )
+    waiter = subprocess.Popen(
+        ["python3", "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ, "MMBENCH_LOCK_WAIT": "20"}
+    )
     time.sleep(0.6)
-    assert waiter.poll() is None            # still queued behind us
+    assert waiter.poll() is None  # still queued behind us
     first.release()
     out, _ = waiter.communicate(timeout=20)
     assert waiter.returncode == 0 and out.strip() == "got"
@@ -66,7 +69,7 @@ def test_process_entry_kills_only_the_process_it_names(tmp_path):
     j = fresh(tmp_path)
     mine = subprocess.Popen(["sleep", "60"], start_new_session=True)
     j.record("process", pid=mine.pid, group=True)
-    stale = {"kind": "process", "pid": mine.pid, "start": "1"}   # same pid, another start time
+    stale = {"kind": "process", "pid": mine.pid, "start": "1"}  # same pid, another start time
     assert j.restore() == []
     assert mine.wait(timeout=10) == -9
     # a pid reused by someone else (start time differs) is left alone
@@ -88,8 +91,9 @@ def test_loop_zram_and_swap_entries_are_undone(tmp_path):
     img = tmp_path / "loop.img"
     with open(img, "wb") as fh:
         fh.truncate(8 << 20)
-    dev = subprocess.run(["losetup", "--find", "--show", str(img)], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", str(img)], capture_output=True, text=True, check=True
+    ).stdout.strip()
     j.record("loop", device=dev)
     # a swap file: mkswap + swapon, journaled like the runner does
     swapfile = tmp_path / "swapfile"
@@ -112,8 +116,10 @@ def test_loop_zram_and_swap_entries_are_undone(tmp_path):
         if zram:
             assert Path(f"/sys/block/{zram}/disksize").read_text().strip() == "0"
         # undoing again is a no-op: each undo checks the object first
-        assert all(not __import__("mmbench.run.journal", fromlist=["_undo"])._undo(e) for e in
-                   [{"kind": "loop", "device": dev}, {"kind": "swap", "device": str(swapfile)}])
+        assert all(
+            not __import__("mmbench.run.journal", fromlist=["_undo"])._undo(e)
+            for e in [{"kind": "loop", "device": dev}, {"kind": "swap", "device": str(swapfile)}]
+        )
     finally:
         if zram:
             Path("/sys/class/zram-control/hot_remove").write_text(zram.removeprefix("zram"))
@@ -136,44 +142,51 @@ def test_queued_runs_take_turns_in_arrival_order(tmp_path):
     rounds) goes behind a run that was already queued, instead of starving it."""
     state = str(tmp_path / "state")
     env = {**os.environ, "MMBENCH_LOCK_WAIT": "30"}
-    hog = ("import sys, time; from pathlib import Path; from mmbench.run.journal import Journal\n"
-           f"j = Journal(Path({state!r}))\n"
-           "for i in range(6):\n"
-           "    j.lock(); print('hog', i, flush=True); time.sleep(0.5); j.release()\n")
-    waiter = ("from pathlib import Path; from mmbench.run.journal import Journal\n"
-              f"j = Journal(Path({state!r})); j.lock(); print('waiter', flush=True); j.release()\n")
+    hog = (
+        "import sys, time; from pathlib import Path; from mmbench.run.journal import Journal\n"
+        f"j = Journal(Path({state!r}))\n"
+        "for i in range(6):\n"
+        "    j.lock(); print('hog', i, flush=True); time.sleep(0.5); j.release()\n"
+    )
+    waiter = (
+        "from pathlib import Path; from mmbench.run.journal import Journal\n"
+        f"j = Journal(Path({state!r})); j.lock(); print('waiter', flush=True); j.release()\n"
+    )
     log = tmp_path / "order"
     with open(log, "w") as out:
         h = subprocess.Popen(["python3", "-c", hog], stdout=out, env=env)
-        for _ in range(100):                      # the hog holds the lock before the waiter queues
+        for _ in range(100):  # the hog holds the lock before the waiter queues
             if "hog 0" in log.read_text():
                 break
             time.sleep(0.05)
         w = subprocess.Popen(["python3", "-c", waiter], stdout=out, env=env)
         assert w.wait(timeout=30) == 0 and h.wait(timeout=30) == 0
     order = log.read_text().split("\n")
-    assert order.index("waiter") <= 2, order           # after the hog's round 0 (or 1), not its 6th
-    assert not [p for p in (tmp_path / "state" / "lock-queue").iterdir()]   # no ticket left
+    assert order.index("waiter") <= 2, order  # after the hog's round 0 (or 1), not its 6th
+    assert not [p for p in (tmp_path / "state" / "lock-queue").iterdir()]  # no ticket left
 
 
 def test_a_dead_waiter_holds_no_place_and_a_non_queued_run_does_not_jump_the_line(tmp_path, monkeypatch):
     from mmbench.run.journal import _Ticket, _first_in_queue
+
     queue = tmp_path / "state" / "lock-queue"
-    code = ("import time; from pathlib import Path; from mmbench.run.journal import _Ticket\n"
-            f"t = _Ticket(Path({str(queue)!r})); print(t.name, flush=True); time.sleep(60)\n")
+    code = (
+        "import time; from pathlib import Path; from mmbench.run.journal import _Ticket\n"
+        f"t = _Ticket(Path({str(queue)!r})); print(t.name, flush=True); time.sleep(60)\n"
+    )
     other = subprocess.Popen(["python3", "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         name = other.stdout.readline().strip()
         assert (queue / name).exists()
         mine = _Ticket(queue)
-        assert not _first_in_queue(queue, mine)   # a live waiter came first
-        assert not _first_in_queue(queue, None)   # and a run that does not queue waits for it too
+        assert not _first_in_queue(queue, mine)  # a live waiter came first
+        assert not _first_in_queue(queue, None)  # and a run that does not queue waits for it too
         monkeypatch.setenv("MMBENCH_LOCK_WAIT", "0")
         with pytest.raises(UsageError, match="others are queued"):
             Journal(tmp_path / "state").lock()
         other.kill()
         other.wait()
-        assert _first_in_queue(queue, mine) and not (queue / name).exists()   # SIGKILLed: its place is gone
+        assert _first_in_queue(queue, mine) and not (queue / name).exists()  # SIGKILLed: its place is gone
         mine.drop()
     finally:
         if other.poll() is None:

@@ -28,23 +28,26 @@ def test_spec_kinds(tmp_path, monkeypatch):
     assert parse_spec("source").kind == "package" and parse_spec("source").package == ""
     s = parse_spec("source:linux-source-6.1")
     assert (s.kind, s.package) == ("package", "linux-source-6.1")
-    t = parse_spec("tree:linux")          # relative: made absolute from the current directory
+    t = parse_spec("tree:linux")  # relative: made absolute from the current directory
     assert t.kind == "tree" and t.path == tmp_path / "linux"
     g = parse_spec("git:src/linux@v6.1")
     assert (g.kind, g.path, g.ref) == ("git", tmp_path / "src" / "linux", "v6.1")
-    g2 = parse_spec("git:/a@b@c")         # the last @ separates the ref
+    g2 = parse_spec("git:/a@b@c")  # the last @ separates the ref
     assert (g2.path, g2.ref) == (Path("/a@b"), "c")
 
 
-@pytest.mark.parametrize("text, words", [
-    ("source:./linux", "not a linux-source package name"),
-    ("source:", "nothing after"),
-    ("tree:", "nothing after"),
-    ("git:/repo", "expected git:PATH@REF"),
-    ("git:/repo@", "expected git:PATH@REF"),
-    ("git:/repo@-x", "not a git ref"),
-    ("foo:bar", "not a kernel source to build"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("source:./linux", "not a linux-source package name"),
+        ("source:", "nothing after"),
+        ("tree:", "nothing after"),
+        ("git:/repo", "expected git:PATH@REF"),
+        ("git:/repo@", "expected git:PATH@REF"),
+        ("git:/repo@-x", "not a git ref"),
+        ("foo:bar", "not a kernel source to build"),
+    ],
+)
 def test_spec_errors(text, words):
     with pytest.raises(UsageError, match=words):
         parse_spec(text)
@@ -81,18 +84,21 @@ ONE_LINE = """\
 
 def test_cache_key(tmp_path):
     from mmbench.kbuild.build import cache_key
+
     p1 = read_patch_file(_patch(tmp_path, "one.patch", ONE_LINE))
     p2 = read_patch_file(_patch(tmp_path, "two.patch", ONE_LINE.replace("b = 2", "b = 3")))
     opts = {"CONFIG_A": "y"}
     base = cache_key("package:linux-source-6.1=6.1.192-2", opts, [], "gcc 12.2.0")
     assert base == cache_key("package:linux-source-6.1=6.1.192-2", dict(opts), [], "gcc 12.2.0")
-    others = [cache_key("package:linux-source-6.1=6.1.192-3", opts, [], "gcc 12.2.0"),   # source version
-              cache_key("package:linux-source-6.1=6.1.192-2", {"CONFIG_A": "n"}, [], "gcc 12.2.0"),  # config
-              cache_key("package:linux-source-6.1=6.1.192-2", opts, p1, "gcc 12.2.0"),   # a patch
-              cache_key("package:linux-source-6.1=6.1.192-2", opts, p2, "gcc 12.2.0"),   # its content
-              cache_key("package:linux-source-6.1=6.1.192-2", opts, p1 + p2, "gcc 12.2.0"),
-              cache_key("package:linux-source-6.1=6.1.192-2", opts, p2 + p1, "gcc 12.2.0"),  # order
-              cache_key("package:linux-source-6.1=6.1.192-2", opts, [], "gcc 13.1.0")]   # compiler
+    others = [
+        cache_key("package:linux-source-6.1=6.1.192-3", opts, [], "gcc 12.2.0"),  # source version
+        cache_key("package:linux-source-6.1=6.1.192-2", {"CONFIG_A": "n"}, [], "gcc 12.2.0"),  # config
+        cache_key("package:linux-source-6.1=6.1.192-2", opts, p1, "gcc 12.2.0"),  # a patch
+        cache_key("package:linux-source-6.1=6.1.192-2", opts, p2, "gcc 12.2.0"),  # its content
+        cache_key("package:linux-source-6.1=6.1.192-2", opts, p1 + p2, "gcc 12.2.0"),
+        cache_key("package:linux-source-6.1=6.1.192-2", opts, p2 + p1, "gcc 12.2.0"),  # order
+        cache_key("package:linux-source-6.1=6.1.192-2", opts, [], "gcc 13.1.0"),
+    ]  # compiler
     assert len({base, *others}) == 1 + len(others)
 
 
@@ -100,13 +106,18 @@ def test_cache_key(tmp_path):
 
 
 def test_fragment_parse_and_merge(tmp_path):
-    a = kconfig.parse_fragment("# comment\nCONFIG_A=y\n# CONFIG_B is not set\nCONFIG_S=\"x y\"\n\n", "a")
+    a = kconfig.parse_fragment('# comment\nCONFIG_A=y\n# CONFIG_B is not set\nCONFIG_S="x y"\n\n', "a")
     assert a == {"CONFIG_A": "y", "CONFIG_B": "n", "CONFIG_S": '"x y"'}
     merged = kconfig.merge([a, {"CONFIG_A": "n", "CONFIG_C": "m"}])
     assert merged == {"CONFIG_A": "n", "CONFIG_B": "n", "CONFIG_S": '"x y"', "CONFIG_C": "m"}
     out = kconfig.apply_to_config("CONFIG_A=y\n# CONFIG_C is not set\nCONFIG_D=y\n", merged)
-    assert kconfig.config_values(out) == {"CONFIG_D": "y", "CONFIG_A": "n", "CONFIG_B": "n",
-                                          "CONFIG_S": '"x y"', "CONFIG_C": "m"}
+    assert kconfig.config_values(out) == {
+        "CONFIG_D": "y",
+        "CONFIG_A": "n",
+        "CONFIG_B": "n",
+        "CONFIG_S": '"x y"',
+        "CONFIG_C": "m",
+    }
     with pytest.raises(UsageError, match=r"^f.config:2: not a config line"):
         kconfig.parse_fragment("CONFIG_A=y\nA=y\n", "f.config")
     with pytest.raises(UsageError, match=r"f:1: CONFIG_A= has no value"):
@@ -121,8 +132,17 @@ def test_shipped_fragments_parse_and_name_is_not_a_path():
         assert kconfig.parse_fragment(kconfig.fragment_path(name).read_text(), name)
     guest = kconfig.parse_fragment(kconfig.fragment_path("guest").read_text(), "guest")
     # what tinyconfig turns off silently and the guest cannot do without (machine-notes.md)
-    for opt in ("CONFIG_ADVISE_SYSCALLS", "CONFIG_VM_EVENT_COUNTERS", "CONFIG_NLS_CODEPAGE_437", "CONFIG_VIRTIO_FS",
-                "CONFIG_MAGIC_SYSRQ", "CONFIG_PSI", "CONFIG_PERF_EVENTS", "CONFIG_ZRAM", "CONFIG_FILE_LOCKING"):
+    for opt in (
+        "CONFIG_ADVISE_SYSCALLS",
+        "CONFIG_VM_EVENT_COUNTERS",
+        "CONFIG_NLS_CODEPAGE_437",
+        "CONFIG_VIRTIO_FS",
+        "CONFIG_MAGIC_SYSRQ",
+        "CONFIG_PSI",
+        "CONFIG_PERF_EVENTS",
+        "CONFIG_ZRAM",
+        "CONFIG_FILE_LOCKING",
+    ):
         assert guest.get(opt) == "y", opt
     for bad in ("../guest", "guest.config", "/tmp/x", "Guest"):
         with pytest.raises(UsageError, match="not a fragment name|no such shipped fragment"):
@@ -133,7 +153,8 @@ def fake_kconfig_tree(root: Path) -> Path:
     """A tiny Kconfig tree in the kernel's syntax: source lines, if/menu/choice blocks, selects."""
     (root / "arch" / "x86").mkdir(parents=True)
     (root / "mm").mkdir()
-    (root / "Kconfig").write_text(textwrap.dedent("""\
+    (root / "Kconfig").write_text(
+        textwrap.dedent("""\
         mainmenu "fake"
         config A
         \tbool "A"
@@ -141,8 +162,10 @@ def fake_kconfig_tree(root: Path) -> Path:
         \tdef_bool y
         source "mm/Kconfig"
         source "arch/$(SRCARCH)/Kconfig"
-        """))
-    (root / "mm" / "Kconfig").write_text(textwrap.dedent("""\
+        """)
+    )
+    (root / "mm" / "Kconfig").write_text(
+        textwrap.dedent("""\
         config B
         \tbool "B needs A"
         \tdepends on A && MMU
@@ -186,8 +209,11 @@ def fake_kconfig_tree(root: Path) -> Path:
         config\tTABBED
         \tbool "tab after config"
         \tdepends\ton A
-        """))
-    (root / "arch" / "x86" / "Kconfig").write_text('config X86_ONLY\n\tbool "x"\n\tdepends on $(cc-option,-mfoo) && MMU\n')
+        """)
+    )
+    (root / "arch" / "x86" / "Kconfig").write_text(
+        'config X86_ONLY\n\tbool "x"\n\tdepends on $(cc-option,-mfoo) && MMU\n'
+    )
     (root / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 0\nEXTRAVERSION =\n")
     return root
 
@@ -195,25 +221,38 @@ def fake_kconfig_tree(root: Path) -> Path:
 def test_dropped_options_named_with_their_unmet_dependency(tmp_path):
     src = fake_kconfig_tree(tmp_path)
     final = "CONFIG_MMU=y\n# CONFIG_A is not set\nCONFIG_C=y\nCONFIG_SLOB=y\nCONFIG_LIMIT=8\nCONFIG_X86_ONLY=y\n"
-    wanted = {"CONFIG_B": "y", "CONFIG_D": "y", "CONFIG_HIDDEN": "y", "CONFIG_SLUB": "y", "CONFIG_NOPE": "y",
-              "CONFIG_LIMIT": "16", "CONFIG_C": "y", "CONFIG_X86_ONLY": "y", "CONFIG_MMU": "y"}
+    wanted = {
+        "CONFIG_B": "y",
+        "CONFIG_D": "y",
+        "CONFIG_HIDDEN": "y",
+        "CONFIG_SLUB": "y",
+        "CONFIG_NOPE": "y",
+        "CONFIG_LIMIT": "16",
+        "CONFIG_C": "y",
+        "CONFIG_X86_ONLY": "y",
+        "CONFIG_MMU": "y",
+    }
     lines = kconfig.dropped(wanted, final, src)
     by = {l.split("=")[0].lstrip("'# "): l for l in lines}
     assert set(by) == {"CONFIG_B", "CONFIG_D", "CONFIG_HIDDEN", "CONFIG_SLUB", "CONFIG_NOPE", "CONFIG_LIMIT"}
     assert "depends on (A) && (MMU)" in by["CONFIG_B"] or "depends on (A && MMU)" in by["CONFIG_B"]
     assert "A=n" in by["CONFIG_B"] and "MMU=y" in by["CONFIG_B"] and "NOTHING" not in by["CONFIG_B"]
-    assert "depends on (A)" in by["CONFIG_D"]                        # an enclosing if block
+    assert "depends on (A)" in by["CONFIG_D"]  # an enclosing if block
     assert "selected by SELECTOR" in by["CONFIG_HIDDEN"] and "no prompt" in by["CONFIG_HIDDEN"]
     assert "choice" in by["CONFIG_SLUB"]
     assert "no such option" in by["CONFIG_NOPE"]
     assert "CONFIG_LIMIT=16 was asked for, but olddefconfig left CONFIG_LIMIT=8" in by["CONFIG_LIMIT"]
     # entries indented under a choice after its help text; a tab after `config` (net/unix/Kconfig)
     for opt in ("CONFIG_HZ_250", "CONFIG_TABBED"):
-        assert "depends on" in kconfig.dropped({opt: "y"}, final, src)[0] and "A=n" in kconfig.dropped({opt: "y"}, final, src)[0]
+        assert (
+            "depends on" in kconfig.dropped({opt: "y"}, final, src)[0]
+            and "A=n" in kconfig.dropped({opt: "y"}, final, src)[0]
+        )
     # asked off, but something selects it
     on = kconfig.dropped({"CONFIG_HIDDEN": "n"}, "CONFIG_SELECTOR=y\nCONFIG_HIDDEN=y\n", src)
-    assert on == ["'# CONFIG_HIDDEN is not set' was asked for, but olddefconfig left CONFIG_HIDDEN=y: "
-                  "selected by CONFIG_SELECTOR"]
+    assert on == [
+        "'# CONFIG_HIDDEN is not set' was asked for, but olddefconfig left CONFIG_HIDDEN=y: selected by CONFIG_SELECTOR"
+    ]
     # a menu's depends on (C is in a menu that needs !A)
     menu = kconfig.dropped({"CONFIG_C": "y"}, "CONFIG_A=y\nCONFIG_MMU=y\n", src)
     assert "!A" in menu[0] and "A=y" in menu[0]
@@ -225,7 +264,7 @@ def test_evaluate_tristate():
     assert kconfig.evaluate("A && !C", v) == 2
     assert kconfig.evaluate("(C || B) && A", v) == 1
     assert kconfig.evaluate('S = "foo" && N >= 3', v) == 2
-    assert kconfig.evaluate("S != \"foo\"", v) == 0
+    assert kconfig.evaluate('S != "foo"', v) == 0
     assert kconfig.evaluate("$(cc-option,-x) && A", v) == 2
 
 
@@ -300,8 +339,15 @@ def test_plain_patch_subject_and_quilt_series(tmp_path):
     d = tmp_path / "patches"
     d.mkdir()
     _patch(d, "0001-b.patch", "mm: make b two\n\nlonger text\n\n" + ONE_LINE)
-    _patch(d, "0002-z.diff", ONE_LINE.replace("vmscan", "page_alloc").replace("int a;", "int x;")
-           .replace("int b = 1;", "int y;").replace("int b = 2;", "int y = 2;").replace("int c;", "int z;"))
+    _patch(
+        d,
+        "0002-z.diff",
+        ONE_LINE.replace("vmscan", "page_alloc")
+        .replace("int a;", "int x;")
+        .replace("int b = 1;", "int y;")
+        .replace("int b = 2;", "int y = 2;")
+        .replace("int c;", "int z;"),
+    )
     (d / "series").write_text("# quilt series\n0001-b.patch -p1\n\n0002-z.diff\n")
     ps = read_series_file(d / "series")
     assert [(p.name, p.subject) for p in ps] == [("0001-b", "mm: make b two"), ("0002-z", "0002-z")]
@@ -324,7 +370,9 @@ def test_patch_that_does_not_apply_names_patch_file_and_hunk(tmp_path):
     with pytest.raises(UsageError) as e:
         apply_series(src, good + bad, "linux-source-6.1 6.1.192-2")
     msg = str(e.value)
-    assert msg.startswith(f"--patch {tmp_path / 'bad.patch'}: does not apply to linux-source-6.1 6.1.192-2 (patch 2 of 2")
+    assert msg.startswith(
+        f"--patch {tmp_path / 'bad.patch'}: does not apply to linux-source-6.1 6.1.192-2 (patch 2 of 2"
+    )
     assert "mm/page_alloc.c: hunk #1 FAILED at line 1" in msg
     # the patch before it was taken off again
     assert (src / "mm" / "vmscan.c").read_text() == "int a;\nint b = 1;\nint c;\n"
@@ -393,6 +441,7 @@ elif target == "bzImage":
 def fake_build(tmp_path, monkeypatch):
     """A fake source tree (tree:PATH), a fake make on PATH, the cache in tmp_path."""
     from mmbench.kbuild import build
+
     src = small_tree(fake_kconfig_tree(tmp_path / "linux"))
     (src / "init").mkdir()
     (src / "init" / "main.c").write_text("int main;\n")
@@ -415,9 +464,12 @@ def fake_build(tmp_path, monkeypatch):
 
 def _build(spec, patches=(), fragments=(), kconfigs=()):
     from mmbench.kbuild.build import build_kernel, request_from_args
+
     log: list[str] = []
-    b = build_kernel(request_from_args(spec, [("patch", str(p)) for p in patches], list(fragments),
-                                       [str(k) for k in kconfigs]), log.append)
+    b = build_kernel(
+        request_from_args(spec, [("patch", str(p)) for p in patches], list(fragments), [str(k) for k in kconfigs]),
+        log.append,
+    )
     return b, log
 
 
@@ -437,22 +489,35 @@ def test_build_cache_patch_and_revert(fake_build, tmp_path):
     patched, log = _build(spec, [p])
     assert patched.key != vanilla.key and patched.meta["objects_compiled"] == 1
     assert "int b = 2;" in patched.image.read_text()
-    assert patched.meta["patches"] == [{"name": "seed002-kswapd-premature-sleep", "file": p.name,
-                                        "subject": "mm: make b two",
-                                        "sha256": patched.meta["patches"][0]["sha256"]}]
-    assert (src / "mm" / "vmscan.c").read_text() == "int a;\nint b = 1;\nint c;\n"   # taken off again
+    assert patched.meta["patches"] == [
+        {
+            "name": "seed002-kswapd-premature-sleep",
+            "file": p.name,
+            "subject": "mm: make b two",
+            "sha256": patched.meta["patches"][0]["sha256"],
+        }
+    ]
+    assert (src / "mm" / "vmscan.c").read_text() == "int a;\nint b = 1;\nint c;\n"  # taken off again
     assert not list((tmp_path / "cache" / "kbuild" / "applied").glob("*.json"))
     # the series came off with the old file times: the vanilla object tree never saw a patched
     # file, so a vanilla build now is a no-op and links no patched object
     import shutil
+
     shutil.rmtree(vanilla.dir)
     rebuilt, _ = _build(spec)
     assert rebuilt.meta["objects_compiled"] == 0 and "int b = 2;" not in rebuilt.image.read_text()
     assert rebuilt.image.read_text() == vanilla_image
     # another patch, to another file: only that file is compiled (the patched tree starts from
     # the vanilla objects again, so the first patch's file is not recompiled)
-    p2 = _patch(tmp_path, "z.patch", ONE_LINE.replace("vmscan", "page_alloc").replace("int a;", "int x;")
-                .replace("int b = 1;", "int y;").replace("int b = 2;", "int y = 2;").replace("int c;", "int z;"))
+    p2 = _patch(
+        tmp_path,
+        "z.patch",
+        ONE_LINE.replace("vmscan", "page_alloc")
+        .replace("int a;", "int x;")
+        .replace("int b = 1;", "int y;")
+        .replace("int b = 2;", "int y = 2;")
+        .replace("int c;", "int z;"),
+    )
     other, log = _build(spec, [p2])
     assert other.meta["objects_compiled"] == 1 and "int y = 2;" in other.image.read_text()
     assert "int b = 2;" not in other.image.read_text()
@@ -462,6 +527,7 @@ def test_build_cache_patch_and_revert(fake_build, tmp_path):
     assert extra.meta["objects_compiled"] == 3 and extra.key != vanilla.key
     assert "CONFIG_C=y" in extra.config.read_text()
     from mmbench.kbuild.build import list_builds
+
     assert {b.key for b in list_builds()} == {vanilla.key, patched.key, other.key, extra.key}
 
 
@@ -482,6 +548,7 @@ def test_build_errors(fake_build, tmp_path):
     # make killed by a signal: said so (exit 3), not blamed on the patch nor on a compile line
     killed = _patch(tmp_path, "killed.patch", ONE_LINE.replace("+int b = 2;", "+int b = killed;"))
     from mmbench.errors import EnvironmentUnsupported
+
     with pytest.raises(EnvironmentUnsupported, match=r"make was killed by SIGTERM \(not a compile error"):
         _build(spec, [killed])
     assert (src / "mm" / "vmscan.c").read_text() == "int a;\nint b = 1;\nint c;\n"
@@ -494,17 +561,19 @@ def test_build_errors(fake_build, tmp_path):
 def test_killed_build_is_put_right_by_the_next(fake_build, tmp_path):
     """A build killed with its patches on: the journal lists them, the next build takes them off."""
     from mmbench.kbuild.source import describe_source, write_journal
+
     src = fake_build
     spec = f"tree:{src}"
     p = read_patch_file(_patch(tmp_path, "p.patch", ONE_LINE))
     from mmbench.kbuild.patches import file_times
+
     source = describe_source(parse_spec(spec))
     before = (src / "mm" / "vmscan.c").stat().st_mtime_ns
     times = file_times(src, p)
     apply_series(src, p, "t")
     write_journal(source, p, times)
     vanilla, log = _build(spec)
-    assert (src / "mm" / "vmscan.c").stat().st_mtime_ns == before      # its old time, too
+    assert (src / "mm" / "vmscan.c").stat().st_mtime_ns == before  # its old time, too
     assert any("taking off 1 patch(es) a stopped build left" in l for l in log)
     assert "int b = 1;" in vanilla.image.read_text() and "int b = 2;" not in vanilla.image.read_text()
     assert (src / "mm" / "vmscan.c").read_text() == "int a;\nint b = 1;\nint c;\n"
@@ -513,8 +582,13 @@ def test_killed_build_is_put_right_by_the_next(fake_build, tmp_path):
 def test_git_source_at_a_ref(fake_build, tmp_path):
     """git:PATH@REF: a detached worktree in the cache; describe and commit recorded."""
     src = fake_build
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "v1"], ["tag", "v6.1"]):
         subprocess.run(["git", "-C", str(src), *cmd], check=True, env=env)
     (src / "mm" / "vmscan.c").write_text("int a;\nint b = 1;\nint c;\nint d;\n")
@@ -523,12 +597,13 @@ def test_git_source_at_a_ref(fake_build, tmp_path):
     assert b1.meta["source"]["describe"] == "v6.1" and "int d;" not in b1.image.read_text()
     b2, _ = _build(f"git:{src}@HEAD")
     assert b2.meta["source"]["describe"].startswith("v6.1-1-g") and "int d;" in b2.image.read_text()
-    assert b2.meta["objects_compiled"] == 1          # only what differs between the refs
+    assert b2.meta["objects_compiled"] == 1  # only what differs between the refs
     with pytest.raises(UsageError, match="'nope' is not a commit, tag or branch"):
         _build(f"git:{src}@nope")
     # tree:PATH of a dirty git work tree: describe --dirty plus a hash of the diff
     (src / "mm" / "page_alloc.c").write_text("int x;\n")
     from mmbench.kbuild.source import describe_source
+
     prov = describe_source(parse_spec(f"tree:{src}")).provenance
     assert prov["describe"].endswith("-dirty") and len(prov["diff_sha256"]) == 64
 
@@ -540,21 +615,28 @@ def test_patch_difference_in_compare_is_one_readable_line():
     from mmbench.analysis.compare import build_comparison
     from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
     from mmbench.vm.runner import build_facts
+
     m = MetricDef("Time", "s", "lower", "time")
 
     def run(name, patches):
-        build = {"source_label": "linux-source-6.1 6.1.192-2", "config_sha256": "ab" * 32,
-                 "fragments": [{"name": "guest", "sha256": "x"}],
-                 "patches": [{"name": n, "file": n + ".patch", "subject": "s", "sha256": "cd" * 32} for n in patches]}
+        build = {
+            "source_label": "linux-source-6.1 6.1.192-2",
+            "config_sha256": "ab" * 32,
+            "fragments": [{"name": "guest", "sha256": "x"}],
+            "patches": [{"name": n, "file": n + ".patch", "subject": "s", "sha256": "cd" * 32} for n in patches],
+        }
         fp = {"kernel": {"release": "6.1.192", **build_facts(build)}}
         it = IterationResult("w", 0, False, "ok", samples={"Time": [1.0]})
         return RunRecord(name, "complete", 0.0, 1.0, "", "", fp, {}, [WorkloadRun("w", "idle", {}, [m], [it])])
+
     c = build_comparison([run("vanilla", []), run("patched", ["seed002-kswapd-premature-sleep"])])
     assert c.env_diff == [("kernel.patches", {"vanilla": "[]", "patched": "[seed002-kswapd-premature-sleep]"})]
     from mmbench.report.formats.text import TextExporter
+
     text = TextExporter().render(c, {})
     assert "kernel.patches  vanilla=[]  patched=[seed002-kswapd-premature-sleep]" in text
     from mmbench.report.html import render_report
+
     html = render_report([run("vanilla", []), run("patched", ["seed002-kswapd-premature-sleep"])], c)
     assert "kernel.patches" in html and "[seed002-kswapd-premature-sleep]" in html
 
@@ -562,19 +644,28 @@ def test_patch_difference_in_compare_is_one_readable_line():
 # --------------------------------------------------------------------------------------------- CLI
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["kernel", "build", "--fragment", "../guest"], "not a fragment name"),
-    (["kernel", "build", "--fragment", "nosuch"], "no such shipped fragment"),
-    (["kernel", "build", "tree:/nonexistent/linux"], "no such directory"),
-    (["kernel", "build", "nosuch:x"], "not a kernel source to build"),
-    (["kernel", "build", "--patch", "/nonexistent.patch"], "cannot read"),
-    (["run", "--config", "smoke", "--patch", "/x.patch", "r"], "--patch/--series goes with a kernel built from source"),
-    (["run", "--config", "smoke", "--kernel", "source", "--baseline-kernel", "source", "r"],
-     "--baseline-kernel needs --baseline NAME"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["kernel", "build", "--fragment", "../guest"], "not a fragment name"),
+        (["kernel", "build", "--fragment", "nosuch"], "no such shipped fragment"),
+        (["kernel", "build", "tree:/nonexistent/linux"], "no such directory"),
+        (["kernel", "build", "nosuch:x"], "not a kernel source to build"),
+        (["kernel", "build", "--patch", "/nonexistent.patch"], "cannot read"),
+        (
+            ["run", "--config", "smoke", "--patch", "/x.patch", "r"],
+            "--patch/--series goes with a kernel built from source",
+        ),
+        (
+            ["run", "--config", "smoke", "--kernel", "source", "--baseline-kernel", "source", "r"],
+            "--baseline-kernel needs --baseline NAME",
+        ),
+    ],
+)
 def test_cli_bad_input(argv, words, capsys, monkeypatch):
     from mmbench.cli import main
     import mmbench.run.runner as runner
+
     monkeypatch.setattr(runner, "require_root", lambda: None)
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -587,14 +678,16 @@ def test_submit_sends_patch_contents_with_the_job(tmp_path):
     from mmbench.driver.jobs import job_entry, local_request
     from mmbench.kbuild.resolve import pack_inputs
     from mmbench.model.request import KernelRequest, RunRequest
+
     here = tmp_path / "submitter"
     (here / "q").mkdir(parents=True)
     p = _patch(here, "seed002-kswapd-premature-sleep.patch", "mm: b\n\n" + ONE_LINE)
     _patch(here / "q", "0001-x.patch", FORMAT_PATCH)
     (here / "q" / "series").write_text("0001-x.patch\n")
     k = _patch(here, "mine.config", "CONFIG_PSI=y\n")
-    kernel = KernelRequest("source", (("patch", str(p)), ("series", str(here / "q" / "series"))), ("irqsoff",),
-                           (str(k),))
+    kernel = KernelRequest(
+        "source", (("patch", str(p)), ("series", str(here / "q" / "series"))), ("irqsoff",), (str(k),)
+    )
     entry = json.loads(json.dumps(job_entry(RunRequest(config="smoke", name="n", kernel=kernel))))
     got = local_request(entry, tmp_path / "agent").kernel
     assert [i[0] for i in got.patches] == ["patch", "series"]
@@ -611,10 +704,13 @@ def test_kernel_lacking_what_mmbench_or_the_suite_needs_is_named(tmp_path):
     from mmbench.config.load import load_suite
     from mmbench.model.guest_kernel import GuestKernel
     from mmbench.vm.requirements import CORE, missing
+
     cfg = tmp_path / "config"
     have = {k: "y" for k in CORE if k != "CONFIG_ADVISE_SYSCALLS"}
-    cfg.write_text("".join(f"{k}=y\n" for k in have) + "# CONFIG_ADVISE_SYSCALLS is not set\n"
-                   "CONFIG_TRANSPARENT_HUGEPAGE=y\nCONFIG_EVENT_TRACING=y\n")
+    cfg.write_text(
+        "".join(f"{k}=y\n" for k in have) + "# CONFIG_ADVISE_SYSCALLS is not set\n"
+        "CONFIG_TRANSPARENT_HUGEPAGE=y\nCONFIG_EVENT_TRACING=y\n"
+    )
     k = GuestKernel("source", tmp_path / "bzImage", "6.1.192", None, cfg)
     core, warnings = missing(k, load_suite("seed003-compaction"))
     assert len(core) == 1 and core[0].startswith("CONFIG_ADVISE_SYSCALLS (madvise/fadvise")
@@ -632,20 +728,23 @@ def test_guest_crash_comes_back_with_the_run(tmp_path):
     from mmbench.store import open_store
     from mmbench.vm.runner import _command_file, _report_guest_crash, _store_guest_run
     from mmbench.vm.qemu import GuestResult
+
     work = tmp_path / "vm" / "run-x-1"
     work.mkdir(parents=True)
     cmd = _command_file(work, ["true"], None)
     assert f"export MMBENCH_CRASH_DIR={work / 'crash'}" in cmd.read_text()
     (work / "crash").mkdir()
-    (work / "crash" / "crash-abc.txt").write_text("mmbench 0.1: run\nTraceback (most recent call last):\n"
-                                                  "OSError: [Errno 38] Function not implemented\n")
+    (work / "crash" / "crash-abc.txt").write_text(
+        "mmbench 0.1: run\nTraceback (most recent call last):\nOSError: [Errno 38] Function not implemented\n"
+    )
     (work / "console.log").write_text("console\n")
     said: list[str] = []
     _report_guest_crash(work, SimpleNamespace(warn=said.append))
     assert said[0].startswith("mmbench crashed inside the guest (crash-abc.txt")
     assert any("OSError: [Errno 38] Function not implemented" in s for s in said)
-    suite = SimpleNamespace(text="[suite]\n", effective={}, hash="h", description="", path=Path("smoke.toml"),
-                            workloads=[])
+    suite = SimpleNamespace(
+        text="[suite]\n", effective={}, hash="h", description="", path=Path("smoke.toml"), workloads=[]
+    )
     store = open_store(tmp_path / "results")
     result = GuestResult(70, False, False, True, 1.0, ["mmbench: internal error: OSError"])
     vm = {"kernel_release": "6.1.192", "host": "h", "console_log": str(work / "console.log")}
@@ -663,25 +762,59 @@ def test_ab_kernels_interleave_one_boot_per_kernel_per_round(tmp_path, monkeypat
     from mmbench.cli import main
     from mmbench.run.runner import run_suite
     from mmbench.store import open_store
+
     boots: list[tuple[str, str, list[str]]] = []
 
     def fake_vm(opts, suite, argv, name, store, *, force, progress, open_store, **kw):
         boots.append((opts.kernel.spec, name, argv))
         return run_suite(suite, name, store, force=True, progress=progress)
+
     monkeypatch.setattr(vm_runner, "run_in_vm", fake_vm)
     import mmbench.kbuild.prebuilt as prebuilt
     from mmbench.model.guest_kernel import GuestKernel
-    monkeypatch.setattr(prebuilt, "resolve_prebuilt",
-                        lambda spec: GuestKernel(spec, tmp_path / "bzImage", spec.rsplit("-", 1)[-1], None, None))
+
+    monkeypatch.setattr(
+        prebuilt,
+        "resolve_prebuilt",
+        lambda spec: GuestKernel(spec, tmp_path / "bzImage", spec.rsplit("-", 1)[-1], None, None),
+    )
     results = tmp_path / "results"
-    rc = main(["run", "--config", "smoke", "--results", str(results), "--set", "budget=256M",
-               "--set", "faultin.size=16M", "--set", "faultin.passes=1", "--set", "warmup=1", "--quiet",
-               "--kernel", "debian:linux-image-new", "--baseline", "old", "--baseline-kernel", "debian:linux-image-old",
-               "--iterations", "3", "new"])
+    rc = main(
+        [
+            "run",
+            "--config",
+            "smoke",
+            "--results",
+            str(results),
+            "--set",
+            "budget=256M",
+            "--set",
+            "faultin.size=16M",
+            "--set",
+            "faultin.passes=1",
+            "--set",
+            "warmup=1",
+            "--quiet",
+            "--kernel",
+            "debian:linux-image-new",
+            "--baseline",
+            "old",
+            "--baseline-kernel",
+            "debian:linux-image-old",
+            "--iterations",
+            "3",
+            "new",
+        ]
+    )
     assert rc == 0
-    assert [(k, n) for k, n, _ in boots] == [("debian:linux-image-old", "old.round0"), ("debian:linux-image-new", "new.round0"),
-                                             ("debian:linux-image-new", "new.round1"), ("debian:linux-image-old", "old.round1"),
-                                             ("debian:linux-image-old", "old.round2"), ("debian:linux-image-new", "new.round2")]
+    assert [(k, n) for k, n, _ in boots] == [
+        ("debian:linux-image-old", "old.round0"),
+        ("debian:linux-image-new", "new.round0"),
+        ("debian:linux-image-new", "new.round1"),
+        ("debian:linux-image-old", "old.round1"),
+        ("debian:linux-image-old", "old.round2"),
+        ("debian:linux-image-new", "new.round2"),
+    ]
     for _, name, argv in boots:
         assert argv[-1] == name and argv[argv.index("--iterations") + 1] == "1"
         assert ("faultin.warmup=1" in argv) == name.endswith("round0")
@@ -693,6 +826,7 @@ def test_ab_kernels_interleave_one_boot_per_kernel_per_round(tmp_path, monkeypat
 
 def test_kernel_build_and_list_commands(fake_build, tmp_path, capsys):
     from mmbench.cli import main
+
     p = _patch(tmp_path, "fix.patch", ONE_LINE)
     assert main(["kernel", "build", f"tree:{fake_build}"]) == 0
     out = capsys.readouterr()
@@ -707,42 +841,59 @@ def test_kernel_build_and_list_commands(fake_build, tmp_path, capsys):
     assert "0 compiled now (cached" in capsys.readouterr().out
     assert main(["kernel", "list"]) == 0
     listing = capsys.readouterr().out.splitlines()
-    assert len(listing) == 3 and "/ fix / guest" in listing[1] + listing[2] and "/ vanilla / guest" in listing[1] + listing[2]
+    assert (
+        len(listing) == 3
+        and "/ fix / guest" in listing[1] + listing[2]
+        and "/ vanilla / guest" in listing[1] + listing[2]
+    )
 
 
 def test_patched_tree_tool_records_point_at_it(tmp_path):
     """objtool's build records absolute paths: copied as they are, the patched tree rebuilt objtool and
     so every object.  After the sync they name the patched tree, with the vanilla file times."""
     from mmbench.kbuild.build import _sync_objects
+
     vanilla, patched = tmp_path / "guest", tmp_path / "guest.patched"
     (vanilla / "tools" / "objtool" / "arch" / "x86").mkdir(parents=True)
     (vanilla / "mm").mkdir()
     rec = vanilla / "tools" / "objtool" / "arch" / "x86" / ".decode.o.cmd"
-    rec.write_text(f"cmd_{vanilla}/tools/objtool/arch/x86/decode.o := gcc -o {vanilla}/tools/objtool/arch/x86/decode.o\n")
+    rec.write_text(
+        f"cmd_{vanilla}/tools/objtool/arch/x86/decode.o := gcc -o {vanilla}/tools/objtool/arch/x86/decode.o\n"
+    )
     kobj = vanilla / "mm" / ".vmscan.o.cmd"
     kobj.write_text("cmd_mm/vmscan.o := gcc -c -o mm/vmscan.o ../src/mm/vmscan.c\n")
     os.utime(rec, (1_000_000_000, 1_000_000_000))
     _sync_objects(vanilla, patched, log=lambda m: None)
     moved = patched / "tools" / "objtool" / "arch" / "x86" / ".decode.o.cmd"
-    assert str(vanilla) + "/" not in moved.read_text() and f"{patched}/tools/objtool/arch/x86/decode.o" in moved.read_text()
+    assert (
+        str(vanilla) + "/" not in moved.read_text()
+        and f"{patched}/tools/objtool/arch/x86/decode.o" in moved.read_text()
+    )
     assert moved.stat().st_mtime == 1_000_000_000
     assert (patched / "mm" / ".vmscan.o.cmd").read_text() == kobj.read_text()
-    assert rec.read_text().count(str(vanilla) + "/") == 2          # the vanilla tree untouched
-    _sync_objects(vanilla, patched, log=lambda m: None)             # again: copied and pointed again
+    assert rec.read_text().count(str(vanilla) + "/") == 2  # the vanilla tree untouched
+    _sync_objects(vanilla, patched, log=lambda m: None)  # again: copied and pointed again
     assert str(vanilla) + "/" not in moved.read_text()
 
 
 # --------------------------------------------------------------------------------------------- versions
 
+
 def test_fragment_version_guards():
-    text = ("CONFIG_A=y\n"
-            "#@ linux < 6.11\nCONFIG_OLD=y\n"
-            "#@ linux >= 6.11\n# CONFIG_NEW is not set\n"
-            "#@ linux >= 6.2, < 6.9\nCONFIG_MID=y\n"
-            "#@ end\nCONFIG_B=m\n")
+    text = (
+        "CONFIG_A=y\n"
+        "#@ linux < 6.11\nCONFIG_OLD=y\n"
+        "#@ linux >= 6.11\n# CONFIG_NEW is not set\n"
+        "#@ linux >= 6.2, < 6.9\nCONFIG_MID=y\n"
+        "#@ end\nCONFIG_B=m\n"
+    )
     assert kconfig.parse_fragment(text, "f", (6, 1)) == {"CONFIG_A": "y", "CONFIG_OLD": "y", "CONFIG_B": "m"}
-    assert kconfig.parse_fragment(text, "f", (6, 5)) == {"CONFIG_A": "y", "CONFIG_OLD": "y", "CONFIG_MID": "y",
-                                                         "CONFIG_B": "m"}
+    assert kconfig.parse_fragment(text, "f", (6, 5)) == {
+        "CONFIG_A": "y",
+        "CONFIG_OLD": "y",
+        "CONFIG_MID": "y",
+        "CONFIG_B": "m",
+    }
     assert kconfig.parse_fragment(text, "f", (6, 12)) == {"CONFIG_A": "y", "CONFIG_NEW": "n", "CONFIG_B": "m"}
     # no version (a syntax check only): the guarded lines are checked and left out
     assert kconfig.parse_fragment(text, "f") == {"CONFIG_A": "y", "CONFIG_B": "m"}
@@ -750,11 +901,12 @@ def test_fragment_version_guards():
         with pytest.raises(UsageError, match=r"^f:2: not a version guard"):
             kconfig.parse_fragment(f"CONFIG_A=y\n{bad}\nCONFIG_B=y\n", "f", (6, 1))
     with pytest.raises(UsageError, match=r"^f:3: not a config line"):
-        kconfig.parse_fragment("#@ linux >= 6.2\nCONFIG_A=y\nA=y\n", "f", (6, 1))   # checked though not used
+        kconfig.parse_fragment("#@ linux >= 6.2\nCONFIG_A=y\nA=y\n", "f", (6, 1))  # checked though not used
 
 
 def _real(name: str) -> str:
     import gzip
+
     return gzip.decompress((Path(__file__).parent / "data" / "kernel-6.12" / name).read_bytes()).decode()
 
 
@@ -768,9 +920,14 @@ def test_guest_fragment_per_version_on_real_configs(tmp_path):
     assert kconfig.dropped(v61, _real("config-guest-6.1.gz"), None) == []
     assert kconfig.dropped(v612, _real("config-guest.gz"), None) == []
     assert set(v61) - set(v612) == {"CONFIG_BASE_FULL"}
-    assert set(v612) - set(v61) == {"CONFIG_BASE_SMALL", "CONFIG_SLUB_TINY", "CONFIG_MEMCG_V1",
-                                    "CONFIG_ZRAM_BACKEND_LZO", "CONFIG_ZRAM_BACKEND_LZ4"}
-    assert [k for k in v61 if k in v612] == [k for k in v612 if k in v61]     # the shared options keep their order
+    assert set(v612) - set(v61) == {
+        "CONFIG_BASE_SMALL",
+        "CONFIG_SLUB_TINY",
+        "CONFIG_MEMCG_V1",
+        "CONFIG_ZRAM_BACKEND_LZO",
+        "CONFIG_ZRAM_BACKEND_LZ4",
+    }
+    assert [k for k in v61 if k in v612] == [k for k in v612 if k in v61]  # the shared options keep their order
     src = tmp_path / "linux-6.12"
     for sub in ("init", "mm", "arch/x86"):
         (src / sub).mkdir(parents=True)
@@ -784,13 +941,15 @@ def test_guest_fragment_per_version_on_real_configs(tmp_path):
         "Kconfig (misspelt, or not in this kernel version: a fragment gives an option per version under "
         "'#@ linux < X.Y' / '#@ linux >= X.Y')",
         "CONFIG_SLUB_DEBUG=y was asked for, but olddefconfig left not set: depends on (SYSFS && !SLUB_TINY), "
-        "unmet here (SYSFS=y, SLUB_TINY=y)"]
+        "unmet here (SYSFS=y, SLUB_TINY=y)",
+    ]
 
 
 def test_guard_version_comes_from_the_source(fake_build, tmp_path):
     """The fragment's guards follow the source's VERSION.PATCHLEVEL: the fake tree's Makefile says
     6.1; a guard for 6.12 leaves its option out of the build (and of the cache key)."""
     from mmbench.kbuild.build import plan, request_from_args
+
     guarded = kconfig.SHIPPED / "guest.config"
     guarded.write_text("CONFIG_MMU=y\n#@ linux >= 6.12\nCONFIG_A=y\n#@ end\n")
     _, wanted, _, key = plan(request_from_args(f"tree:{fake_build}", [], [], []))
@@ -806,16 +965,20 @@ def test_source_is_debians_default_package(tmp_path, monkeypatch):
     """`--kernel source` (and kernbench) take the version Debian's linux-source metapackage
     depends on, not the newest installed: installing linux-source-6.12 beside 6.1 changes nothing."""
     from mmbench.model import linux_source
+
     for v in ("6.1", "6.12", "5.10"):
         (tmp_path / f"linux-source-{v}.tar.xz").write_bytes(b"")
     (tmp_path / "linux-source-x.tar.xz").write_bytes(b"")
     assert [p.name for p in linux_source.installed(tmp_path)] == [
-        "linux-source-5.10.tar.xz", "linux-source-6.1.tar.xz", "linux-source-6.12.tar.xz"]
+        "linux-source-5.10.tar.xz",
+        "linux-source-6.1.tar.xz",
+        "linux-source-6.12.tar.xz",
+    ]
     monkeypatch.setattr(linux_source, "default_package", lambda: "linux-source-6.1")
     assert linux_source.default_tarball(tmp_path).name == "linux-source-6.1.tar.xz"
     monkeypatch.setattr(linux_source, "default_package", lambda: None)
     assert linux_source.default_tarball(tmp_path).name == "linux-source-6.12.tar.xz"
-    monkeypatch.setattr(linux_source, "default_package", lambda: "linux-source-7.0")   # not installed
+    monkeypatch.setattr(linux_source, "default_package", lambda: "linux-source-7.0")  # not installed
     assert linux_source.default_tarball(tmp_path).name == "linux-source-6.12.tar.xz"
     assert linux_source.default_tarball(tmp_path / "none") is None
 
@@ -826,12 +989,19 @@ def test_git_ab_records_describe_and_the_commits_between(fake_build, tmp_path):
     which the fingerprint shows as kernel.commits."""
     from mmbench.kbuild.build import record_commits
     from mmbench.vm.runner import build_facts
+
     src = fake_build
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
 
     def git(*cmd):
         subprocess.run(["git", "-C", str(src), *cmd], check=True, env=env, capture_output=True)
+
     git("init", "-q")
     git("add", "-A")
     git("commit", "-qm", "Linux 6.1")
@@ -854,4 +1024,4 @@ def test_git_ab_records_describe_and_the_commits_between(fake_build, tmp_path):
     assert build_facts(a)["commits"] == []
     other = dict(base.meta, source={"kind": "package", "package": "linux-source-6.1"})
     record_commits(other, b)
-    assert "commits" not in other            # not of one repository: nothing recorded
+    assert "commits" not in other  # not of one repository: nothing recorded

@@ -23,8 +23,7 @@ from mmbench.model.results import IterationResult, MetricDef, RunRecord, Workloa
 from mmbench.plugins import exporters
 
 PCT = MetricDef("Percentage huge", "%", "higher", "percent")
-SUITE = ('[suite]\nprimary = ["THP fault alloc", "Percentage huge"]\n'
-         'mechanisms = ["Compaction stalls"]\n')
+SUITE = '[suite]\nprimary = ["THP fault alloc", "Percentage huge"]\nmechanisms = ["Compaction stalls"]\n'
 
 
 # THP fault alloc and Percentage huge fall ~31 % with a spread that 5 rounds cannot resolve
@@ -39,13 +38,25 @@ def thpavail(name: str, compaction: bool, seed: int, n: int = 5, suite: str = SU
     its = []
     for i in range(n):
         alloc = ALLOC[compaction][i % 5]
-        its.append(IterationResult(
-            "thpavail", i, False, "ok", samples={PCT.name: [HUGE[compaction][i % 5]]},
-            duration={"user": 1.0, "system": float(rng.normal(2, 0.05)), "elapsed": float(rng.normal(30, 1))},
-            vmstat_delta={"compact_stall": int(rng.normal(413, 30)) if compaction else 0, "thp_fault_alloc": alloc,
-                          "thp_fault_fallback": int(rng.normal(70, 10)), "pgfault": int(rng.normal(1e5, 900))}))
-    return RunRecord(name, "complete", 0.0, 1.0, suite, "", {}, {},
-                     [WorkloadRun("thpavail", "thpavail", {}, [PCT], its)])
+        its.append(
+            IterationResult(
+                "thpavail",
+                i,
+                False,
+                "ok",
+                samples={PCT.name: [HUGE[compaction][i % 5]]},
+                duration={"user": 1.0, "system": float(rng.normal(2, 0.05)), "elapsed": float(rng.normal(30, 1))},
+                vmstat_delta={
+                    "compact_stall": int(rng.normal(413, 30)) if compaction else 0,
+                    "thp_fault_alloc": alloc,
+                    "thp_fault_fallback": int(rng.normal(70, 10)),
+                    "pgfault": int(rng.normal(1e5, 900)),
+                },
+            )
+        )
+    return RunRecord(
+        name, "complete", 0.0, 1.0, suite, "", {}, {}, [WorkloadRun("thpavail", "thpavail", {}, [PCT], its)]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +71,10 @@ def _row(c, metric):
 def test_a_mechanism_moves_up_or_down_never_better(held_out):
     stalls = _row(held_out, "Compaction stalls")
     assert stalls.family == "mechanism" and stalls.significant["nocompact"]
-    assert stalls.pct["nocompact"] == pytest.approx(-100.0)      # the raw change: down, not "better"
+    assert stalls.pct["nocompact"] == pytest.approx(-100.0)  # the raw change: down, not "better"
     text = exporters()["text"].render(held_out, {"pvalues": True})
-    mech = text[text.index("Mechanism rows"):]
-    mech = mech[:mech.index("\n\n")]
+    mech = text[text.index("Mechanism rows") :]
+    mech = mech[: mech.index("\n\n")]
     lines = mech.split("\n", 1)[1]
     assert "* moved down" in lines and "better" not in lines and "worse" not in lines
     assert "\nM Amean      Compaction stalls" in text
@@ -80,44 +91,55 @@ def test_the_verdict_puts_mechanisms_and_outcomes_together(held_out):
     assert "outcome Percentage huge not resolved at n=5 (MDE -" in v
     assert v.count("\n") == 0
     text = exporters()["text"].render(held_out, {})
-    assert text.index("Verdict, nocompact against vanilla: mechanism Compaction stalls moved down") < text.index(
-        "Primary rows") < text.index("Mechanism rows")
+    assert (
+        text.index("Verdict, nocompact against vanilla: mechanism Compaction stalls moved down")
+        < text.index("Primary rows")
+        < text.index("Mechanism rows")
+    )
     md = exporters()["markdown"].render(held_out, {})
     assert "### Verdict" in md and "### Mechanism rows" in md and "| mechanism row |" in md
     d = json.loads(exporters()["json"].render(held_out, {}))
     assert d["verdicts"] == {"nocompact": v}
-    assert d["mechanisms"]["entries"] == ["Compaction stalls"] and d["mechanisms"]["rows"][0]["metric"] == \
-        "Compaction stalls"
+    assert (
+        d["mechanisms"]["entries"] == ["Compaction stalls"]
+        and d["mechanisms"]["rows"][0]["metric"] == "Compaction stalls"
+    )
     jr = next(r for s in d["sections"] for r in s["rows"] if r["metric"] == "Compaction stalls")
     assert jr["family"] == "mechanism" and jr["better"] is None
     assert d["families"]["mechanism"]["gates"] is False and d["families"]["primary"]["gates"] is True
     from mmbench.report.html import render_report
+
     page = render_report([], held_out)
     assert 'id="verdict"' in page and 'id="mechanisms"' in page
     assert page.index('id="verdict"') < page.index('id="primary"') < page.index('id="mechanisms"')
 
 
 def test_suite_declarations_checked(suite_file):
-    base = ('[suite]\niterations = 2\nbudget = "256M"\n{}\n[[workload]]\nname = "faultin"\n'
-            '[workload.params]\nsize = "0.25x"\n')
+    base = (
+        '[suite]\niterations = 2\nbudget = "256M"\n{}\n[[workload]]\nname = "faultin"\n'
+        '[workload.params]\nsize = "0.25x"\n'
+    )
     s = load_suite(suite_file(base.format('primary = ["THP fault alloc"]\nmechanisms = ["Compaction stalls"]')))
     assert s.primary == ["THP fault alloc"] and s.mechanisms == ["Compaction stalls"]
-    assert s.effective["suite"]["mechanisms"] == ["Compaction stalls"]     # stored with the run
+    assert s.effective["suite"]["mechanisms"] == ["Compaction stalls"]  # stored with the run
     # declaring primary rows only: no default mechanisms (the suite chose what to judge)
     s = load_suite(suite_file(base.format('aims = ["compaction"]\nprimary = ["THP fault alloc"]')))
     assert s.mechanisms == []
     for bad, needle in [
-            ('primary = ["Compaction stalls"]\nmechanisms = ["vmstat:Compaction stalls"]', "not both"),
-            ('mechanisms = ["a", "b", "c", "d", "e", "f", "g"]', "suite.mechanisms: 7 rows; at most 6"),
-            ('mechanisms = ["Compaction stals"]', "did you mean 'Compaction stalls'")]:
+        ('primary = ["Compaction stalls"]\nmechanisms = ["vmstat:Compaction stalls"]', "not both"),
+        ('mechanisms = ["a", "b", "c", "d", "e", "f", "g"]', "suite.mechanisms: 7 rows; at most 6"),
+        ('mechanisms = ["Compaction stals"]', "did you mean 'Compaction stalls'"),
+    ]:
         with pytest.raises(UsageError, match=needle):
             load_suite(suite_file(base.format(bad)))
 
 
 def test_an_entry_naming_several_rows_asks_for_a_section(suite_file):
-    two = ('[suite]\niterations = 2\nbudget = "256M"\nprimary = [{}]\n'
-           '[[workload]]\nname = "faultin"\nlabel = "one"\n[workload.params]\nsize = "0.25x"\n'
-           '[[workload]]\nname = "faultin"\nlabel = "two"\n[workload.params]\nsize = "0.25x"\n')
+    two = (
+        '[suite]\niterations = 2\nbudget = "256M"\nprimary = [{}]\n'
+        '[[workload]]\nname = "faultin"\nlabel = "one"\n[workload.params]\nsize = "0.25x"\n'
+        '[[workload]]\nname = "faultin"\nlabel = "two"\n[workload.params]\nsize = "0.25x"\n'
+    )
     with pytest.raises(UsageError) as e:
         load_suite(suite_file(two.format('"Compaction stalls"')))
     msg = str(e.value)
@@ -130,7 +152,8 @@ def test_an_entry_naming_several_rows_asks_for_a_section(suite_file):
         load_suite(suite_file(kthreads.format('"kthreads:kswapd0 CPU (s)"')))
     assert "e.g. 'kthreads:one:kswapd0 CPU (s)'" in str(e.value), str(e.value)
     assert load_suite(suite_file(kthreads.format('"kthreads:one:kswapd0 CPU (s)"'))).primary == [
-        "kthreads:one:kswapd0 CPU (s)"]
+        "kthreads:one:kswapd0 CPU (s)"
+    ]
     s = load_suite(suite_file(two.format('"one:Compaction stalls", "duration:two:System"')))
     assert s.primary == ["one:Compaction stalls", "duration:two:System"]
     # the cap counts rows: the default of a two-workload suite names one row per entry
@@ -138,12 +161,22 @@ def test_an_entry_naming_several_rows_asks_for_a_section(suite_file):
     assert all(e.split(":")[0] in ("one", "two") for e in s.primary) and len(s.primary) <= 6
 
 
-
 def test_compare_primary_chooses_the_family_now(tmp_path):
-    old = '[suite]\nprimary = ["Percentage huge"]\n'      # a run stored before its suite named these
+    old = '[suite]\nprimary = ["Percentage huge"]\n'  # a run stored before its suite named these
     res = store_records(tmp_path / "res", thpavail("on", True, 1, suite=old), thpavail("off", False, 2, suite=old))
-    proc = mmbench("compare", "--results", res, "--primary", "THP fault alloc", "--mechanisms",
-                   "Compaction stalls", "--format", "json", "on", "off")
+    proc = mmbench(
+        "compare",
+        "--results",
+        res,
+        "--primary",
+        "THP fault alloc",
+        "--mechanisms",
+        "Compaction stalls",
+        "--format",
+        "json",
+        "on",
+        "off",
+    )
     assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)
     assert d["primary"]["entries"] == ["THP fault alloc"] and d["primary"]["chosen_at_compare"] is True
@@ -153,15 +186,24 @@ def test_compare_primary_chooses_the_family_now(tmp_path):
     text = mmbench("compare", "--results", res, "--primary", "THP fault alloc", "on", "off").stdout
     assert "Primary rows (the outcomes, 1 chosen at compare time with --primary;" in text
     # the same syntax, a section and a percentile included; a comma inside a name is \,
-    ok = mmbench("compare", "--results", res, "--primary", "vmstat:THP fault alloc", "--primary",
-                 "thpavail:Percentage huge", "on", "off")
+    ok = mmbench(
+        "compare",
+        "--results",
+        res,
+        "--primary",
+        "vmstat:THP fault alloc",
+        "--primary",
+        "thpavail:Percentage huge",
+        "on",
+        "off",
+    )
     assert ok.returncode == 0 and "2 chosen at compare time" in ok.stdout, ok.stderr
     for args, needle in [
-            (["--primary", "THP fault alocc"], "not a row of this comparison (did you mean 'THP fault alloc'?)"),
-            (["--primary", "Percentage huge@P99"], "has no P99 row"),
-            (["--primary", "a,b,c,d,e,f,g"], "at most 6"),
-            (["--primary", "THP fault alloc,"], "an empty row name"),
-            (["--primary", "Compaction stalls", "--mechanisms", "vmstat:Compaction stalls"], "both primary"),
+        (["--primary", "THP fault alocc"], "not a row of this comparison (did you mean 'THP fault alloc'?)"),
+        (["--primary", "Percentage huge@P99"], "has no P99 row"),
+        (["--primary", "a,b,c,d,e,f,g"], "at most 6"),
+        (["--primary", "THP fault alloc,"], "an empty row name"),
+        (["--primary", "Compaction stalls", "--mechanisms", "vmstat:Compaction stalls"], "both primary"),
     ]:
         bad = mmbench("compare", "--results", res, *args, "on", "off")
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, (args, bad.stderr)
@@ -177,10 +219,21 @@ def test_compare_primary_entry_naming_several_rows(tmp_path):
     def two(name, shift):
         rng = np.random.default_rng(shift)
         t = MetricDef("time", "s", "lower", "time")
-        wl = [WorkloadRun(lab, "sim", {}, [t], [IterationResult(lab, i, False, "ok",
-                                                               samples={"time": [float(rng.normal(10 + shift, 1))]})
-                                               for i in range(3)]) for lab in ("w1", "w2")]
+        wl = [
+            WorkloadRun(
+                lab,
+                "sim",
+                {},
+                [t],
+                [
+                    IterationResult(lab, i, False, "ok", samples={"time": [float(rng.normal(10 + shift, 1))]})
+                    for i in range(3)
+                ],
+            )
+            for lab in ("w1", "w2")
+        ]
         return RunRecord(name, "complete", 0.0, 1.0, "", "", {}, {}, wl)
+
     res = store_records(tmp_path / "res", two("a", 0), two("b", 1))
     bad = mmbench("compare", "--results", res, "--primary", "time", "a", "b")
     assert bad.returncode == 2 and "matches 2 rows (time (w1 (sim)); time (w2 (sim)))" in bad.stderr, bad.stderr
@@ -191,6 +244,7 @@ def test_compare_primary_entry_naming_several_rows(tmp_path):
 
 def test_old_runs_keep_their_stored_family_and_have_no_mechanisms(tmp_path):
     from mmbench.analysis.compare.families import run_families
+
     r = thpavail("x", True, 1, suite="")
     (tmp_path / "suite-effective.json").write_text(json.dumps({"suite": {"primary": ["Compaction stalls"]}}))
     r.path = tmp_path

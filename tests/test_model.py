@@ -15,14 +15,17 @@ from mmbench.workloads.base import Workload
 DATA = Path(__file__).parent / "data"
 
 
-@pytest.mark.parametrize("text,value", [
-    ("always [madvise] never\n", "madvise"),                       # THP enabled
-    ("always defer defer+madvise [madvise] never\n", "madvise"),    # THP defrag
-    ("lzo [lzo-rle] lz4 zstd\n", "lzo-rle"),                        # zram comp_algorithm
-    ("7 (expanded: 1408)\n", "1408"),                               # tracefs buffer_size_kb
-    ("60\n", "60"),
-    ("[0]\n", "[0]"),                                               # one token: not a choice list
-])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("always [madvise] never\n", "madvise"),  # THP enabled
+        ("always defer defer+madvise [madvise] never\n", "madvise"),  # THP defrag
+        ("lzo [lzo-rle] lz4 zstd\n", "lzo-rle"),  # zram comp_algorithm
+        ("7 (expanded: 1408)\n", "1408"),  # tracefs buffer_size_kb
+        ("60\n", "60"),
+        ("[0]\n", "[0]"),  # one token: not a choice list
+    ],
+)
 def test_read_knob_gives_what_is_written_back(tmp_path, text, value):
     f = tmp_path / "knob"
     f.write_text(text)
@@ -80,6 +83,7 @@ def test_reserved_parameter_name_is_refused_at_load(monkeypatch):
     class Bad(Workload):
         name = "bad-warmup"
         params = {"warmup": Param("int", 1, "clashes with the suite's warm-up key")}
+
     problem = plugins._check("workload", Bad)
     assert problem and "'warmup'" in problem and "reserves" in problem
     for name, cls in plugins.workloads().items():
@@ -91,13 +95,16 @@ def test_a_broken_plugin_module_is_recorded_not_fatal(tmp_path, monkeypatch):
     pkg = tmp_path / "fakeplugins"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "good.py").write_text("from mmbench.workloads.base import Workload\n"
-                                 "class Good(Workload):\n    name = 'good'\n")
+    (pkg / "good.py").write_text(
+        "from mmbench.workloads.base import Workload\nclass Good(Workload):\n    name = 'good'\n"
+    )
     (pkg / "broken.py").write_text("import no_such_module_anywhere\n")
-    (pkg / "clash.py").write_text("from mmbench.workloads.base import Workload\n"
-                                  "from mmbench.model.params import Param\n"
-                                  "class Clash(Workload):\n    name = 'clash'\n"
-                                  "    params = {'label': Param('str', 'x', 'clashes')}\n")
+    (pkg / "clash.py").write_text(
+        "from mmbench.workloads.base import Workload\n"
+        "from mmbench.model.params import Param\n"
+        "class Clash(Workload):\n    name = 'clash'\n"
+        "    params = {'label': Param('str', 'x', 'clashes')}\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(plugins.KINDS, "fake", plugins.Kind("fakeplugins", "mmbench.workloads.base", ("Workload",)))
     monkeypatch.setitem(plugins.LOAD_ERRORS, "fake", {})
@@ -113,6 +120,7 @@ def test_a_metric_kind_the_store_cannot_read_back_is_refused_at_load():
 
     class Odd(Workload):
         name = "odd-kind"
-        metrics = [MetricDef("Elapsed", "s", "lower", "duration")]   # type: ignore[arg-type]
+        metrics = [MetricDef("Elapsed", "s", "lower", "duration")]  # type: ignore[arg-type]
+
     problem = plugins._check("workload", Odd)
     assert problem and "'duration'" in problem and "kinds:" in problem

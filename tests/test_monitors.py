@@ -38,9 +38,16 @@ def memcg(journal):
 
 
 def _ctx(tmp_path: Path, name: str, journal, cg, interval=0.5, params=None) -> MonitorContext:
-    return MonitorContext(outdir=tmp_path / "monitors" / name, interval=interval, params=params or {},
-                          sandbox_paths=cg.sandbox_paths(), sandbox_pids=cg.pids, journal=journal,
-                          log=lambda m: None, binary=binary_for)
+    return MonitorContext(
+        outdir=tmp_path / "monitors" / name,
+        interval=interval,
+        params=params or {},
+        sandbox_paths=cg.sandbox_paths(),
+        sandbox_pids=cg.pids,
+        journal=journal,
+        log=lambda m: None,
+        binary=binary_for,
+    )
 
 
 def test_registry_has_all():
@@ -69,28 +76,37 @@ def test_sampler(name, tmp_path, journal, memcg):
     assert summary.metrics, summary
     for mdef, values in summary.metrics:
         assert mdef.name and mdef.better in ("higher", "lower")
-        assert all(v == v for v in values)        # no NaN
+        assert all(v == v for v in values)  # no NaN
 
 
 @root_only
 def test_vmstat_derived(tmp_path, journal, memcg):
     from mmbench.monitors.proc_vmstat import ProcVmstat
+
     mon = ProcVmstat()
     ctx = _ctx(tmp_path, "proc-vmstat", journal, memcg)
     mon.start(ctx)
     time.sleep(1.2)
     meta = mon.stop()
     summary = dict((m.name, v) for m, v in ProcVmstat.summarise(ctx.outdir, meta).metrics)
-    assert {"Direct scan (pages/s)", "Kswapd scan (pages/s)", "Memcg limit scan (pages/s)",
-            "Reclaim efficiency", "Free memory (MiB)", "Page faults (/s)", "THP fault alloc (/s)"} <= set(summary)
+    assert {
+        "Direct scan (pages/s)",
+        "Kswapd scan (pages/s)",
+        "Memcg limit scan (pages/s)",
+        "Reclaim efficiency",
+        "Free memory (MiB)",
+        "Page faults (/s)",
+        "THP fault alloc (/s)",
+    } <= set(summary)
     assert all(v > 0 for v in summary["Free memory (MiB)"])
-    assert len(summary["Page faults (/s)"]) == meta["samples"] - 1   # one rate per interval
+    assert len(summary["Page faults (/s)"]) == meta["samples"] - 1  # one rate per interval
 
 
 @root_only
 def test_memcg_sees_usage_and_psi_sees_cgroup(tmp_path, journal, memcg):
     from mmbench.monitors.memcg import Memcg
     from mmbench.monitors.psi import Psi
+
     w = memcg.spawn(["python3", "-c", "import time\nb=bytearray(32<<20)\ntime.sleep(3)"])
     time.sleep(0.5)
     m, p = Memcg(), Psi()
@@ -112,21 +128,28 @@ def test_read_latency(tmp_path, journal, memcg):
     cls = registry()["read-latency"]
     mon = cls()
     assert mon.unavailable_reason() is None
-    ctx = _ctx(tmp_path, "read-latency", journal, memcg, interval=0.3,
-               params={"file_size": 16 << 20, "read_size": 1 << 20, "workdir": str(tmp_path)})
+    ctx = _ctx(
+        tmp_path,
+        "read-latency",
+        journal,
+        memcg,
+        interval=0.3,
+        params={"file_size": 16 << 20, "read_size": 1 << 20, "workdir": str(tmp_path)},
+    )
     mon.start(ctx)
     time.sleep(1.5)
     meta = mon.stop()
     assert meta["errors"] == [] and meta["samples"] >= 3
     assert not any(p.name.startswith("mmbench-read-latency-") for p in tmp_path.iterdir())
     s = cls.summarise(ctx.outdir, meta)
-    (mdef, vals), = s.metrics
+    ((mdef, vals),) = s.metrics
     assert mdef.kind == "latency" and len(vals) >= 3 and all(v > 0 for v in vals)
 
 
 @root_only
 def test_perf_stat_counts_the_sandbox(tmp_path, journal, memcg):
     import shutil
+
     if not shutil.which("perf"):
         pytest.skip("no perf")
     cls = registry()["perf-stat"]
@@ -135,8 +158,14 @@ def test_perf_stat_counts_the_sandbox(tmp_path, journal, memcg):
     was_mounted = open("/proc/mounts").read().count(" tracefs ")
     mon.start(ctx)
     time.sleep(0.5)
-    w = memcg.spawn(["python3", "-c", "import mmap\nfor _ in range(8):\n m=mmap.mmap(-1,16<<20)\n"
-                     " for i in range(0,16<<20,4096): m[i]=1\n m.close()"])
+    w = memcg.spawn(
+        [
+            "python3",
+            "-c",
+            "import mmap\nfor _ in range(8):\n m=mmap.mmap(-1,16<<20)\n"
+            " for i in range(0,16<<20,4096): m[i]=1\n m.close()",
+        ]
+    )
     w.wait()
     time.sleep(0.7)
     meta = mon.stop()

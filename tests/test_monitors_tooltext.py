@@ -29,8 +29,15 @@ def test_tool_monitor_live(tmp_path, name):
     if mon.unavailable_reason():
         pytest.skip(mon.unavailable_reason())
     journal = RecordingJournal()
-    ctx = MonitorContext(outdir=tmp_path / name, interval=1.0, params={}, sandbox_paths={},
-                         sandbox_pids=lambda: [], journal=journal, log=lambda m: None)
+    ctx = MonitorContext(
+        outdir=tmp_path / name,
+        interval=1.0,
+        params={},
+        sandbox_paths={},
+        sandbox_pids=lambda: [],
+        journal=journal,
+        log=lambda m: None,
+    )
     mon.start(ctx)
     time.sleep(2.5)
     meta = mon.stop()
@@ -45,5 +52,5 @@ def test_tool_monitor_live(tmp_path, name):
     else:
         parts = [m[c] for c in m if c.startswith("all %") and c not in ("all %guest", "all %gnice")]
     assert len(parts[0]) >= 1, summary
-    for row in zip(*parts):       # each interval's CPU time split adds up to 100 % (rounded columns)
+    for row in zip(*parts):  # each interval's CPU time split adds up to 100 % (rounded columns)
         assert sum(row) == pytest.approx(100, abs=3)

@@ -35,8 +35,13 @@ def drive(p: pg.Progress, clock: FakeClock) -> None:
         for i in range(count):
             p.start_iteration("smoke", label, i, count, warmup=(label == "a" and i == 0))
             clock.t += secs
-            p.end_iteration(label, i, "ok" if (label, i) != ("b", 1) else "oom",
-                            None if (label, i) != ("b", 1) else "killed by the OOM killer", secs - 0.5)
+            p.end_iteration(
+                label,
+                i,
+                "ok" if (label, i) != ("b", 1) else "oom",
+                None if (label, i) != ("b", 1) else "killed by the OOM killer",
+                secs - 0.5,
+            )
     p.warn("something odd")
     p.close()
 
@@ -52,7 +57,7 @@ def test_plain_lines(clock: FakeClock) -> None:
     assert text[2] == "smoke: a iteration 0 (1 of 3) (warm-up)"
     assert text[3] == "  a iteration 0: ok in 1.50 s; 1/5 done, about 8s left"
     assert "smoke: b iteration 0 (1 of 2)" in text
-    assert "  b iteration 1: oom in 3.50 s (killed by the OOM killer)" in text   # the last: no estimate
+    assert "  b iteration 1: oom in 3.50 s (killed by the OOM killer)" in text  # the last: no estimate
     assert text[-1] == "warning: something odd"
     assert lines[-1].startswith("[   14.0s]")
 
@@ -67,13 +72,22 @@ def test_json_lines(clock: FakeClock) -> None:
     out = io.StringIO()
     drive(pg.JsonProgress(out), clock)
     objs = [json.loads(ln) for ln in out.getvalue().splitlines()]
-    assert [o["event"] for o in objs] == (["info", "monitors"] + ["iteration-start", "iteration-end"] * 5
-                                          + ["warning"])
+    assert [o["event"] for o in objs] == (["info", "monitors"] + ["iteration-start", "iteration-end"] * 5 + ["warning"])
     assert all({"time", "event", "message", "elapsed"} <= set(o) for o in objs)
     assert objs[1]["monitors"] == ["proc-vmstat", "meminfo"]
     start = objs[2]
-    assert start == {**start, "suite": "smoke", "workload": "a", "iteration": 0, "of": 3, "warmup": True,
-                     "done": 0, "total": 5, "monitors": ["proc-vmstat", "meminfo"], "eta": None}
+    assert start == {
+        **start,
+        "suite": "smoke",
+        "workload": "a",
+        "iteration": 0,
+        "of": 3,
+        "warmup": True,
+        "done": 0,
+        "total": 5,
+        "monitors": ["proc-vmstat", "meminfo"],
+        "eta": None,
+    }
     end = objs[3]
     assert end["status"] == "ok" and end["done"] == 1 and end["elapsed_s"] == 1.5 and end["eta"] == 8.0
     last = objs[-2]
@@ -91,9 +105,9 @@ def test_estimate_uses_current_workload(clock: FakeClock) -> None:
     p.start_iteration("s", "slow", 0, 3, False)
     clock.t += 10
     p.end_iteration("slow", 0, "ok", None, 10)
-    assert p.eta() == pytest.approx(50.0)          # 5 left × 10 s
+    assert p.eta() == pytest.approx(50.0)  # 5 left × 10 s
     p.start_iteration("s", "slow", 1, 3, False)
-    clock.t += 4                                   # 4 s into the running one
+    clock.t += 4  # 4 s into the running one
     assert p.eta() == pytest.approx(46.0)
 
 
@@ -121,7 +135,7 @@ def test_live_status_block(clock: FakeClock, monkeypatch) -> None:
     assert "1/4 iterations" in status and "elapsed 4s" in status and "left ~8s" in status
     assert "monitors: psi, memcg" in status
     p.close()
-    assert "\x1b[3" not in out.getvalue()           # no colour codes with NO_COLOR
+    assert "\x1b[3" not in out.getvalue()  # no colour codes with NO_COLOR
     assert "faultin iteration 0: ok" in out.getvalue()
 
 
@@ -142,7 +156,7 @@ def test_make_progress_picks_mode(monkeypatch) -> None:
 def test_elapsed_counts_from_when_the_run_starts(clock: FakeClock) -> None:
     out = io.StringIO()
     p = pg.PlainProgress(out)
-    clock.t += 30                                  # waiting for another mmbench's lock
+    clock.t += 30  # waiting for another mmbench's lock
     p.total = 1
     p.info("run x")
     clock.t += 2

@@ -18,9 +18,13 @@ import pytest
 
 from conftest import mmbench, mmbench_cgroups, needs_root
 
-pytestmark = [needs_root,
-              pytest.mark.skipif(not (shutil.which("stress-ng") and shutil.which("fio") and shutil.which("postmark")),
-                                 reason="stress-ng, fio and postmark come with scripts/setup.sh")]
+pytestmark = [
+    needs_root,
+    pytest.mark.skipif(
+        not (shutil.which("stress-ng") and shutil.which("fio") and shutil.which("postmark")),
+        reason="stress-ng, fio and postmark come with scripts/setup.sh",
+    ),
+]
 
 SUITE = """
 [suite]
@@ -90,12 +94,14 @@ def test_every_kind_of_workload_runs_with_a_relative_results_directory(tmp_path)
 
 def test_relative_results_and_cache_from_the_environment(tmp_path):
     # a relative MMBENCH_CACHE too: the C programs compiled there run from other directories
-    (tmp_path / "suite.toml").write_text('[suite]\nbudget = "128M"\niterations = 1\nwarmup = 0\n'
-                                         '[[workload]]\nname = "stressng"\n[workload.params]\n'
-                                         'stressors = ["mmap"]\nworkers = 1\nduration = "1s"\nmemory = "0.25x"\n'
-                                         '[[workload]]\nname = "postmark"\n[workload.params]\n'
-                                         'fileset = "4M"\ntransactions = 300\nsubdirectories = 4\nhog = "16M"\nhog_block = "1M"\n'
-                                         'hog_period = "100ms"\n')
+    (tmp_path / "suite.toml").write_text(
+        '[suite]\nbudget = "128M"\niterations = 1\nwarmup = 0\n'
+        '[[workload]]\nname = "stressng"\n[workload.params]\n'
+        'stressors = ["mmap"]\nworkers = 1\nduration = "1s"\nmemory = "0.25x"\n'
+        '[[workload]]\nname = "postmark"\n[workload.params]\n'
+        'fileset = "4M"\ntransactions = 300\nsubdirectories = 4\nhog = "16M"\nhog_block = "1M"\n'
+        'hog_period = "100ms"\n'
+    )
     env = {"MMBENCH_RESULTS": "store", "MMBENCH_CACHE": "cache"}
     out = mmbench("run", "--config", "suite.toml", "a", cwd=str(tmp_path), env=env)
     assert out.returncode == 0, out.stderr + out.stdout

@@ -19,15 +19,29 @@ LAT = MetricDef("Fault latency", "us", "lower", "latency")
 
 def run(name, scale, seed, fp=None):
     rng = np.random.default_rng(seed)
-    its = [IterationResult("faultin", i, False, "ok",
-                           samples={TPUT.name: [1000 * scale + rng.normal(0, 5)],
-                                    LAT.name: list(rng.exponential(10 / scale, 50))},
-                           duration={"user": 1.0, "system": 2.0, "elapsed": 3.0},
-                           vmstat_delta={"pgfault": 100, "pgmajfault": 0, "compact_stall": 0,
-                                         "compact_success": 0})
-           for i in range(5)]
-    return RunRecord(name, "complete", 0, 1, "", "", fp or {"kernel": name}, {},
-                     [WorkloadRun("faultin", "pft", {}, [TPUT, LAT], its)])
+    its = [
+        IterationResult(
+            "faultin",
+            i,
+            False,
+            "ok",
+            samples={TPUT.name: [1000 * scale + rng.normal(0, 5)], LAT.name: list(rng.exponential(10 / scale, 50))},
+            duration={"user": 1.0, "system": 2.0, "elapsed": 3.0},
+            vmstat_delta={"pgfault": 100, "pgmajfault": 0, "compact_stall": 0, "compact_success": 0},
+        )
+        for i in range(5)
+    ]
+    return RunRecord(
+        name,
+        "complete",
+        0,
+        1,
+        "",
+        "",
+        fp or {"kernel": name},
+        {},
+        [WorkloadRun("faultin", "pft", {}, [TPUT, LAT], its)],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +71,7 @@ def test_text_layout(comparison):
     assert head < lines.index("faultin (pft)")
     assert "Fault throughput" in lines[head + 1] and "* better" in lines[head + 1] and "CI [" in lines[head + 1]
     import re
+
     pcts = [float(x) for x in re.findall(r"\(\s*(-?[0-9.]+)%\)", hm)]
     assert pcts[0] == 0.0 and 15 < pcts[1] < 25
     assert "Notes" not in out or out.index("Notes") > out.index("Hmean")
@@ -69,8 +84,8 @@ def test_text_pvalues_and_alignment(comparison):
     hm = next(l for l in lines if l.startswith("P Hmean") and "Fault throughput" in l)
     assert "q=" in hm
     # every data line of the workload table has the first run's '(' at the same column
-    block = lines[lines.index("faultin (pft)") + 2:]
-    block = block[:next(i for i, l in enumerate(block) if not l.strip())]
+    block = lines[lines.index("faultin (pft)") + 2 :]
+    block = block[: next(i for i, l in enumerate(block) if not l.strip())]
     assert len({l.index("(") for l in block}) == 1
 
 
@@ -103,8 +118,18 @@ def test_csv(comparison):
 
 
 def _check_shape(d):
-    assert set(d) == {"schema", "baseline", "runs", "env_diff", "sections", "notes", "primary", "mechanisms",
-                      "families", "verdicts"}
+    assert set(d) == {
+        "schema",
+        "baseline",
+        "runs",
+        "env_diff",
+        "sections",
+        "notes",
+        "primary",
+        "mechanisms",
+        "families",
+        "verdicts",
+    }
     assert set(d["primary"]) == {"entries", "source", "chosen_at_compare", "family_sizes", "rows"}
     assert set(d["mechanisms"]) == {"entries", "source", "chosen_at_compare", "rows"}
     # issue 36: each family's error rate is named in the JSON itself
@@ -121,11 +146,29 @@ def _check_shape(d):
     for s in d["sections"]:
         assert set(s) == {"title", "rows"} and isinstance(s["title"], str)
         for r in s["rows"]:
-            assert set(r) == {"metric", "stat", "unit", "better", "values", "pct", "significant", "p", "ci",
-                              "mde_pct", "mde_why", "family", "test", "p_raw", "lead", "why", "judged", "resolution"}
+            assert set(r) == {
+                "metric",
+                "stat",
+                "unit",
+                "better",
+                "values",
+                "pct",
+                "significant",
+                "p",
+                "ci",
+                "mde_pct",
+                "mde_why",
+                "family",
+                "test",
+                "p_raw",
+                "lead",
+                "why",
+                "judged",
+                "resolution",
+            }
             assert r["family"] in ("primary", "mechanism", "exploratory", None)
             assert r["better"] in ("higher", "lower") if r["family"] != "mechanism" else r["better"] is None
-            for n in d["runs"]:   # issue 36: an MDE is a number within 1000 %, or null with a reason
+            for n in d["runs"]:  # issue 36: an MDE is a number within 1000 %, or null with a reason
                 mde = r["mde_pct"][n]
                 assert mde is None or abs(mde) <= 1000
                 assert r["judged"][n] in ("test", "deterministic", None)
@@ -142,7 +185,7 @@ def _check_shape(d):
 
 def test_json_shape(comparison):
     text = exporters()["json"].render(comparison, OPTS)
-    d = json.loads(text)          # valid JSON: NaN/Infinity would be rejected by allow_nan=False
+    d = json.loads(text)  # valid JSON: NaN/Infinity would be rejected by allow_nan=False
     _check_shape(d)
     assert d["runs"] == ["vanilla", "patched"]
     assert d["env_diff"] == [["kernel", {"vanilla": "vanilla", "patched": "patched"}]]

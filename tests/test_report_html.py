@@ -48,18 +48,45 @@ def store(tmp_path_factory) -> Path:
     suite.write_text(SUITE)
     results = d / "results"
     for name, thp in (("base", "always"), ("nothp", "never")):
-        mmbench("run", "--config", str(suite), "--results", str(results), "--set", f"thp.enabled={thp}",
-                "--quiet", name, check=True, timeout=300)
+        mmbench(
+            "run",
+            "--config",
+            str(suite),
+            "--results",
+            str(results),
+            "--set",
+            f"thp.enabled={thp}",
+            "--quiet",
+            name,
+            check=True,
+            timeout=300,
+        )
     return results
 
 
 def chromium(url: str, tmp: Path, *extra: str) -> subprocess.CompletedProcess:
     profile = tmp / f"chromium-profile-{len(list(tmp.glob('chromium-profile-*')))}"
     return subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *extra, url],
-        capture_output=True, text=True, timeout=180)
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            *extra,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def console_messages(stderr: str) -> list[str]:
@@ -75,7 +102,7 @@ def test_report_renders_in_chromium(store: Path, tmp_path: Path) -> None:
     assert not re.search(r"<(link|img|iframe)\b", html)
     assert not re.search(r"\bsrc\s*=", html)
     assert "Content-Security-Policy" in html
-    assert html.count("<table class=\"cmp\"") >= 2
+    assert html.count('<table class="cmp"') >= 2
     assert "faultin" in html and "Fault latency" in html
     data = json.loads(re.search(r'<script type="application/json" id="mmb-data">(.*?)</script>', html, re.S).group(1))
     kinds = {f["kind"] for f in data["figures"]}
@@ -91,9 +118,9 @@ def test_report_renders_in_chromium(store: Path, tmp_path: Path) -> None:
     assert f'data-charts="{nfig}"' in dom.stdout
     assert dom.stdout.count('data-drawn="1"') == nfig
     assert len(re.findall(r'<svg [^>]*class="chart"', dom.stdout)) == nfig
-    assert len(re.findall(r'<path [^>]*class="line', dom.stdout)) >= 4     # one line per run and iteration
+    assert len(re.findall(r'<path [^>]*class="line', dom.stdout)) >= 4  # one line per run and iteration
     assert len(re.findall(r'<rect [^>]*class="iqr"', dom.stdout)) >= 2
-    assert dom.stdout.count("<table class=\"cmp\"") >= 2
+    assert dom.stdout.count('<table class="cmp"') >= 2
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report-html.png"
     shot.unlink(missing_ok=True)
@@ -115,7 +142,7 @@ def test_hostile_strings_are_escaped(store: Path, tmp_path: Path) -> None:
     (evil / "fingerprint.json").write_text(json.dumps(fp))
     (evil / "suite.toml").write_text("# </pre></details><script>alert(3)</script>\n")
     meta = stored_doc(evil / "run.json")
-    meta.pop("files")                       # suite.toml changed above: its recorded digest goes too
+    meta.pop("files")  # suite.toml changed above: its recorded digest goes too
     meta["settings"] = {"thp.enabled": "</td><script>alert(4)</script>"}
     meta["description"] = "<b onmouseover=alert(5)>x</b>"
     (evil / "run.json").write_text(json.dumps(meta))
@@ -124,20 +151,26 @@ def test_hostile_strings_are_escaped(store: Path, tmp_path: Path) -> None:
     old_name, new_name = w["metrics"][0]["name"], "</script><script>alert(6)</script>"
     w["metrics"][0]["name"] = new_name
     wj.write_text(json.dumps(w))
-    for rj in (evil / "faultin").glob("iter-*/result.json"):   # the samples too: it is charted
+    for rj in (evil / "faultin").glob("iter-*/result.json"):  # the samples too: it is charted
         r = stored_doc(rj)
         r["samples"][new_name] = r["samples"].pop(old_name)
         rj.write_text(json.dumps(r))
     out = tmp_path / "evil.html"
     mmbench("report", "--results", str(store), "-o", str(out), "base", "evil", check=True)
     html = out.read_text()
-    assert html.count("<script") == 2          # the data block and the renderer, nothing else
-    assert "alert(" in html                      # the strings are there ...
-    for bad in (HOSTILE, "<img src=x", "<script>alert(3)", "<script>alert(4)", "<b onmouseover",
-                "</script><script>alert(6)"):
-        assert bad not in html                   # ... but never as markup
+    assert html.count("<script") == 2  # the data block and the renderer, nothing else
+    assert "alert(" in html  # the strings are there ...
+    for bad in (
+        HOSTILE,
+        "<img src=x",
+        "<script>alert(3)",
+        "<script>alert(4)",
+        "<b onmouseover",
+        "</script><script>alert(6)",
+    ):
+        assert bad not in html  # ... but never as markup
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "\\u003c/script\\u003e\\u003cscript\\u003ealert(6)" in html   # inside the JSON
+    assert "\\u003c/script\\u003e\\u003cscript\\u003ealert(6)" in html  # inside the JSON
     if not CHROMIUM.exists():
         pytest.skip("/usr/bin/chromium is missing: DOM not checked")
     dom = chromium(out.as_uri(), tmp_path, "--dump-dom")
@@ -151,8 +184,7 @@ def test_hostile_strings_are_escaped(store: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt", ["svg", "png"])
 def test_plot_files(store: Path, tmp_path: Path, fmt: str) -> None:
     outdir = tmp_path / fmt
-    res = mmbench("plot", "--results", str(store), "--format", fmt, "-o", str(outdir), "base", "nothp",
-                  check=True)
+    res = mmbench("plot", "--results", str(store), "--format", fmt, "-o", str(outdir), "base", "nothp", check=True)
     files = [Path(line) for line in res.stdout.split()]
     assert len(files) >= 5
     assert all(f.suffix == f".{fmt}" and f.stat().st_size > 1000 for f in files)
@@ -167,9 +199,18 @@ def test_plot_files(store: Path, tmp_path: Path, fmt: str) -> None:
 def test_cell_colour_and_hover() -> None:
     from mmbench.analysis.compare import Row
     from mmbench.report.html import _cell, json_for_script
-    r = Row("m", "Amean", "s", "lower", {"a": 1.0, "b": 0.8, "c": 1.2},
-            pct={"a": 0.0, "b": 20.0, "c": -20.0}, significant={"a": False, "b": True, "c": True},
-            p={"a": None, "b": 0.001, "c": 0.02}, ci={"a": None, "b": (0.7, 0.9), "c": None})
+
+    r = Row(
+        "m",
+        "Amean",
+        "s",
+        "lower",
+        {"a": 1.0, "b": 0.8, "c": 1.2},
+        pct={"a": 0.0, "b": 20.0, "c": -20.0},
+        significant={"a": False, "b": True, "c": True},
+        p={"a": None, "b": 0.001, "c": 0.02},
+        ci={"a": None, "b": (0.7, 0.9), "c": None},
+    )
     assert _cell(r, "b", True, "a")["cls"] == "good"
     assert _cell(r, "c", True, "a")["cls"] == "bad"
     assert _cell(r, "a", True, "a")["cls"] == ""

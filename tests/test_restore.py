@@ -101,7 +101,8 @@ def test_restore_after_sigkill(suite_file, results, original_state):
 def test_next_run_restores_and_says_so(suite_file, results, original_state):
     target = other_value(original_state["defrag"])
     sigkill_mid_run(suite_file, results, target, "k1")
-    quick = suite_file("""
+    quick = suite_file(
+        """
 [suite]
 iterations = 1
 budget = "64M"
@@ -111,7 +112,9 @@ sync = false
 name = "idle"
 [workload.params]
 duration = "0.2s"
-""", "quick.toml")
+""",
+        "quick.toml",
+    )
     out = mmbench("run", "--config", str(quick), "--results", str(results), "k2")
     assert out.returncode == 0, out.stderr
     assert "did not finish" in out.stderr and "restoring" in out.stderr
@@ -128,7 +131,7 @@ def test_success_restores_everything(suite_file, results, original_state):
     assert read_knob(DEFRAG) == original_state["defrag"]
     assert mmbench_cgroups() == []
     assert not Path("/var/lib/mmbench/journal.jsonl").exists()
-    assert Path("/var/tmp/mmbench").exists() == scratch_existed   # scratch space created is removed
+    assert Path("/var/tmp/mmbench").exists() == scratch_existed  # scratch space created is removed
     fp = json.loads((results / "ok" / "fingerprint.json").read_text())
     assert fp["thp"]["defrag"] == target  # the fingerprint records the settings as run
 
@@ -137,20 +140,22 @@ def test_tracing_restored_after_sigkill(suite_file, results, original_state):
     """mm-trace mounts tracefs (if needed), creates a trace instance and enables events: after a
     SIGKILL mid-run, `mmbench restore` puts all of it back."""
     from mmbench.monitors.trace.tracefs import TRACEFS, is_mounted
+
     before = _tracing_state()
     text = long_suite(suite_file, original_state["defrag"]).read_text() + "\n[monitors.mm-trace]\n"
     proc = start_mmbench("run", "--config", str(suite_file(text, "trace.toml")), "--results", str(results), "t")
     try:
+
         def tracing_on() -> bool:
-            return is_mounted() and any(p.name.startswith("mmbench")
-                                               for p in (TRACEFS / "instances").iterdir())
+            return is_mounted() and any(p.name.startswith("mmbench") for p in (TRACEFS / "instances").iterdir())
+
         assert wait_for(tracing_on, 30), "mm-trace never started"
         proc.kill()
         proc.wait(timeout=10)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert _tracing_state() != before          # SIGKILL: the instance is still there
+    assert _tracing_state() != before  # SIGKILL: the instance is still there
     mmbench("restore", check=True)
     assert _tracing_state() == before
     assert mmbench_cgroups() == []
@@ -158,6 +163,7 @@ def test_tracing_restored_after_sigkill(suite_file, results, original_state):
 
 def _tracing_state() -> dict:
     from mmbench.monitors.trace.tracefs import TRACEFS, is_mounted
+
     st = {"mounted": is_mounted()}
     if st["mounted"]:
         t = TRACEFS
@@ -169,6 +175,7 @@ def _tracing_state() -> dict:
 
 def test_second_ctrl_c_does_not_cut_the_restore_short(suite_file, results, original_state):
     import time
+
     target = other_value(original_state["defrag"])
     proc = start_mmbench("run", "--config", str(long_suite(suite_file, target)), "--results", str(results), "cc")
     try:

@@ -49,7 +49,7 @@ def test_sandbox_holds_the_workload_not_mmbench():
     r = run_workload("faultin", {"size": "32M", "madvise": False}, budget="64M")
     assert r.status == "ok", r.reason
     assert r.memcg["limit"] == 64 << 20
-    assert 32 << 20 <= r.memcg["max_usage"] <= 64 << 20   # the workload's memory was charged to it
+    assert 32 << 20 <= r.memcg["max_usage"] <= 64 << 20  # the workload's memory was charged to it
     own = Path(f"/proc/{os.getpid()}/cgroup").read_text()
     assert "mmbench" not in own
     assert r.duration["system"] > 0 and r.duration["elapsed"] > 0
@@ -62,6 +62,7 @@ def test_cgroup_v2_layout(tmp_path, monkeypatch):
     written here in the kernel's format."""
     import mmbench.run.sandbox as sb
     from mmbench.run.journal import Journal
+
     root = tmp_path / "cgroup"
     root.mkdir()
     (root / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids rdma misc\n")
@@ -94,6 +95,7 @@ def test_whole_machine_mode_on_a_guest_cgroup2_without_memory_controller(tmp_pat
     makes an accounting leaf (cpu.stat, cgroup.procs) and writes no limit; free() is MemFree."""
     import mmbench.run.sandbox as sb
     from mmbench.run.journal import Journal
+
     root = tmp_path / "cgroup"
     root.mkdir()
     (root / "cgroup.controllers").write_text("cpu io pids\n")
@@ -117,6 +119,7 @@ def test_whole_machine_mode_on_a_guest_cgroup2_without_memory_controller(tmp_pat
 def test_sandbox_auto_is_whole_machine_only_in_a_guest(monkeypatch):
     from mmbench.model.guest import GUEST_ENV
     from mmbench.config.load import resolve_mode
+
     monkeypatch.delenv(GUEST_ENV, raising=False)
     assert resolve_mode("auto") == "memcg" and resolve_mode("none") == "none"
     monkeypatch.setenv(GUEST_ENV, "1")

@@ -18,6 +18,7 @@ SEEDS = ["seed000-largecopy", "seed001-thpavail", "seed002-simoop", "seed003-com
 
 def test_seed_suites_are_shipped_and_documented():
     from pathlib import Path
+
     shipped = shipped_suites()
     docs = (Path(__file__).resolve().parents[1] / "docs" / "seeds.md").read_text()
     for name in SEEDS:
@@ -33,8 +34,12 @@ def test_seed_suite_loads_whole_machine_and_in_a_memcg(name, monkeypatch):
     assert s.aims and s.monitors
     small = load_suite(name, ["sandbox=memcg", "budget=256M"])
     assert small.sandbox == "memcg" and small.budget == 256 << 20
-    assert memcg_warning(small.aims, small.sandbox, small.budget, memtotal()) is not None \
-        or not set(small.aims) & {"kswapd", "direct-reclaim", "compaction", "fragmentation"}
+    assert memcg_warning(small.aims, small.sandbox, small.budget, memtotal()) is not None or not set(small.aims) & {
+        "kswapd",
+        "direct-reclaim",
+        "compaction",
+        "fragmentation",
+    }
 
 
 def test_sandbox_auto_follows_the_guest(monkeypatch):
@@ -64,10 +69,28 @@ def test_memcg_warning_only_for_small_memcgs_and_whole_machine_aims():
 @needs_root
 def test_seed001_tiny_in_a_memcg_warns_and_fills_with_dirty_page_cache(tmp_path):
     res = str(tmp_path / "res")
-    out = mmbench("run", "--config", "seed001-thpavail", "--results", res, "--iterations", "1",
-                  "--set", "sandbox=memcg", "--set", "budget=128M", "--set", "thpavail.loop_size=64M",
-                  "--set", "thpavail.dirty_threshold=4M", "--set", "thpavail.fill_timeout=20s",
-                  "--set", "monitors.mm-trace=false", "seed001-tiny")
+    out = mmbench(
+        "run",
+        "--config",
+        "seed001-thpavail",
+        "--results",
+        res,
+        "--iterations",
+        "1",
+        "--set",
+        "sandbox=memcg",
+        "--set",
+        "budget=128M",
+        "--set",
+        "thpavail.loop_size=64M",
+        "--set",
+        "thpavail.dirty_threshold=4M",
+        "--set",
+        "thpavail.fill_timeout=20s",
+        "--set",
+        "monitors.mm-trace=false",
+        "seed001-tiny",
+    )
     assert out.returncode == 0, out.stderr
     assert "aims at compaction, direct-reclaim" in out.stderr and "sandbox=none" in out.stderr
     run = FileStore(res).load_run("seed001-tiny")
@@ -91,4 +114,4 @@ def test_seed004_measures_the_allocator_itself():
     s = load_suite("seed004-pagealloc")
     assert "kernel.numa_balancing" in s.settings
     assert [w.plugin for w in s.workloads][0] == "allocfree"
-    assert "kthreads" in {m.name for m in s.monitors}   # kswapd CPU per node
+    assert "kthreads" in {m.name for m in s.monitors}  # kswapd CPU per node

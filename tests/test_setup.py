@@ -15,8 +15,9 @@ from conftest import REPO
 def _check(tmp_path, installs: list[tuple[str, str]]) -> subprocess.CompletedProcess:
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"install": [{"metadata": {"name": n, "version": v}} for n, v in installs]}))
-    return subprocess.run([sys.executable, str(REPO / "scripts" / "no-downgrade.py"), str(report)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "no-downgrade.py"), str(report)], capture_output=True, text=True
+    )
 
 
 def test_a_downgrade_is_refused_by_name(tmp_path):
@@ -28,4 +29,3 @@ def test_a_downgrade_is_refused_by_name(tmp_path):
 def test_same_or_newer_versions_pass(tmp_path):
     numpy = metadata.version("numpy")
     assert _check(tmp_path, [("numpy", numpy), ("NumPy", "999.0")]).returncode == 0
-

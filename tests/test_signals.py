@@ -36,7 +36,7 @@ def test_interruption_is_not_an_exception():
 
 def test_failed_undo_stays_journaled_and_is_finished_later(tmp_path):
     knob = tmp_path / "knob"
-    knob.mkdir()                        # writing "original" back fails: it is a directory
+    knob.mkdir()  # writing "original" back fails: it is a directory
     j = Journal(tmp_path / "state")
     j.acquire()
     try:
@@ -68,7 +68,7 @@ def test_signal_during_restore_pass_stops_between_steps_and_keeps_the_rest(tmp_p
             (tmp_path / f"d{i}").mkdir()
             j.record("remove", path=str(tmp_path / f"d{i}"))
         with signals.held():
-            os.kill(os.getpid(), signal.SIGINT)        # deferred: no KeyboardInterrupt here
+            os.kill(os.getpid(), signal.SIGINT)  # deferred: no KeyboardInterrupt here
             assert signals.pending() == signal.SIGINT
             j.restore(stop_on_signal=True)
         assert len(j.left) == 3 and all((tmp_path / f"d{i}").exists() for i in range(3))
@@ -76,44 +76,48 @@ def test_signal_during_restore_pass_stops_between_steps_and_keeps_the_rest(tmp_p
         j.release()
     assert len(Journal(tmp_path / "state").pending()) == 3
     j3 = Journal(tmp_path / "state")
-    j3.acquire()                                      # the next owner finishes it
+    j3.acquire()  # the next owner finishes it
     j3.release()
     assert not any((tmp_path / f"d{i}").exists() for i in range(3))
 
 
 BOUNDARIES = [
-    ("sysctl-thp", "SIGTERM", ("start", 0, 0.05)),    # during the first iteration
-    ("sysctl-thp", "SIGINT", ("end", 0, 0.0)),        # between iterations
+    ("sysctl-thp", "SIGTERM", ("start", 0, 0.05)),  # during the first iteration
+    ("sysctl-thp", "SIGINT", ("end", 0, 0.0)),  # between iterations
     ("sysctl-thp", "SIGKILL", ("end", 1, 0.0)),
-    ("sysctl-thp", "SIGTERM", ("end", -1, 0.0)),      # 0-20 ms after the last iteration
+    ("sysctl-thp", "SIGTERM", ("end", -1, 0.0)),  # 0-20 ms after the last iteration
     ("sysctl-thp", "SIGINT", ("end", -1, 0.002)),
-    ("zram", "SIGTERM", ("end", -1, 0.005)),          # the zram0 EBUSY case
-    ("zram", "SIGINT", ("end", -1, 0.0055)),          # the "said restored but was not" case
+    ("zram", "SIGTERM", ("end", -1, 0.005)),  # the zram0 EBUSY case
+    ("zram", "SIGINT", ("end", -1, 0.0055)),  # the "said restored but was not" case
     ("zram", "SIGTERM", ("end", -1, 0.01)),
     ("zram", "SIGINT", ("end", -1, 0.02)),
     ("zram", "SIGKILL", ("end", -1, 0.005)),
-    ("zram", "SIGTERM-restore", ("end", 0, 0.0)),     # during `mmbench restore`
+    ("zram", "SIGTERM-restore", ("end", 0, 0.0)),  # during `mmbench restore`
     ("zram", "SIGINT-restore", ("start", -1, 0.02)),
-    ("tracing", "SIGTERM", ("start", 1, 0.02)),       # while mm-trace starts: its instance must go
+    ("tracing", "SIGTERM", ("start", 1, 0.02)),  # while mm-trace starts: its instance must go
     ("tracing", "SIGINT", ("start", 1, 0.05)),
 ]
 
 
 @needs_root
-@pytest.mark.parametrize("suite,sig,at", BOUNDARIES, ids=[f"{s}-{g}-{a[0]}{a[1]}+{a[2] * 1000:g}ms"
-                                                          for s, g, a in BOUNDARIES])
+@pytest.mark.parametrize(
+    "suite,sig,at", BOUNDARIES, ids=[f"{s}-{g}-{a[0]}{a[1]}+{a[2] * 1000:g}ms" for s, g, a in BOUNDARIES]
+)
 def test_signal_at_boundary(tmp_path, suite, sig, at):
     t = run_trial(suite, sig, seed=hash((suite, sig, at)) & 0xFFFF, workdir=tmp_path, at=at)
-    assert t.clean, (f"{suite} {sig} at {t.point} (exit {t.exit}): changed {t.settings_changed}, "
-                     f"leaked {t.objects_leaked}, lost {t.iterations_lost}, integrity {t.integrity}, "
-                     f"tracebacks {t.tracebacks}")
-    assert t.exit in (0, 1, 5, 130, 143, -signal.SIGKILL)   # 5: an iteration failed (under load)
+    assert t.clean, (
+        f"{suite} {sig} at {t.point} (exit {t.exit}): changed {t.settings_changed}, "
+        f"leaked {t.objects_leaked}, lost {t.iterations_lost}, integrity {t.integrity}, "
+        f"tracebacks {t.tracebacks}"
+    )
+    assert t.exit in (0, 1, 5, 130, 143, -signal.SIGKILL)  # 5: an iteration failed (under load)
 
 
 @needs_root
 def test_interrupted_run_says_what_was_restored(tmp_path, suite_file):
     """SIGTERM mid-iteration: exit 143, the last line lists what was put back, status incomplete."""
     from conftest import start_mmbench, wait_for
+
     path = suite_file("""
 [suite]
 iterations = 2
@@ -164,6 +168,5 @@ passes = 100000
     assert out.returncode == 5 and "Traceback" not in out.stderr, out.stderr
     res = json.loads(next((tmp_path / "r" / "slow").glob("*/iter-0/result.json")).read_text())
     assert res["status"] == "failed" and "timed out" in res["reason"] and "0.5 s" in res["reason"]
-    bad = mmbench("run", "--config", str(path), "--set", "suite.timeout=soon", "--results",
-                  str(tmp_path / "r"), "bad")
+    bad = mmbench("run", "--config", str(path), "--set", "suite.timeout=soon", "--results", str(tmp_path / "r"), "bad")
     assert bad.returncode == 2 and "suite.timeout" in bad.stderr

@@ -55,10 +55,19 @@ def _negative_binomial(rng, k, mean=20.0, sd=40.0):
 
 CELLS = {
     "continuous 3 vs 3": (lambda rng, w: _normal(rng, 3, 0.02), False),
-    "3 vs 10, the 3-run 3x as noisy": (lambda rng, w: _normal(rng, 3, 0.06) if w == "a" else _normal(rng, 10, 0.02), False),
-    "2 vs 10, the 2-run 3x as noisy": (lambda rng, w: _normal(rng, 2, 0.06) if w == "a" else _normal(rng, 10, 0.02), False),
+    "3 vs 10, the 3-run 3x as noisy": (
+        lambda rng, w: _normal(rng, 3, 0.06) if w == "a" else _normal(rng, 10, 0.02),
+        False,
+    ),
+    "2 vs 10, the 2-run 3x as noisy": (
+        lambda rng, w: _normal(rng, 2, 0.06) if w == "a" else _normal(rng, 10, 0.02),
+        False,
+    ),
     "3 vs 30, equal spread": (lambda rng, w: _normal(rng, 3 if w == "a" else 30, 0.02), False),
-    "10 vs 3, the 3-run 2x as noisy": (lambda rng, w: _normal(rng, 10, 0.02) if w == "a" else _normal(rng, 3, 0.04), False),
+    "10 vs 3, the 3-run 2x as noisy": (
+        lambda rng, w: _normal(rng, 10, 0.02) if w == "a" else _normal(rng, 3, 0.04),
+        False,
+    ),
     "zero-inflated counts, 3 vs 3": (lambda rng, w: _zero_inflated(rng, 3), True),
     "zero-inflated counts, 5 vs 5": (lambda rng, w: _zero_inflated(rng, 5), True),
     "negative binomial sd 2x mean, 5 vs 5": (lambda rng, w: _negative_binomial(rng, 5), True),
@@ -84,6 +93,7 @@ def test_the_rate_check_can_fail():
     # the rule before issue 36: Welch-Satterthwaite's df (scipy's p) at 3 vs 10 with the 3-run 3x as
     # noisy starred 12-13 % of A/A reports; the same check on the same data must fail it
     from scipy import stats
+
     starred = 0
     for b, n, _ in _reports("3 vs 10, the 3-run 3x as noisy", REPORTS, 11):
         ps = [stats.ttest_ind(x, y, equal_var=False).pvalue for x, y in zip(b, n)]
@@ -94,8 +104,9 @@ def test_the_rate_check_can_fail():
     assert sig.count_test([0, 0, 0], [300, 290, 0]).p == pytest.approx(0.4)
 
 
-@pytest.mark.parametrize("cell", ["3 vs 10, the 3-run 3x as noisy", "zero-inflated counts, 5 vs 5",
-                                  "negative binomial sd 2x mean, 10 vs 10"])
+@pytest.mark.parametrize(
+    "cell", ["3 vs 10, the 3-run 3x as noisy", "zero-inflated counts, 5 vs 5", "negative binomial sd 2x mean, 10 vs 10"]
+)
 def test_the_decision_is_compares(cell):
     # flag for flag: the decision above is what build_comparison stars
     kind = "count" if CELLS[cell][1] else "time"
@@ -103,14 +114,16 @@ def test_the_decision_is_compares(cell):
     suite = "[suite]\nprimary = [" + ", ".join(f'"{m.name}"' for m in ms) + "]\n"
 
     def run(name, cols):
-        its = [IterationResult("w", i, False, "ok", samples={m.name: [col[i]] for m, col in zip(ms, cols)})
-               for i in range(len(cols[0]))]
+        its = [
+            IterationResult("w", i, False, "ok", samples={m.name: [col[i]] for m, col in zip(ms, cols)})
+            for i in range(len(cols[0]))
+        ]
         return RunRecord(name, "complete", 0.0, 1.0, suite, "", {}, {}, [WorkloadRun("w", "w", {}, ms, its)])
+
     for b, n, c in _reports(cell, 60, 5):
         cmp = build_comparison([run("a", b), run("b", n)])
         starred = any(r.significant.get("b") for s in cmp.sections for r in s.rows)
         assert starred == decide(b, n, c), (b, n)
-
 
 
 def test_one_arm_all_zeros_from_the_command_line(tmp_path):
@@ -120,11 +133,14 @@ def test_one_arm_all_zeros_from_the_command_line(tmp_path):
     def run(name, vals):
         its = [IterationResult("w", i, False, "ok", samples={cnt.name: [v]}) for i, v in enumerate(vals)]
         return RunRecord(name, "complete", 0.0, 1.0, "", "", {}, {}, [WorkloadRun("w", "w", {}, [cnt], its)])
+
     res = store_records(tmp_path / "res", run("a", [0, 0, 0]), run("b", [300, 290, 0]))
     proc = mmbench("compare", "--results", res, "--fail-on-regression", "a", "b")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "*" not in proc.stdout.split("\n% vs the baseline")[0].split("Primary rows")[1]
-    assert "cannot reach q <= 0.05 at this n: at 3 vs 3 iterations the exact count test's smallest p is 0.4" in proc.stdout
+    assert (
+        "cannot reach q <= 0.05 at this n: at 3 vs 3 iterations the exact count test's smallest p is 0.4" in proc.stdout
+    )
 
 
 def test_one_iteration_a_side_says_no_test_is_possible():
@@ -133,11 +149,14 @@ def test_one_iteration_a_side_says_no_test_is_possible():
     rng = np.random.default_rng(3)
 
     def run(name, scale):
-        it = IterationResult("w", 0, False, "ok", samples={m.name: list(rng.exponential(100 * scale, 500)) for m in lat})
+        it = IterationResult(
+            "w", 0, False, "ok", samples={m.name: list(rng.exponential(100 * scale, 500)) for m in lat}
+        )
         return RunRecord(name, "complete", 0.0, 1.0, suite, "", {}, {}, [WorkloadRun("w", "w", {}, lat, [it])])
-    c = build_comparison([run("a", 1.0), run("b", 1.5)])       # a 50 % change: still no test
+
+    c = build_comparison([run("a", 1.0), run("b", 1.5)])  # a 50 % change: still no test
     text = exporters()["text"].render(c, {"pvalues": True})
-    summary = text[text.index("Primary rows"):text.index("\n\n", text.index("Primary rows"))]
+    summary = text[text.index("Primary rows") : text.index("\n\n", text.index("Primary rows"))]
     assert summary.count("no test: 1 vs 1 iterations (a test needs 2 a side: the iteration is the unit)") == 2
     assert "*" not in summary and "q=" not in text
     assert "one iteration a side allows no test" in text
@@ -150,6 +169,7 @@ def test_mde_is_capped_in_json_and_given_in_the_direction_seen():
     def run(name, vals, metric=t):
         its = [IterationResult("w", i, False, "ok", samples={metric.name: [v]}) for i, v in enumerate(vals)]
         return RunRecord(name, "complete", 0.0, 1.0, "", "", {}, {}, [WorkloadRun("w", "w", {}, [metric], its)])
+
     # 2 vs 2 iterations far apart: the MDE runs past 1000 %; JSON says null and why, as the text does
     c = build_comparison([run("a", [1.0, 30.0]), run("b", [2.0, 50.0])])
     d = json.loads(exporters()["json"].render(c, {}))
@@ -161,7 +181,8 @@ def test_mde_is_capped_in_json_and_given_in_the_direction_seen():
     c = build_comparison([run("a", [400, 380, 900, 410, 390, 420], cnt), run("b", [300, 150, 800, 170, 390, 180], cnt)])
     row = next(x for s in c.sections for x in s.rows if x.metric == "Stalls" and x.stat == "Amean")
     assert -100 < row.mde["b"] < 0
-    up = sig.count_min_detectable_effect([400, 380, 900, 410, 390, 420], [300, 150, 800, 170, 390, 180],
-                                         alpha=0.05, direction="up")
+    up = sig.count_min_detectable_effect(
+        [400, 380, 900, 410, 390, 420], [300, 150, 800, 170, 390, 180], alpha=0.05, direction="up"
+    )
     assert up > -row.mde["b"] and np.log1p(up / 100) == pytest.approx(-np.log1p(row.mde["b"] / 100))
     assert f"a true change of {row.mde['b']:+.3g}% would be starred" in exporters()["text"].render(c, {})

@@ -27,8 +27,9 @@ duration = "{d}"
 
 @needs_root
 def test_completed_iterations_survive_sigkill(suite_file, results):
-    proc = start_mmbench("run", "--config", str(suite_file(SUITE.format(n=3, d="60s"))),
-                         "--results", str(results), "killed")
+    proc = start_mmbench(
+        "run", "--config", str(suite_file(SUITE.format(n=3, d="60s"))), "--results", str(results), "killed"
+    )
     try:
         # faultin's 3 iterations finish quickly; the first idle iteration then waits
         # (a running iteration writes into a staging folder, renamed to iter-N once stored)
@@ -85,12 +86,13 @@ def test_import_csv_then_compare(tmp_path):
     assert mmbench("import", "--results", res, str(other), "new").returncode == 0
     out = mmbench("compare", "--results", res, "--format", "json", "base", "new", check=True).stdout
     import json
+
     data = json.loads(out)
     rows = {(r["metric"], r["stat"]): r for s in data["sections"] for r in s["rows"]}
     lat = rows[("Latency", "Amean")]
     assert lat["values"] == {"base": 11.0, "new": 38 / 3}
-    assert lat["pct"]["new"] < 0          # lower is better and it went up
-    assert mmbench("import", "--results", res, str(csvfile), "base").returncode == 2   # name taken
+    assert lat["pct"]["new"] < 0  # lower is better and it went up
+    assert mmbench("import", "--results", res, str(csvfile), "base").returncode == 2  # name taken
     bad = tmp_path / "bad.csv"
     bad.write_text("workload,metric,unit,better,iteration,value\ntool,L,ms,sideways,0,1\n")
     proc = mmbench("import", "--results", res, str(bad), "bad")

@@ -37,7 +37,7 @@ TIMEOUT = 30
 def _csv(path: Path, rng: random.Random, shift: float) -> None:
     rows = ["workload,metric,unit,better,iteration,value"]
     for it in range(3):
-        rows += [f"w,lat,us,lower,{it},{rng.gauss(100 + shift, 5):.6f}" for _ in range(300)]    # packed
+        rows += [f"w,lat,us,lower,{it},{rng.gauss(100 + shift, 5):.6f}" for _ in range(300)]  # packed
         rows += [f"w,tput,MB/s,higher,{it},{rng.gauss(500 - shift, 5):.6f}" for _ in range(300)]
         rows += [f"w,ops,ops/s,higher,{it},{rng.gauss(50 + shift, 1):.6f}" for _ in range(4)]  # a JSON list
         rows += [f"v,faults,1,lower,{it},{rng.randint(900, 1100) + shift}"]
@@ -46,8 +46,14 @@ def _csv(path: Path, rng: random.Random, shift: float) -> None:
 
 def cli(results: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MMBENCH_CRASH_DIR": str(results.parent / "crash")}
-    return subprocess.run([sys.executable, "-m", "mmbench", args[0], "--results", str(results), *args[1:]],
-                          capture_output=True, text=True, timeout=TIMEOUT, cwd=REPO, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "mmbench", args[0], "--results", str(results), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=REPO,
+        env=env,
+    )
 
 
 COMMANDS = (("compare", "--format", "json", "a", "b"), ("list",))
@@ -60,8 +66,12 @@ def pristine(tmp_path_factory) -> tuple[Path, dict[tuple[str, ...], str]]:
     results = root / "pristine"
     for name, shift in (("a", 0.0), ("b", 3.0)):
         _csv(root / f"{name}.csv", rng, shift)
-        subprocess.run([sys.executable, "-m", "mmbench", "import", "--results", str(results),
-                        str(root / f"{name}.csv"), name], check=True, capture_output=True, cwd=REPO)
+        subprocess.run(
+            [sys.executable, "-m", "mmbench", "import", "--results", str(results), str(root / f"{name}.csv"), name],
+            check=True,
+            capture_output=True,
+            cwd=REPO,
+        )
     out = {}
     for args in COMMANDS:
         proc = cli(results, *args)
@@ -77,13 +87,21 @@ def _files(results: Path) -> dict[str, bytes]:
         rel = p.relative_to(results).as_posix()
         if rel.startswith("index.sqlite") or p.is_dir() and not p.is_symlink():
             continue
-        out[rel] = (b"link:" + os.readlink(p).encode() if p.is_symlink() else
-                    b"fifo" if p.is_fifo() else p.read_bytes())
+        out[rel] = b"link:" + os.readlink(p).encode() if p.is_symlink() else b"fifo" if p.is_fifo() else p.read_bytes()
     return out
 
 
-KINDS = ["run.json", "fingerprint.json", "suite-effective.json", "suite.toml", "w/workload.json",
-         "w/iter-1/result.json", "v/iter-0/result.json", "sidecar", "index.sqlite"]
+KINDS = [
+    "run.json",
+    "fingerprint.json",
+    "suite-effective.json",
+    "suite.toml",
+    "w/workload.json",
+    "w/iter-1/result.json",
+    "v/iter-0/result.json",
+    "sidecar",
+    "index.sqlite",
+]
 DAMAGE = ["flip", "truncate", "symlink", "fifo", "append"]
 
 
@@ -125,8 +143,9 @@ def damage(path: Path, how: str, rng: random.Random, outside: Path) -> str:
         return "replaced by a FIFO"
     if how == "overlap":
         from mmbench.model.files import seal
+
         doc = json.loads(path.read_text())
-        doc["samples"]["tput"]["offset"] = doc["samples"]["lat"]["offset"]   # tput reads lat's samples
+        doc["samples"]["tput"]["offset"] = doc["samples"]["lat"]["offset"]  # tput reads lat's samples
         path.write_text(json.dumps(seal(doc, path.name), indent=1))
         return "tput's reference moved onto lat's samples (sealed afresh)"
     raise AssertionError(how)
@@ -165,7 +184,9 @@ def test_damage_never_gives_a_wrong_number(pristine, tmp_path, kind, how, seed):
             else:
                 assert proc.stdout == expected[args], f"{case}: mmbench {args[0]} printed other numbers, exit 0"
         else:
-            assert proc.returncode == 2 and len(lines) == 1, f"{case}: mmbench {args[0]}: exit {proc.returncode}: {lines}"
+            assert proc.returncode == 2 and len(lines) == 1, (
+                f"{case}: mmbench {args[0]}: exit {proc.returncode}: {lines}"
+            )
     after = _files(results)
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert not changed, f"{case}: a read changed the store: {changed}"

@@ -23,14 +23,31 @@ from tests.conftest import stored_doc
 
 def write_run(root: Path, lat: np.ndarray, name: str = "r") -> FileStore:
     store = FileStore(root)
-    w = store.create_run(name, force=False, suite_text="", suite_hash="h", suite_effective={},
-                         fingerprint={"kernel": {"release": "6.1"}}, settings={})
-    w.add_workload(WorkloadRun("wl", "bench", {}, [MetricDef("lat", "us", "lower", "latency"),
-                                                   MetricDef("lat2", "us", "lower", "latency"),
-                                                   MetricDef("ops", "ops/s", "higher", "rate")]))
+    w = store.create_run(
+        name,
+        force=False,
+        suite_text="",
+        suite_hash="h",
+        suite_effective={},
+        fingerprint={"kernel": {"release": "6.1"}},
+        settings={},
+    )
+    w.add_workload(
+        WorkloadRun(
+            "wl",
+            "bench",
+            {},
+            [
+                MetricDef("lat", "us", "lower", "latency"),
+                MetricDef("lat2", "us", "lower", "latency"),
+                MetricDef("ops", "ops/s", "higher", "rate"),
+            ],
+        )
+    )
     for i in range(2):
-        w.add_iteration(IterationResult("wl", i, False, "ok", samples={
-            "lat": lat + i, "lat2": lat[:300] * 2, "ops": [100.0 + i]}))
+        w.add_iteration(
+            IterationResult("wl", i, False, "ok", samples={"lat": lat + i, "lat2": lat[:300] * 2, "ops": [100.0 + i]})
+        )
     w.finish("complete")
     return store
 
@@ -38,7 +55,7 @@ def write_run(root: Path, lat: np.ndarray, name: str = "r") -> FileStore:
 @pytest.fixture
 def lat() -> np.ndarray:
     a = np.random.default_rng(4).lognormal(5, 1, 5000)
-    a[17] = np.nan                      # kept as it was
+    a[17] = np.nan  # kept as it was
     return a
 
 
@@ -55,7 +72,7 @@ def test_packed_samples_round_trip_through_the_sidecar(tmp_path, lat):
     assert json.loads((root / "r" / "run.json").read_text())["format"] == 2
     rec = FileStore(root).load_run("r")
     got = rec.workload("wl").iterations[1].samples
-    assert np.asarray(got["lat"]).tobytes() == (lat + 1).astype("<f8").tobytes()   # NaN and all bits
+    assert np.asarray(got["lat"]).tobytes() == (lat + 1).astype("<f8").tobytes()  # NaN and all bits
     assert np.asarray(got["lat2"]).tobytes() == (lat[:300] * 2).astype("<f8").tobytes()
     assert got["ops"] == [101.0]
     assert "wl/iter-0/" + side.name in indexed_files(root / "r")
@@ -67,25 +84,36 @@ def test_a_damaged_sidecar_is_one_line_naming_it(tmp_path, lat):
     it0 = root / "r" / "wl" / "iter-0"
     (side,) = it0.glob("samples-*.f8")
     whole = side.read_bytes()
-    side.write_bytes(whole[:8 * 4000])                                # truncated on a sample
-    one_line_error(cli("compare", "--results", str(root), "r", "r"), 2,
-                   f"{side.name}: 32000 bytes where result.json's references cover 42400 (truncated?)")
-    side.write_bytes(whole[:-3])                                      # not whole samples
+    side.write_bytes(whole[: 8 * 4000])  # truncated on a sample
+    one_line_error(
+        cli("compare", "--results", str(root), "r", "r"),
+        2,
+        f"{side.name}: 32000 bytes where result.json's references cover 42400 (truncated?)",
+    )
+    side.write_bytes(whole[:-3])  # not whole samples
     one_line_error(cli("show", "--results", str(root), "r"), 2, "references cover 42400 (truncated?)")
-    side.write_bytes(whole + bytes(8))                                # stray bytes after the samples
+    side.write_bytes(whole + bytes(8))  # stray bytes after the samples
     one_line_error(cli("show", "--results", str(root), "r"), 2, "8 stray byte(s) after the samples")
     flipped = bytearray(whole)
-    flipped[8 * 17 + 7] ^= 0x40                                       # one bit of an exponent
+    flipped[8 * 17 + 7] ^= 0x40  # one bit of an exponent
     side.write_bytes(bytes(flipped))
-    one_line_error(cli("compare", "--results", str(root), "r", "r"), 2,
-                   f"{side.name}: its bytes do not match the BLAKE2b digest in its name")
+    one_line_error(
+        cli("compare", "--results", str(root), "r", "r"),
+        2,
+        f"{side.name}: its bytes do not match the BLAKE2b digest in its name",
+    )
     side.unlink()
     one_line_error(cli("show", "--results", str(root), "r"), 2, f"{side.name}: missing")
 
 
-@pytest.mark.parametrize("ref", [{"file": "../../../../etc/passwd", "offset": 0, "count": 1},
-                                 {"file": "samples-0123456789abcdef.f8", "offset": -8, "count": 1},
-                                 {"file": "/tmp/samples-0123456789abcdef.f8", "offset": 0, "count": 1}])
+@pytest.mark.parametrize(
+    "ref",
+    [
+        {"file": "../../../../etc/passwd", "offset": 0, "count": 1},
+        {"file": "samples-0123456789abcdef.f8", "offset": -8, "count": 1},
+        {"file": "/tmp/samples-0123456789abcdef.f8", "offset": 0, "count": 1},
+    ],
+)
 def test_a_reference_is_a_name_in_the_iteration_never_a_path(tmp_path, lat, ref):
     root = tmp_path / "res"
     write_run(root, lat)
@@ -117,10 +145,11 @@ def test_format_1_base64_is_still_read(tmp_path, lat):
 def test_a_rewritten_iteration_leaves_no_stale_sidecar(tmp_path, lat):
     root = tmp_path / "res"
     store = FileStore(root)
-    w = store.create_run("r", force=False, suite_text="", suite_hash="h", suite_effective={},
-                         fingerprint={}, settings={})
+    w = store.create_run(
+        "r", force=False, suite_text="", suite_hash="h", suite_effective={}, fingerprint={}, settings={}
+    )
     w.add_workload(WorkloadRun("wl", "bench", {}, [MetricDef("lat", "us", "lower", "latency")]))
-    for shift in (0.0, 1.0):             # the same iteration written twice, in place
+    for shift in (0.0, 1.0):  # the same iteration written twice, in place
         w.add_iteration(IterationResult("wl", 0, False, "ok", samples={"lat": lat + shift}))
     w.finish("complete")
     sides = list((root / "r" / "wl" / "iter-0").glob("samples-*.f8"))
@@ -131,6 +160,7 @@ def test_a_rewritten_iteration_leaves_no_stale_sidecar(tmp_path, lat):
 
 def test_a_changed_sidecar_is_indexed_again(tmp_path, lat, capsys):
     from mmbench.model.files import sidecar_digest
+
     root = tmp_path / "res"
     write_run(root, lat)
     it0 = root / "r" / "wl" / "iter-0"
@@ -138,7 +168,7 @@ def test_a_changed_sidecar_is_indexed_again(tmp_path, lat, capsys):
     before = dict(FileStore(root).db().execute("SELECT run, signature FROM indexed").fetchall())
     data = bytearray(side.read_bytes())
     data[:8] = np.float64(1.5).tobytes()
-    side.write_bytes(bytes(data))          # changed in place: no longer the bytes its name is the digest of
+    side.write_bytes(bytes(data))  # changed in place: no longer the bytes its name is the digest of
     assert FileStore(root).list_runs() == []
     assert f"skipping run r: {side}: its bytes do not match" in capsys.readouterr().err
     # the same change made whole: a sidecar named by its new digest, result.json pointing at it
@@ -156,12 +186,14 @@ def test_a_changed_sidecar_is_indexed_again(tmp_path, lat, capsys):
 
 def test_postgres_store_reads_sidecars_from_a_runs_files(tmp_path, lat):
     from mmbench.store.pg import _sidecar_in
+
     root = tmp_path / "res"
     store = write_run(root, lat)
     files = dict(store.run_files("r"))
     doc = json.loads(files["wl/iter-1/result.json"])
     read = _sidecar_in(files, "wl/iter-1")
     from mmbench.model.files import samples_from_json
+
     got = samples_from_json(doc["samples"], read)
     assert np.asarray(got["lat"]).tobytes() == (lat + 1).astype("<f8").tobytes()
     with pytest.raises(StoreError, match="missing"):

@@ -26,8 +26,9 @@ def journal(tmp_path):
 
 def test_zram_swap_set_up_and_restored(journal):
     zswap_before = ZSWAP.read_text() if ZSWAP.exists() else None
-    desc = setup_swap({"type": "zram", "size": "0.5x", "compressor": "lz4", "priority": 7,
-                       "zswap": False}, 256 << 20, journal)
+    desc = setup_swap(
+        {"type": "zram", "size": "0.5x", "compressor": "lz4", "priority": 7, "zswap": False}, 256 << 20, journal
+    )
     assert desc["device"] == "/dev/zram0" and desc["compressor"] == "lz4" and desc["size"] == 128 << 20
     assert "/dev/zram0" in active_swaps()
     with pytest.raises(UsageError, match="already in use"):
@@ -58,7 +59,15 @@ def test_bad_specs_refused(journal):
 
 def test_loader_spec_accepted(journal):
     # what the suite loader hands over: every key, None where unset, plus size_bytes
-    spec = {"type": "zram", "size": "1x", "compressor": None, "path": None, "priority": None,
-            "zswap": None, "zswap_compressor": None, "size_bytes": 64 << 20}
+    spec = {
+        "type": "zram",
+        "size": "1x",
+        "compressor": None,
+        "path": None,
+        "priority": None,
+        "zswap": None,
+        "zswap_compressor": None,
+        "size_bytes": 64 << 20,
+    }
     desc = setup_swap(spec, 64 << 20, journal)
     assert desc["size"] == 64 << 20 and "/dev/zram0" in active_swaps()

@@ -60,11 +60,19 @@ def test_mm_trace_end_to_end(tmp_path, journal):
     assert mon.unavailable_reason() is None
     with TestMemcg("trace", 64 << 20, journal) as cg:
         from mmbench.monitors.mm_trace import DEFAULT_EVENTS
+
         # one tracepoint this kernel lacks: its note must survive the decode
         events = [*DEFAULT_EVENTS, "vmscan:mmbench_no_such_event"]
-        ctx = MonitorContext(outdir=tmp_path / "mm-trace", interval=0.1, params={"decode_gap": 0.6, "events": events},
-                             sandbox_paths=cg.sandbox_paths(), sandbox_pids=cg.pids, journal=journal,
-                             log=lambda m: None, binary=binary_for)
+        ctx = MonitorContext(
+            outdir=tmp_path / "mm-trace",
+            interval=0.1,
+            params={"decode_gap": 0.6, "events": events},
+            sandbox_paths=cg.sandbox_paths(),
+            sandbox_pids=cg.pids,
+            journal=journal,
+            log=lambda m: None,
+            binary=binary_for,
+        )
         mark = journal.mark()
         mon.start(ctx)
         try:
@@ -102,7 +110,7 @@ def test_mm_trace_end_to_end(tmp_path, journal):
     assert d.kind == "latency" and d.better == "lower" and len(v) == len(memcg)
     assert m["Memcg reclaim stall count"][1] == [float(len(memcg))]
     assert "Extfrag fallbacks" in m
-    assert not list(ctx.outdir.glob("cpu*.raw"))          # keep_raw is off by default
+    assert not list(ctx.outdir.glob("cpu*.raw"))  # keep_raw is off by default
     counts = json.loads((ctx.outdir / "counts.json").read_text())
     assert counts["decoder"] == "c" and set(counts["cpus"]) == {str(c) for c in range(os.cpu_count() or 1)}
     assert m["Trace events lost"][1] == [float(counts["lost_events"])]
@@ -135,20 +143,25 @@ def test_restore_after_sigkill(tmp_path, monkeypatch):
     before = tracing_state()
     out = tmp_path / "out"
     out.mkdir()
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(out)], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "MMBENCH_STATE_DIR": str(state)})
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(out)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MMBENCH_STATE_DIR": str(state)},
+    )
     try:
         inst = child.stdout.readline().strip()
         assert inst.startswith("mmbench-")
-        assert (TRACEFS / "instances" / inst / "events/vmscan/mm_vmscan_memcg_reclaim_begin/enable"
-                ).read_text().strip() == "1"
+        assert (
+            TRACEFS / "instances" / inst / "events/vmscan/mm_vmscan_memcg_reclaim_begin/enable"
+        ).read_text().strip() == "1"
         assert int((TRACEFS / "instances" / inst / "buffer_size_kb").read_text()) >= 4096
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
         j = Journal()
         pending = j.pending()
-        messages = j.acquire()                   # restores what the dead owner left
+        messages = j.acquire()  # restores what the dead owner left
         j.release()
     assert pending, "the dead run left its changes in the journal"
     assert not any("could not undo" in m for m in messages), messages
@@ -157,6 +170,7 @@ def test_restore_after_sigkill(tmp_path, monkeypatch):
 
 
 # -- decoding and pairing on synthetic data --------------------------------------------------
+
 
 def _page(records: list[bytes], ts: int = 1_000_000) -> bytes:
     body = b"".join(records)
@@ -181,8 +195,11 @@ format:
 
 \tfield:unsigned long nr_reclaimed;\toffset:8;\tsize:8;\tsigned:0;
 """
-FMT_BEGIN = FMT.replace("reclaim_end", "reclaim_begin").replace("ID: 633", "ID: 632").replace(
-    "unsigned long nr_reclaimed;\toffset:8;\tsize:8", "int order;\toffset:8;\tsize:4")
+FMT_BEGIN = (
+    FMT.replace("reclaim_end", "reclaim_begin")
+    .replace("ID: 633", "ID: 632")
+    .replace("unsigned long nr_reclaimed;\toffset:8;\tsize:8", "int order;\toffset:8;\tsize:4")
+)
 
 
 def test_decode_raw_pages(tmp_path):
@@ -191,9 +208,9 @@ def test_decode_raw_pages(tmp_path):
     assert end.id == 633 and end.fields["nr_reclaimed"] == (8, 8, False)
     b = struct.pack("<HBBiI", 632, 0, 0, 77, 3) + b"\0" * 4
     e = struct.pack("<HBBiQ", 633, 0, 0, 77, 32)
-    extend = struct.pack("<II", (5 << 5) | 30, 1)          # time extend: + (1 << 27) + 5
-    big = struct.pack("<HBBiQ", 633, 0, 0, 78, 9) + b"\0" * 120   # > 112 bytes: type_len 0
-    pad = struct.pack("<II", (1 << 5) | 29, 8) + b"\0" * 4   # array[0] = length after the header
+    extend = struct.pack("<II", (5 << 5) | 30, 1)  # time extend: + (1 << 27) + 5
+    big = struct.pack("<HBBiQ", 633, 0, 0, 78, 9) + b"\0" * 120  # > 112 bytes: type_len 0
+    pad = struct.pack("<II", (1 << 5) | 29, 8) + b"\0" * 4  # array[0] = length after the header
     data = _page([_rec(10, b), extend, _rec(100, e), pad, _rec(1, big)])
     (tmp_path / "cpu0.raw").write_bytes(data + _page([_rec(0, e)], ts=5_000_000_000))
     dec = decode_files({0: tmp_path / "cpu0.raw"}, [begin, end], page_size=4096)
@@ -210,16 +227,21 @@ def test_decode_raw_pages(tmp_path):
 
 
 def test_stall_pairing_and_stats():
-    cols = {"mm_vmscan_direct_reclaim_begin": ["order"], "mm_vmscan_direct_reclaim_end": ["nr_reclaimed"],
-            "mm_vmscan_lru_shrink_inactive": ["nr_scanned", "nr_reclaimed"],
-            "mm_vmscan_kswapd_wake": ["nid"], "mm_vmscan_kswapd_sleep": ["nid"],
-            "mm_vmscan_throttled": ["usec_timeout", "usec_delayed", "reason"],
-            "mm_page_alloc_extfrag": ["alloc_order", "fallback_order", "change_ownership"]}
+    cols = {
+        "mm_vmscan_direct_reclaim_begin": ["order"],
+        "mm_vmscan_direct_reclaim_end": ["nr_reclaimed"],
+        "mm_vmscan_lru_shrink_inactive": ["nr_scanned", "nr_reclaimed"],
+        "mm_vmscan_kswapd_wake": ["nid"],
+        "mm_vmscan_kswapd_sleep": ["nid"],
+        "mm_vmscan_throttled": ["usec_timeout", "usec_delayed", "reason"],
+        "mm_page_alloc_extfrag": ["alloc_order", "fallback_order", "change_ownership"],
+    }
     ev = {
         "mm_vmscan_direct_reclaim_begin": [(1000, 0, 10, 0), (1500, 1, 11, 0), (9000, 0, 10, 0)],
         "mm_vmscan_lru_shrink_inactive": [(1200, 0, 10, 32, 30), (1300, 0, 10, 32, 2), (1600, 1, 12, 99, 99)],
-        "mm_vmscan_direct_reclaim_end": [(3000, 0, 10, 32), (2500, 1, 11, 5)],   # pid 10's 2nd never ends
-        "mm_vmscan_kswapd_wake": [(100, 1, 45, 0)], "mm_vmscan_kswapd_sleep": [(100_100, 1, 45, 0)],
+        "mm_vmscan_direct_reclaim_end": [(3000, 0, 10, 32), (2500, 1, 11, 5)],  # pid 10's 2nd never ends
+        "mm_vmscan_kswapd_wake": [(100, 1, 45, 0)],
+        "mm_vmscan_kswapd_sleep": [(100_100, 1, 45, 0)],
         "mm_vmscan_throttled": [(50_000, 0, 10, 100_000, 4000, 1)],
         "mm_page_alloc_extfrag": [(1, 0, 10, 0, 3, 1), (2, 0, 10, 0, 10, 0)],
     }
@@ -227,7 +249,9 @@ def test_stall_pairing_and_stats():
     st = sa.find_stalls(ev, cols, comms, {10})
     direct = [s for s in st if s.kind == "direct"]
     assert [(s.pid, s.dur_ns, s.reclaimed, s.scanned, s.who) for s in direct] == [
-        (10, 2000, 32, 64, "workload"), (11, 1000, 5, 0, "other")]
+        (10, 2000, 32, 64, "workload"),
+        (11, 1000, 5, 0, "other"),
+    ]
     (k,) = [s for s in st if s.kind == "kswapd"]
     assert k.who == "kswapd" and k.dur_ns == 100_000
     (t,) = [s for s in st if s.kind == "throttled"]
@@ -235,9 +259,13 @@ def test_stall_pairing_and_stats():
     stats = sa.stats([1, 2, 3, 4, 100, 2000])
     assert stats["count"] == 6 and stats["max_us"] == 2000 and stats["bins"]["<10us"] == 4
     assert stats["bins"]["1-10ms"] == 1
-    assert sa.extfrag_counts(ev, cols, 9) == {"extfrag": 2, "extfrag_change_ownership": 1,
-                                               "extfrag_fragmenting": 1}
+    assert sa.extfrag_counts(ev, cols, 9) == {"extfrag": 2, "extfrag_change_ownership": 1, "extfrag_fragmenting": 1}
     names = {d.name for d, _ in sa.metrics(st, sa.extfrag_counts(ev, cols, 9))}
-    assert {"Direct reclaim stall (us)", "Direct reclaim stall workload (us)", "Kswapd awake (us)",
-            "Reclaim throttled stall (us)", "Direct reclaim pages scanned per stall"} <= names
+    assert {
+        "Direct reclaim stall (us)",
+        "Direct reclaim stall workload (us)",
+        "Kswapd awake (us)",
+        "Reclaim throttled stall (us)",
+        "Direct reclaim pages scanned per stall",
+    } <= names
     assert "Direct reclaim" in sa.report(st)

@@ -81,8 +81,13 @@ def test_c_stalls_and_counts_identical_to_reference(name, prog, tmp_path):
 
 # (wake requests, high-order requests, high-order kswapd wakes) per real capture: the one
 # high-order request is a GFP_NOWAIT slab attempt (gfp 0x52810: COMP|NORETRY|NOWARN|KSWAPD_RECLAIM)
-KSWAPD_WAKES = {"guest-6.1-overrun": (51, 1, 0), "guest-6.1-seed001": (26, 0, 0), "guest-6.12-seed001": (12, 0, 0),
-                "host-6.18-overrun": (0, 0, 0), "host-6.18-thrash": (0, 0, 0)}
+KSWAPD_WAKES = {
+    "guest-6.1-overrun": (51, 1, 0),
+    "guest-6.1-seed001": (26, 0, 0),
+    "guest-6.12-seed001": (12, 0, 0),
+    "host-6.18-overrun": (0, 0, 0),
+    "host-6.18-thrash": (0, 0, 0),
+}
 
 
 @pytest.mark.parametrize("name", CAPTURES)
@@ -97,8 +102,12 @@ def test_kswapd_wake_counts_from_the_records(name, prog, tmp_path):
         i = dec.columns[ev].index("order") + 3
         return sum(r[i] > 0 for r in dec.events[ev])
 
-    want = {"requests": len(dec.events[sa.WAKEUP_KSWAPD]), "requests_high_order": high(sa.WAKEUP_KSWAPD),
-            "requests_speculative": 0, "wakes_high_order": high(sa.KSWAPD_WAKE)}
+    want = {
+        "requests": len(dec.events[sa.WAKEUP_KSWAPD]),
+        "requests_high_order": high(sa.WAKEUP_KSWAPD),
+        "requests_speculative": 0,
+        "wakes_high_order": high(sa.KSWAPD_WAKE),
+    }
     c, ref = _both(cap, prog, tmp_path)
     assert sa.kswapd_wakes(c["events"], c["high_order"], c["speculative"]) == (want, [])
     assert sa.kswapd_wakes(ref["events"], ref["high_order"], ref["speculative"]) == (want, [])
@@ -159,17 +168,21 @@ def _synth_capture(d: Path, pages: dict[int, bytes], formats: dict[str, str] | N
     """A capture of ``pages`` per CPU; ``formats``: full event name → format text (default: direct
     reclaim begin (ID 700) and end (ID 701))."""
     if formats is None:
-        formats = {f"vmscan:mm_vmscan_direct_reclaim_{which}": FMT.format(which=which, id=i)
-                   for which, i in (("begin", 700), ("end", 701))}
+        formats = {
+            f"vmscan:mm_vmscan_direct_reclaim_{which}": FMT.format(which=which, id=i)
+            for which, i in (("begin", 700), ("end", 701))
+        }
     (d / "formats").mkdir(parents=True)
     for full, text in formats.items():
         (d / "formats" / full).write_text(text)
     for cpu, data in pages.items():
         (d / f"cpu{cpu}.raw").write_bytes(data)
-    (d / "capture.json").write_text(json.dumps({"page_size": 4096, "cpus": sorted(pages), "bytes": 0,
-                                                "events": list(formats)}))
-    (d / "tasks.json").write_text(json.dumps({"comms": {"50": "usemem", "51": "kswapd0"},
-                                              "workload_pids": [50], "pageblock_order": 9}))
+    (d / "capture.json").write_text(
+        json.dumps({"page_size": 4096, "cpus": sorted(pages), "bytes": 0, "events": list(formats)})
+    )
+    (d / "tasks.json").write_text(
+        json.dumps({"comms": {"50": "usemem", "51": "kswapd0"}, "workload_pids": [50], "pageblock_order": 9})
+    )
     return D.Capture(d)
 
 
@@ -183,11 +196,15 @@ def test_synthesised_absolute_timestamps_big_records_and_losses(prog, tmp_path):
     with type_len 0 and a lossy page with no room to store the count)."""
     abs_ts = struct.pack("<II", ((5_000_000 & ((1 << 27) - 1)) << 5) | 31, 5_000_000 >> 27)
     pad = struct.pack("<II", (1 << 5) | 29, 12) + b"\0" * 8
-    cpu0 = (_page([_rec(10, _ev(700, 50, 0)), abs_ts, _rec(7, _ev(701, 50, 33), big=True), pad,
-                   _rec(3, _ev(700, 51, 0))], ts=1_000)
-            + _page([_rec(2, _ev(701, 51, 4))], ts=9_000_000, flags=1 << 31 | 1 << 30, lost=17)
-            # a full page (204 records of 20 bytes): no room to store how many were lost
-            + _page([_rec(1, _ev(700, 50, 0))] + [_rec(1, _ev(701, 50, 1))] * 203, ts=20_000_000, flags=1 << 31))
+    cpu0 = (
+        _page(
+            [_rec(10, _ev(700, 50, 0)), abs_ts, _rec(7, _ev(701, 50, 33), big=True), pad, _rec(3, _ev(700, 51, 0))],
+            ts=1_000,
+        )
+        + _page([_rec(2, _ev(701, 51, 4))], ts=9_000_000, flags=1 << 31 | 1 << 30, lost=17)
+        # a full page (204 records of 20 bytes): no room to store how many were lost
+        + _page([_rec(1, _ev(700, 50, 0))] + [_rec(1, _ev(701, 50, 1))] * 203, ts=20_000_000, flags=1 << 31)
+    )
     cap = _synth_capture(tmp_path / "cap", {0: cpu0})
     c, ref = _both(cap, prog, tmp_path)
     assert c == ref
@@ -196,10 +213,16 @@ def test_synthesised_absolute_timestamps_big_records_and_losses(prog, tmp_path):
     assert (cs["abs_timestamp"], cs["big_records"], cs["padding"]) == (1, 1, 1)
     assert (cs["lost_pages"], cs["lost_events"], cs["lost_unstored"]) == (2, 17, 1)
     rows = D.c_records(cap, prog, tmp_path)
-    assert rows["mm_vmscan_direct_reclaim_end"][0] == (5_000_007, 0, 50, 33)   # after the absolute stamp
+    assert rows["mm_vmscan_direct_reclaim_end"][0] == (5_000_007, 0, 50, 33)  # after the absolute stamp
     st = sa.read_stalls(tmp_path / "c.tsv")
     first = st[0]
-    assert (first.who, first.start_ns, first.dur_ns, first.reclaimed, first.lost) == ("workload", 1_010, 4_998_997, 33, 0)
+    assert (first.who, first.start_ns, first.dur_ns, first.reclaimed, first.lost) == (
+        "workload",
+        1_010,
+        4_998_997,
+        33,
+        0,
+    )
     # kswapd0's begin before the loss, its end after it: paired, and flagged
     ks = [s for s in st if s.pid == 51]
     assert len(ks) == 1 and ks[0].who == "kswapd" and ks[0].lost == 1
@@ -209,8 +232,11 @@ def test_synthesised_absolute_timestamps_big_records_and_losses(prog, tmp_path):
 def test_unsorted_cpu_and_equal_timestamps_match_the_reference(prog, tmp_path):
     """Ties in time and a CPU whose stamps go backwards keep the reference's order."""
     cpu0 = _page([_rec(5, _ev(701, 50, 1)), _rec(0, _ev(700, 50, 0)), _rec(0, _ev(701, 50, 2))], ts=100)
-    cpu1 = _page([_rec(5, _ev(700, 50, 0)), _rec(0, _ev(701, 50, 3))], ts=100) + \
-        _page([_rec(1, _ev(700, 50, 0))], ts=50) + _page([_rec(1, _ev(701, 50, 9))], ts=60)
+    cpu1 = (
+        _page([_rec(5, _ev(700, 50, 0)), _rec(0, _ev(701, 50, 3))], ts=100)
+        + _page([_rec(1, _ev(700, 50, 0))], ts=50)
+        + _page([_rec(1, _ev(701, 50, 9))], ts=60)
+    )
     cap = _synth_capture(tmp_path / "cap", {0: cpu0, 1: cpu1})
     c, ref = _both(cap, prog, tmp_path)
     assert c == ref and c["stalls"] >= 2
@@ -249,7 +275,8 @@ def test_synthesised_kswapd_wakes_by_order(order, tmp_path):
             # this synthesised format has no gfp_flags: the speculative row is absent, and said so
             assert summary.notes == [
                 "this kernel's mm_vmscan_wakeup_kswapd tracepoint has no gfp_flags field naming __GFP_NORETRY, "
-                "__GFP_NOMEMALLOC, __GFP_IO, __GFP_DIRECT_RECLAIM: no 'Kswapd wake requests, speculative high-order' row"]
+                "__GFP_NOMEMALLOC, __GFP_IO, __GFP_DIRECT_RECLAIM: no 'Kswapd wake requests, speculative high-order' row"
+            ]
         else:
             assert set(rows[reference]) == {"Kswapd wake requests"}
             assert [n for n in summary.notes if "no order field" in n] == [
@@ -257,26 +284,28 @@ def test_synthesised_kswapd_wakes_by_order(order, tmp_path):
                 "'Kswapd wake requests, high-order' row",
                 "this kernel's mm_vmscan_wakeup_kswapd tracepoint has no order field: no "
                 "'Kswapd wake requests, speculative high-order' row",
-                "this kernel's mm_vmscan_kswapd_wake tracepoint has no order field: no 'Kswapd wakes, high-order' row"]
+                "this kernel's mm_vmscan_kswapd_wake tracepoint has no order field: no 'Kswapd wakes, high-order' row",
+            ]
     assert rows[False] == rows[True]
     # a suite's primary list may name them (checked against the monitor's row patterns)
     from mmbench.config.primary import pattern_match
+
     assert all(pattern_match(MmTrace.row_patterns, n) for _, _, n, _ in sa.KSWAPD_WAKE_ROWS.values())
 
 
 # (order, gfp_flags) of synthesised mm_vmscan_wakeup_kswapd records in a real kernel's format; 6.1's
 # bits: NORETRY 0x10000, NOMEMALLOC 0x80000, DIRECT_RECLAIM 0x400, KSWAPD_RECLAIM 0x800, IO 0x40,
 # FS 0x80, NOWARN 0x2000, COMP 0x40000, HIGH 0x20 (the same in 6.18)
-SLUB_SPECULATIVE = 0x10000 | 0x80000 | 0x2000 | 0x40000 | 0x800 | 0x40 | 0x80   # GFP_KERNEL's attempt, patched
+SLUB_SPECULATIVE = 0x10000 | 0x80000 | 0x2000 | 0x40000 | 0x800 | 0x40 | 0x80  # GFP_KERNEL's attempt, patched
 WAKE_RECORDS = [
     (3, SLUB_SPECULATIVE, True),
-    (2, 0xd2850, True),                                         # patched guest: a GFP_NOFS slab attempt (tar)
-    (1, 0x10000 | 0x80000 | 0x20 | 0x800, False),               # atomic, same signature but no __GFP_IO
-    (3, 0xd2800, False),                                        # vanilla guest: mempool's first attempt (flusher)
-    (3, SLUB_SPECULATIVE | 0x400, False),                       # may reclaim directly
-    (0, SLUB_SPECULATIVE, False),                               # order 0
-    (3, 0x52810, False),                                        # GFP_NOWAIT slab attempt: no NOMEMALLOC
-    (3, 0x10000 | 0x2000 | 0x40000 | 0x800 | 0x40 | 0x80, False),   # TCP's page-frag refill: no NOMEMALLOC
+    (2, 0xD2850, True),  # patched guest: a GFP_NOFS slab attempt (tar)
+    (1, 0x10000 | 0x80000 | 0x20 | 0x800, False),  # atomic, same signature but no __GFP_IO
+    (3, 0xD2800, False),  # vanilla guest: mempool's first attempt (flusher)
+    (3, SLUB_SPECULATIVE | 0x400, False),  # may reclaim directly
+    (0, SLUB_SPECULATIVE, False),  # order 0
+    (3, 0x52810, False),  # GFP_NOWAIT slab attempt: no NOMEMALLOC
+    (3, 0x10000 | 0x2000 | 0x40000 | 0x800 | 0x40 | 0x80, False),  # TCP's page-frag refill: no NOMEMALLOC
 ]
 
 
@@ -299,8 +328,15 @@ def test_speculative_wake_requests_by_gfp_flags(kernel, tmp_path):
         summary = MmTrace.summarise(d, meta)
         rows[reference] = {md.name: v for md, v in summary.metrics if md.name.startswith("Kswapd wake")}
         assert not summary.notes
-    assert rows[False] == rows[True] == {"Kswapd wake requests": [8.0], "Kswapd wake requests, high-order": [7.0],
-                                         "Kswapd wake requests, speculative high-order": [float(want)]}
+    assert (
+        rows[False]
+        == rows[True]
+        == {
+            "Kswapd wake requests": [8.0],
+            "Kswapd wake requests, high-order": [7.0],
+            "Kswapd wake requests, speculative high-order": [float(want)],
+        }
+    )
     assert want == 2
     # a format whose print fmt names no gfp flags: no row, and a note saying why
     d = tmp_path / "noflags"
@@ -330,7 +366,7 @@ def test_memory_grows_with_paired_events_not_with_the_capture(prog, tmp_path):
     st = D.run_c(cap, prog, tmp_path / "c.tsv")
     assert st["events"]["mm_vmscan_write_folio"] == 204 * pages
     assert st["kept"]["pairing"] == 2 and st["stalls"] == 1
-    assert st["peak_rss_kb"] < 16 << 10, st["peak_rss_kb"]      # the capture is 64 MiB
+    assert st["peak_rss_kb"] < 16 << 10, st["peak_rss_kb"]  # the capture is 64 MiB
 
 
 def test_bad_spec_and_missing_file_are_errors(prog, tmp_path):
@@ -341,6 +377,7 @@ def test_bad_spec_and_missing_file_are_errors(prog, tmp_path):
 
 
 # -- the monitor: decoding in place, and a guest's capture decoded on the host ---------------
+
 
 def test_decode_capture_writes_summary_files(tmp_path):
     src = DATA / "host-6.18-overrun"
@@ -370,9 +407,14 @@ def test_guest_capture_is_decoded_on_the_host(tmp_path):
     decoded by finish_deferred: same stalls as the reference, raw pages removed, summary rebuilt."""
     d = tmp_path / "mon"
     shutil.copytree(DATA / "host-6.18-thrash", d)
-    (d / "summary.json").write_text("{}")          # the guest's summary said "not decoded"
-    meta = {"dir": "x", "files": ["capture.json", "cpu0.raw", "cpu1.raw"], "deferred": "decode", "notes": [],
-            "keep_raw": False}
+    (d / "summary.json").write_text("{}")  # the guest's summary said "not decoded"
+    meta = {
+        "dir": "x",
+        "files": ["capture.json", "cpu0.raw", "cpu1.raw"],
+        "deferred": "decode",
+        "notes": [],
+        "keep_raw": False,
+    }
     pending = MmTrace.summarise(d, meta)
     assert not pending.metrics and "not yet decoded" in pending.notes[0]
     ref = D.run_reference(D.Capture(d), tmp_path / "ref.tsv")
@@ -386,9 +428,11 @@ def test_guest_capture_is_decoded_on_the_host(tmp_path):
 
 def test_compaction_rows_say_runs_and_split_kcompactd():
     """Issue 22: compact_zone() runs are not vmstat's compact_stall; named for what they count."""
-    st = [sa.Stall("compaction", "kcompactd", 40, "kcompactd0", 0, 5000),
-          sa.Stall("compaction", "workload", 50, "thp", 10, 7000),
-          sa.Stall("compaction", "workload", 50, "thp", 20, 9000)]
+    st = [
+        sa.Stall("compaction", "kcompactd", 40, "kcompactd0", 0, 5000),
+        sa.Stall("compaction", "workload", 50, "thp", 10, 7000),
+        sa.Stall("compaction", "workload", 50, "thp", 20, 9000),
+    ]
     m = {md.name: v for md, v in sa.metrics(st)}
     assert m["Compaction runs (trace)"] == [3.0]
     assert m["Compaction runs, direct (trace)"] == [2.0]
@@ -401,12 +445,18 @@ def test_vm_runner_finishes_what_the_guest_left(tmp_path):
     """The VM runner's host step: every stored iteration's deferred mm-trace capture decoded and
     its result.json updated; an unfinished (staging) iteration is left alone."""
     from mmbench.vm.runner import finish_deferred_monitors
+
     run = tmp_path / "run"
     for it in ("iter-0", ".iter-1.partial"):
         mon = run / "usemem" / it / "monitors" / "mm-trace"
         shutil.copytree(DATA / "host-6.18-overrun", mon)
-        meta = {"dir": f"usemem/{it}/monitors/mm-trace", "deferred": "decode", "notes": [], "keep_raw": False,
-                "files": ["capture.json", "cpu0.raw", "cpu1.raw"]}
+        meta = {
+            "dir": f"usemem/{it}/monitors/mm-trace",
+            "deferred": "decode",
+            "notes": [],
+            "keep_raw": False,
+            "files": ["capture.json", "cpu0.raw", "cpu1.raw"],
+        }
         (run / "usemem" / it / "result.json").write_text(json.dumps({"monitors": {"mm-trace": meta, "psi": {}}}))
     said: list[str] = []
     finish_deferred_monitors(run, said.append)
@@ -423,6 +473,7 @@ def test_damaged_pages_neither_crash_nor_disagree(prog, tmp_path):
     """Random bytes after real page headers (a torn or damaged capture): both readers stay inside
     each page and give the same records and stalls."""
     import random
+
     rnd = random.Random(24)
     d = tmp_path / "cap"
     shutil.copytree(DATA / "host-6.18-thrash", d)
@@ -431,10 +482,11 @@ def test_damaged_pages_neither_crash_nor_disagree(prog, tmp_path):
     pages = []
     for i in range(64):
         body = bytearray(rnd.randbytes(4080))
-        for _ in range(40):     # plant plausible records among the noise
+        for _ in range(40):  # plant plausible records among the noise
             at = rnd.randrange(0, 4000) & ~3
-            body[at:at + 8] = struct.pack("<IH", (rnd.randrange(0, 1 << 27) << 5) | rnd.randrange(0, 32),
-                                          rnd.choice(ids))
+            body[at : at + 8] = struct.pack(
+                "<IH", (rnd.randrange(0, 1 << 27) << 5) | rnd.randrange(0, 32), rnd.choice(ids)
+            )
         commit = rnd.randrange(0, 4200) | (rnd.choice([0, 1 << 31, 3 << 30]))
         pages.append(struct.pack("<QQ", rnd.randrange(0, 1 << 40), commit) + bytes(body))
     (d / "cpu0.raw").write_bytes(real[:8192] + b"".join(pages))
@@ -459,15 +511,15 @@ def test_an_event_the_kernel_lacks_is_named_in_the_notes(tmp_path):
         summary = MmTrace.summarise(d, meta)
         notes[name] = [n for n in summary.notes if "tracepoint (" in n]
         rows = {md.name for md, _ in summary.metrics}
-        assert "mm_vmscan_reclaim_pages events" not in rows        # none recorded in either capture
-        assert "mm_vmscan_write_folio events" not in rows          # excluded: no note either
+        assert "mm_vmscan_reclaim_pages events" not in rows  # none recorded in either capture
+        assert "mm_vmscan_write_folio events" not in rows  # excluded: no note either
     assert notes["guest-6.1-seed001"] == [
         "this kernel has no vmscan:mm_vmscan_reclaim_pages tracepoint (present in 6.18; absent in 6.1.192, "
-        "6.12.117): no 'mm_vmscan_reclaim_pages events' row"]
+        "6.12.117): no 'mm_vmscan_reclaim_pages events' row"
+    ]
     assert notes["host-6.18-thrash"] == []
     d = tmp_path / "guest-6.1-seed001"
     assert not [n for n in MmTrace.summarise(d, {"notes": []}).notes if "tracepoint (" in n]
-
 
 
 def _formats(name: str) -> dict[str, list[str]]:
@@ -483,6 +535,7 @@ def test_tracepoint_changes_match_the_real_formats():
     """Each model.quirks.TRACEPOINT_CHANGES entry against the captures of the kernels it names:
     the event (or field) is in the formats of the kernels it says, not in the others'."""
     from mmbench.model.quirks import TRACEPOINT_CHANGES
+
     by_release = {}
     for name in CAPTURES:
         rel = D.Capture(DATA / name).meta.get("kernel_release") or name.split("-")[1]
@@ -492,8 +545,11 @@ def test_tracepoint_changes_match_the_real_formats():
     for ch in TRACEPOINT_CHANGES:
         for rel in ch.present + ch.absent:
             fmts = by_release[rel]
-            have = ch.event in fmts if ch.field is None else \
-                any(d == ch.field or d.endswith(" " + ch.field) for d in fmts.get(ch.event, []))
+            have = (
+                ch.event in fmts
+                if ch.field is None
+                else any(d == ch.field or d.endswith(" " + ch.field) for d in fmts.get(ch.event, []))
+            )
             if ch.field is not None:
                 assert ch.event in fmts, (ch.event, rel)
             assert have == (rel in ch.present), (ch.event, ch.field, rel)

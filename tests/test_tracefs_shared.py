@@ -28,18 +28,19 @@ def test_the_mount_goes_with_its_last_user(monkeypatch, tmp_path: Path):
         class R:
             returncode = 0
             stderr = ""
+
         return R()
 
     monkeypatch.setattr(tracefs, "is_mounted", lambda target=tracefs.TRACEFS: mounted["now"])
     monkeypatch.setattr(tracefs.subprocess, "run", fake_run)
     j = _Journal()
     target = tmp_path / "tracing"
-    first = tracefs.ensure_mounted(j, target)      # mm-trace: mounts
-    second = tracefs.ensure_mounted(j, target)     # irqsoff: already mounted
+    first = tracefs.ensure_mounted(j, target)  # mm-trace: mounts
+    second = tracefs.ensure_mounted(j, target)  # irqsoff: already mounted
     assert (first, second) == (True, False) and [c[0] for c in calls] == ["mount"]
-    tracefs.unmount(first, target)                 # mm-trace stops first
+    tracefs.unmount(first, target)  # mm-trace stops first
     assert mounted["now"], "unmounted under irqsoff, which still reads it"
-    tracefs.unmount(second, target)                # irqsoff stops: the last user
+    tracefs.unmount(second, target)  # irqsoff stops: the last user
     assert not mounted["now"] and [c[0] for c in calls] == ["mount", "umount"]
 
 

@@ -40,20 +40,25 @@ def one_error_line(proc: subprocess.CompletedProcess) -> str:
 
 # ---- setting keys ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("key", ["thp.../../../../x", "vm./etc/passwd", "thp..enabled",
-                                 "kernel.a b", "zswap.../enabled", "vm.swappiness/../x"])
+
+@pytest.mark.parametrize(
+    "key",
+    ["thp.../../../../x", "vm./etc/passwd", "thp..enabled", "kernel.a b", "zswap.../enabled", "vm.swappiness/../x"],
+)
 def test_setting_key_outside_its_folder_is_refused_by_check(tmp_path, key):
     victim = tmp_path / "x"
-    line = one_error_line(mmbench("run", "--check", "--config", "smoke", "--set", f"{key}=owned",
-                                  "--results", str(tmp_path / "r"), "x"))
+    line = one_error_line(
+        mmbench("run", "--check", "--config", "smoke", "--set", f"{key}=owned", "--results", str(tmp_path / "r"), "x")
+    )
     assert f"settings.{key}" in line and "never names a path outside" in line, line
     assert not victim.exists()
 
 
 def test_setting_key_in_a_suite_file_is_refused(tmp_path):
     suite = tmp_path / "evil.toml"
-    suite.write_text('[suite]\nbudget = "64M"\n[settings]\n"thp.../../../../x" = "owned"\n'
-                     '[[workload]]\nname = "faultin"\n')
+    suite.write_text(
+        '[suite]\nbudget = "64M"\n[settings]\n"thp.../../../../x" = "owned"\n[[workload]]\nname = "faultin"\n'
+    )
     line = one_error_line(mmbench("run", "--check", "--config", str(suite), "--results", str(tmp_path / "r"), "x"))
     assert str(suite) in line and "settings.thp.../../../../x" in line
 
@@ -63,17 +68,31 @@ def test_submit_refuses_the_key_before_a_job_is_queued(tmp_path):
     from mmbench.driver.jobs import job_entry
     from mmbench.errors import UsageError
     from mmbench.model.request import RunRequest
+
     with pytest.raises(UsageError, match="never names a path outside"):
         job_entry(RunRequest(config="smoke", name="n", sets=("vm./etc/passwd=1",)))
-    proc = mmbench("submit", "--queue", "postgresql://nobody@/nowhere?host=/nonexistent", "--config", "smoke",
-                   "--set", "thp.../../x=1", "--machines", "any", "n")
+    proc = mmbench(
+        "submit",
+        "--queue",
+        "postgresql://nobody@/nowhere?host=/nonexistent",
+        "--config",
+        "smoke",
+        "--set",
+        "thp.../../x=1",
+        "--machines",
+        "any",
+        "n",
+    )
     assert "never names a path outside" in one_error_line(proc)
-    assert job_entry(RunRequest(config="smoke", name="n", sets=("vm.swappiness=10", "thp.hugepages-2048kB.enabled=never")))
+    assert job_entry(
+        RunRequest(config="smoke", name="n", sets=("vm.swappiness=10", "thp.hugepages-2048kB.enabled=never"))
+    )
 
 
 def test_knob_path_never_follows_a_symlink_out_of_its_folder(tmp_path, monkeypatch):
     from mmbench.errors import UsageError
     from mmbench.run import settings
+
     base = tmp_path / "sys"
     base.mkdir()
     (tmp_path / "outside").write_text("1\n")
@@ -87,11 +106,14 @@ def test_knob_path_never_follows_a_symlink_out_of_its_folder(tmp_path, monkeypat
 
 # ---- a run being written is never replaced --------------------------------------------------
 
+
 def test_import_force_refuses_a_run_that_is_being_written(tmp_path):
     from mmbench.store.fs import FileStore
+
     results = tmp_path / "results"
-    writer = FileStore(results).create_run("live", force=False, suite_text="", suite_hash="", suite_effective={},
-                                           fingerprint={}, settings={})   # this process is its writer
+    writer = FileStore(results).create_run(
+        "live", force=False, suite_text="", suite_hash="", suite_effective={}, fingerprint={}, settings={}
+    )  # this process is its writer
     (tmp_path / "a.csv").write_text(GOOD_CSV)
     for argv in (["import", "--force", str(tmp_path / "a.csv"), "live"], ["rm", "live"]):
         line = one_error_line(mmbench(*argv[:1], "--results", str(results), *argv[1:]))
@@ -103,6 +125,7 @@ def test_import_force_refuses_a_run_that_is_being_written(tmp_path):
 
 # ---- the machine journal ------------------------------------------------------------------------
 
+
 @needs_root
 def test_unreadable_journal_lines_are_named_and_the_rest_restored(tmp_path):
     state = tmp_path / "state"
@@ -111,9 +134,13 @@ def test_unreadable_journal_lines_are_named_and_the_rest_restored(tmp_path):
     for k in knobs:
         k.write_text("9\n")
     (state / "journal.jsonl").write_bytes(
-        json.dumps({"kind": "value", "path": str(knobs[0]), "original": "1"}).encode() + b"\n"
-        + b"\xff\xfe{not utf-8}\n" + b"[1, 2]\n"
-        + json.dumps({"kind": "value", "path": str(knobs[1]), "original": "2"}).encode() + b"\n")
+        json.dumps({"kind": "value", "path": str(knobs[0]), "original": "1"}).encode()
+        + b"\n"
+        + b"\xff\xfe{not utf-8}\n"
+        + b"[1, 2]\n"
+        + json.dumps({"kind": "value", "path": str(knobs[1]), "original": "2"}).encode()
+        + b"\n"
+    )
     env = {"MMBENCH_STATE_DIR": str(state)}
     out = mmbench("restore", env=env)
     assert out.returncode == 4 and "Traceback" not in out.stderr, out.stderr
@@ -129,11 +156,19 @@ def test_unreadable_journal_lines_are_named_and_the_rest_restored(tmp_path):
 def test_lock_message_names_the_holder_even_with_an_empty_lock_file(tmp_path):
     state = tmp_path / "state"
     state.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys, time\n"
-        f"fd = os.open({str(state / 'journal.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
-        "fcntl.flock(fd, fcntl.LOCK_EX); os.ftruncate(fd, 0); print('held', flush=True); time.sleep(60)\n")],
-        stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import fcntl, os, sys, time\n"
+                f"fd = os.open({str(state / 'journal.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+                "fcntl.flock(fd, fcntl.LOCK_EX); os.ftruncate(fd, 0); print('held', flush=True); time.sleep(60)\n"
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         line = one_error_line(mmbench("restore", env={"MMBENCH_STATE_DIR": str(state), "MMBENCH_LOCK_WAIT": "0"}))
@@ -144,6 +179,7 @@ def test_lock_message_names_the_holder_even_with_an_empty_lock_file(tmp_path):
 
 
 # ---- exit statuses of a run -----------------------------------------------------------------
+
 
 @needs_root
 def test_run_with_a_failed_iteration_exits_5(tmp_path, suite_file):
@@ -178,8 +214,9 @@ def test_signal_as_the_run_ends_still_exits_143(tmp_path, suite_file):
     path = suite_file(QUICK.format(n=1, d="0.2s") + '[monitors.meminfo]\ninterval = "20ms"\n')
     exercised = 0
     for attempt in range(6):
-        proc = start_mmbench("run", "--json-log", "--config", str(path), "--results", str(tmp_path / "r"),
-                             f"late{attempt}")
+        proc = start_mmbench(
+            "run", "--json-log", "--config", str(path), "--results", str(tmp_path / "r"), f"late{attempt}"
+        )
         for line in proc.stderr:
             if '"iteration-end"' in line:
                 break
@@ -189,13 +226,14 @@ def test_signal_as_the_run_ends_still_exits_143(tmp_path, suite_file):
         proc.wait(timeout=120)
         assert "Traceback" not in rest, rest
         if proc.returncode == 0:
-            continue    # it had exited before the signal came
+            continue  # it had exited before the signal came
         assert proc.returncode == 143, rest
         status = json.loads((tmp_path / "r" / f"late{attempt}" / "run.json").read_text())["status"]
         # before the run was marked complete it is stopped there (its iteration is kept); after, it
         # says the signal cut nothing short
-        assert (status == "complete" and "nothing was cut short" in rest) or \
-            (status == "incomplete" and "completed iterations are kept" in rest), (status, rest)
+        assert (status == "complete" and "nothing was cut short" in rest) or (
+            status == "incomplete" and "completed iterations are kept" in rest
+        ), (status, rest)
         assert (tmp_path / "r" / f"late{attempt}" / "idle" / "iter-0" / "result.json").exists()
         exercised += 1
         if exercised == 2:
@@ -204,17 +242,20 @@ def test_signal_as_the_run_ends_still_exits_143(tmp_path, suite_file):
 
 
 def test_late_signal_is_recorded_not_ignored():
-    code = ("import os, signal\n"
-            "from mmbench.run import signals\n"
-            "signals.ignore_after_exit()\n"
-            "with signals.catch_signals():\n    pass\n"
-            "os.kill(os.getpid(), signal.SIGTERM)\n"
-            "print(signals.late_signal() == signal.SIGTERM)\n")
+    code = (
+        "import os, signal\n"
+        "from mmbench.run import signals\n"
+        "signals.ignore_after_exit()\n"
+        "with signals.catch_signals():\n    pass\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "print(signals.late_signal() == signal.SIGTERM)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr
 
 
 # ---- scratch parents, a full results filesystem ---------------------------------------------
+
 
 @needs_root
 def test_scratch_parents_the_run_created_are_removed(tmp_path, suite_file):
@@ -267,7 +308,7 @@ interval = "20ms"
 @needs_root
 def test_import_into_a_full_filesystem_leaves_nothing(full_fs, tmp_path):
     (tmp_path / "a.csv").write_text(GOOD_CSV)
-    (full_fs / "filler2").write_bytes(bytes(120 << 10))   # every last block
+    (full_fs / "filler2").write_bytes(bytes(120 << 10))  # every last block
     results = full_fs / "results"
     line = one_error_line(mmbench("import", "--results", str(results), str(tmp_path / "a.csv"), "a"))
     assert f"no space left on {full_fs}" in line, line
@@ -276,16 +317,19 @@ def test_import_into_a_full_filesystem_leaves_nothing(full_fs, tmp_path):
 
 # ---- arguments and paths ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("until", ["ci<nan%", "ci<inf%", "ci<0%", "ci<-1%", "ci", "2%"])
 def test_check_refuses_an_until_the_run_would_refuse(tmp_path, until):
-    line = one_error_line(mmbench("run", "--check", "--config", "smoke", "--until", until,
-                                  "--results", str(tmp_path / "r"), "x"))
+    line = one_error_line(
+        mmbench("run", "--check", "--config", "smoke", "--until", until, "--results", str(tmp_path / "r"), "x")
+    )
     assert "--until" in line
 
 
 def test_check_refuses_until_companions_without_until(tmp_path):
-    line = one_error_line(mmbench("run", "--check", "--config", "smoke", "--baseline", "b",
-                                  "--results", str(tmp_path / "r"), "x"))
+    line = one_error_line(
+        mmbench("run", "--check", "--config", "smoke", "--baseline", "b", "--results", str(tmp_path / "r"), "x")
+    )
     assert "--baseline goes with --until" in line
 
 
@@ -303,8 +347,10 @@ def test_results_symlink_loop_is_named(tmp_path):
 
 # ---- MMTests logs that hold nothing ---------------------------------------------------------------
 
-PFT_LINE = ("   MappingSize  Threads CacheLine   UserTime  SysTime WallTime flt/cpu/s fault/wsec\n"
-            "  268435456        {n}         1      0.04s    0.38s    0.42s 500000.000 600000.000\n")
+PFT_LINE = (
+    "   MappingSize  Threads CacheLine   UserTime  SysTime WallTime flt/cpu/s fault/wsec\n"
+    "  268435456        {n}         1      0.04s    0.38s    0.42s 500000.000 600000.000\n"
+)
 
 
 @pytest.mark.parametrize("kind", ["empty", "binary", "symlink-out"])
@@ -331,6 +377,7 @@ def test_mmtests_log_that_holds_nothing_is_named(tmp_path, kind):
 def test_import_of_one_run_leaves_it_indexed_once(tmp_path):
     """(issue 23.6) the writer records the run in the index: the next list indexes nothing again."""
     from mmbench.store.fs import FileStore
+
     (tmp_path / "a.csv").write_text(GOOD_CSV)
     results = tmp_path / "results"
     mmbench("import", "--results", str(results), str(tmp_path / "a.csv"), "a", check=True)

@@ -45,8 +45,19 @@ def guest_run(tmp_path_factory):
     a workload that panics the guest."""
     results = tmp_path_factory.mktemp("vm") / "results"
     t0 = time.monotonic()
-    out = mmbench("run", "--config", str(SUITE), "--kernel", KERNEL, "--vm-memory", "512M",
-                  "--results", str(results), "reclaim", timeout=1500)
+    out = mmbench(
+        "run",
+        "--config",
+        str(SUITE),
+        "--kernel",
+        KERNEL,
+        "--vm-memory",
+        "512M",
+        "--results",
+        str(results),
+        "reclaim",
+        timeout=1500,
+    )
     return results, out, time.monotonic() - t0
 
 
@@ -63,7 +74,7 @@ def test_guest_reclaims_the_whole_machine(guest_run):
     assert fp["kernel"]["release"] == "6.1.0-47-cloud-amd64"
     assert fp["vm"]["accelerator"] in ("tcg", "kvm") and fp["vm"]["memory_mb"] == 512
     assert fp["vm"]["kernel_config"].get("CONFIG_TRANSPARENT_HUGEPAGE") == "y"
-    assert fp["memory"]["MemTotal"] < 512 << 20          # the guest's memory, not the host's
+    assert fp["memory"]["MemTotal"] < 512 << 20  # the guest's memory, not the host's
     text = mmbench("compare", "--results", str(results), "reclaim", check=True).stdout
     assert "Kswapd pages scanned" in text or "Direct pages scanned" in text
     assert "Trace events lost, CPU 0" in text
@@ -73,12 +84,13 @@ def test_guest_trace_is_decoded_on_the_host(guest_run):
     """mm-trace in the guest only records (raw pages, formats, tasks); the host decodes after the
     guest powers off, with the C decoder, and gets what the Python reference gets."""
     from mmbench.monitors.trace import decode as D
+
     results, out, _ = guest_run
     it = results / "reclaim" / "usemem" / "iter-0"
     meta = json.loads((it / "result.json").read_text())["monitors"]["mm-trace"]
     assert "deferred" not in meta and meta["decoded_on_host"] and meta["decoder"] == "c", meta
     assert meta["events"] > 1000 and meta["stalls"] > 0
-    assert "mm-trace: 2 iteration(s) finished on the host" in out.stderr   # idle, then usemem
+    assert "mm-trace: 2 iteration(s) finished on the host" in out.stderr  # idle, then usemem
     mon = it / "monitors" / "mm-trace"
     counts = json.loads((mon / "counts.json").read_text())
     assert counts["decoded_on"].startswith("host") and set(counts["cpus"]) == {"0"}
@@ -106,6 +118,7 @@ def test_guest_runs_on_the_instruction_clock_and_counts_instructions(guest_run):
         assert meta["source"] == "tcg-plugin" and "deferred" not in meta, meta
         summary = json.loads((results / "reclaim" / meta["dir"] / "summary.json").read_text())
         return {m["name"]: v[0] for m, v in summary["metrics"]}
+
     idle, reclaim = rows("idle"), rows("usemem")
     assert idle["Kernel instructions"] > 0 and idle["User instructions"] > 0
     assert reclaim["Kernel instructions"] > 20 * idle["Kernel instructions"], (idle, reclaim)
@@ -126,11 +139,27 @@ def test_guest_panic_fails_the_iteration_with_the_console(guest_run):
 
 
 def test_sigkill_of_the_host_side_then_restore(tmp_path, suite_file):
-    suite = suite_file('[suite]\niterations = 1\n[[workload]]\nname = "idle"\n[workload.params]\n'
-                       'duration = "600s"\n')
-    proc = subprocess.Popen([sys.executable, "-m", "mmbench", "run", "--config", str(suite), "--kernel", KERNEL,
-                             "--vm-memory", "256M", "--results", str(tmp_path / "r"), "killed"],
-                            cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    suite = suite_file('[suite]\niterations = 1\n[[workload]]\nname = "idle"\n[workload.params]\nduration = "600s"\n')
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mmbench",
+            "run",
+            "--config",
+            str(suite),
+            "--kernel",
+            KERNEL,
+            "--vm-memory",
+            "256M",
+            "--results",
+            str(tmp_path / "r"),
+            "killed",
+        ],
+        cwd=str(REPO),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert wait_for(lambda: len(_ours("/vm/run-killed-")) >= 3, timeout=120, interval=0.5)
         time.sleep(2)
@@ -145,13 +174,16 @@ def test_sigkill_of_the_host_side_then_restore(tmp_path, suite_file):
     assert not list((cache / "vm").glob("run-killed-*"))
 
 
-@pytest.mark.parametrize("kernel, words", [
-    ("/nonexistent/bzImage", "no such file"),
-    ("/etc/hostname", "not an x86 kernel image"),
-    ("debian:linux-image-0.0.0-none-amd64", "no such package"),
-    ("debian:../../etc", "not a Debian kernel image package name"),
-    ("", "--kernel"),
-])
+@pytest.mark.parametrize(
+    "kernel, words",
+    [
+        ("/nonexistent/bzImage", "no such file"),
+        ("/etc/hostname", "not an x86 kernel image"),
+        ("debian:linux-image-0.0.0-none-amd64", "no such package"),
+        ("debian:../../etc", "not a Debian kernel image package name"),
+        ("", "--kernel"),
+    ],
+)
 def test_bad_kernel_is_one_line_exit_2(kernel, words, results):
     out = mmbench("run", "--config", "smoke", "--kernel", kernel, "--results", str(results), "x", timeout=120)
     assert out.returncode == 2, out.stderr
@@ -177,6 +209,7 @@ def test_guest_builds_from_a_read_only_disk_of_the_host_tree(tmp_path):
     A fake tree in a private cache keeps this to one cheap iteration."""
     from mmbench.workloads.kernbench import STAMP, source_tarball
     from mmbench.model.cache import cache_root
+
     if source_tarball() is None:
         pytest.skip("kernbench needs Debian's linux-source package")
     real = cache_root()
@@ -189,22 +222,36 @@ def test_guest_builds_from_a_read_only_disk_of_the_host_tree(tmp_path):
     (tree / "Makefile").write_text(FAKE_TREE_MAKEFILE)
     (tree / STAMP).write_text("test\n")
     (cache / "kernels").parent.mkdir(parents=True, exist_ok=True)
-    (cache / "kernels").symlink_to(real / "kernels")    # the kernel package, fetched once
+    (cache / "kernels").symlink_to(real / "kernels")  # the kernel package, fetched once
     accel = []
     memo = real / "vm" / "accel-probe.json"
-    if memo.exists():   # the real cache's probe answer for this kernel, instead of probing again
+    if memo.exists():  # the real cache's probe answer for this kernel, instead of probing again
         accel = [f"vm.accel={v}" for k, v in json.loads(memo.read_text()).items() if "6.1.0-47-cloud" in k][:1]
     suite = tmp_path / "kbtree.toml"
-    suite.write_text('[suite]\niterations = 1\nwarmup = 0\n[[workload]]\nname = "kernbench"\n'
-                     '[workload.params]\nconfig = "tinyconfig"\ntargets = ["mm/"]\njobs = 1\n')
+    suite.write_text(
+        '[suite]\niterations = 1\nwarmup = 0\n[[workload]]\nname = "kernbench"\n'
+        '[workload.params]\nconfig = "tinyconfig"\ntargets = ["mm/"]\njobs = 1\n'
+    )
     results = tmp_path / "results"
     try:
-        out = mmbench("run", "--config", str(suite), "--kernel", KERNEL, "--vm-memory", "512M", "--results",
-                      str(results), *[a for s in accel for a in ("--set", s)], "kbtree", timeout=900,
-                      env={"MMBENCH_CACHE": str(cache)})
+        out = mmbench(
+            "run",
+            "--config",
+            str(suite),
+            "--kernel",
+            KERNEL,
+            "--vm-memory",
+            "512M",
+            "--results",
+            str(results),
+            *[a for s in accel for a in ("--set", s)],
+            "kbtree",
+            timeout=900,
+            env={"MMBENCH_CACHE": str(cache)},
+        )
         _check_kbtree(out, results, cache, tree)
     finally:
-        shutil.rmtree(cache, ignore_errors=True)   # 30,000 files and their image
+        shutil.rmtree(cache, ignore_errors=True)  # 30,000 files and their image
 
 
 def _check_kbtree(out, results: Path, cache: Path, tree: Path) -> None:

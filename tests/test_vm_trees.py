@@ -20,8 +20,7 @@ from mmbench.vm.trees import TreeDisk, suite_trees, tree_disks, tree_image
 
 
 def debugfs(image: Path, request: str) -> str:
-    return subprocess.run(["debugfs", "-R", request, str(image)], capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(["debugfs", "-R", request, str(image)], capture_output=True, text=True, check=True).stdout
 
 
 def make_tree(root: Path, files: int = 50) -> Path:
@@ -42,7 +41,7 @@ def test_tree_image_holds_the_tree_and_is_cached(tmp_path):
     assert image.is_file() and image.parent == cache and len(said) == 1
     assert debugfs(image, "cat /sub/f7.c") == "int f7;\n"
     assert "Size: 300000" in debugfs(image, "stat /big")
-    assert "Fast link dest: \"sub/deep/Makefile\"" in debugfs(image, "stat /link")
+    assert 'Fast link dest: "sub/deep/Makefile"' in debugfs(image, "stat /link")
     ls = debugfs(image, "ls -p /sub")
     assert ls.count(".c/") == 50
     # the second time it is the same file, not rebuilt
@@ -60,6 +59,7 @@ def test_tree_image_holds_the_tree_and_is_cached(tmp_path):
 
 def test_not_a_directory_is_refused(tmp_path):
     from mmbench.errors import UsageError
+
     with pytest.raises(UsageError, match="not a directory"):
         tree_image(tmp_path / "missing", tmp_path / "cache", print)
 
@@ -108,4 +108,4 @@ def test_tree_disks_get_distinct_serials(tmp_path):
     a, b = make_tree(tmp_path / "a", 2), make_tree(tmp_path / "b", 2)
     disks = tree_disks([a, b], tmp_path / "cache", lambda m: None)
     assert [d.serial for d in disks] == ["mmbench-tree0", "mmbench-tree1"]
-    assert all(len(d.serial) <= 20 for d in disks)    # virtio-blk's serial field
+    assert all(len(d.serial) <= 20 for d in disks)  # virtio-blk's serial field

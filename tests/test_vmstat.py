@@ -39,19 +39,18 @@ def test_real_counts(real):
     assert rows["Workingset refaults file"] == 122225 - 56682
     assert rows["Page reclaim immediate"] == 3899 - 2107
     assert rows["Allocation stalls"] == 0
-    assert rows["THP split"] == 0              # thp_split_page on this kernel
-    assert rows["NUMA alloc hit %"] == 100.0 and rows["NUMA alloc local %"] == 100.0   # shares, not volume
+    assert rows["THP split"] == 0  # thp_split_page on this kernel
+    assert rows["NUMA alloc hit %"] == 100.0 and rows["NUMA alloc local %"] == 100.0  # shares, not volume
     assert "NUMA alloc hit" not in rows and "NUMA interleave hit" not in rows
 
 
 def test_real_undefined_rows_omitted(real):
     rows = vm.derive(real, elapsed=4.0)
     # no kswapd/direct scanning, no compaction stall: ratios undefined → omitted, not 100
-    for name in ("Kswapd efficiency %", "Direct efficiency %", "Percentage direct scans",
-                 "Compaction efficiency"):
+    for name in ("Kswapd efficiency %", "Direct efficiency %", "Percentage direct scans", "Compaction efficiency"):
         assert name not in rows
     assert rows["Kswapd velocity"] == 0.0
-    assert "NUMA alloc miss" not in rows        # NUMA rows only when non-zero
+    assert "NUMA alloc miss" not in rows  # NUMA rows only when non-zero
     assert "Fragmentation stalls" not in rows
     assert "Kswapd velocity" not in vm.derive(real, elapsed=None)
     assert "Kswapd velocity" not in vm.derive(real, elapsed=0)
@@ -65,14 +64,19 @@ def test_missing_counters_omit_rows():
 def test_allocstall_zones_summed_not_overwritten():
     d = {"allocstall_dma32": 3, "allocstall_normal": 5, "allocstall_movable": 7}
     assert vm.derive(d)["Allocation stalls"] == 15
-    assert vm.derive({"allocstall": 4})["Allocation stalls"] == 4      # < 4.8
+    assert vm.derive({"allocstall": 4})["Allocation stalls"] == 4  # < 4.8
 
 
 def test_zone_based_reclaim_pre_4_8():
-    d = {"pgscan_kswapd_dma32": 100, "pgscan_kswapd_normal": 300,
-         "pgsteal_kswapd_dma32": 50, "pgsteal_kswapd_normal": 250,
-         "pgscan_direct_normal": 100, "pgsteal_direct_normal": 25,
-         "pgscan_direct_throttle": 99}                     # events, never summed
+    d = {
+        "pgscan_kswapd_dma32": 100,
+        "pgscan_kswapd_normal": 300,
+        "pgsteal_kswapd_dma32": 50,
+        "pgsteal_kswapd_normal": 250,
+        "pgscan_direct_normal": 100,
+        "pgsteal_direct_normal": 25,
+        "pgscan_direct_throttle": 99,
+    }  # events, never summed
     rows = vm.derive(d, elapsed=10.0)
     assert rows["Kswapd pages scanned"] == 400
     assert rows["Kswapd pages reclaimed"] == 300
@@ -92,15 +96,25 @@ def test_pre_3_4_pgsteal_zone_minus_kswapd_steal():
 
 
 def test_renames():
-    assert vm.derive({"thp_split": 3})["THP split"] == 3               # < 4.5
+    assert vm.derive({"thp_split": 3})["THP split"] == 3  # < 4.5
     assert vm.derive({"thp_split_page": 4})["THP split"] == 4
-    assert vm.derive({"workingset_refault": 9})["Workingset refaults file"] == 9   # < 5.9
+    assert vm.derive({"workingset_refault": 9})["Workingset refaults file"] == 9  # < 5.9
 
 
 def test_writes_compaction_numa():
-    d = {"nr_vmscan_write": 100, "pswpout": 30, "compact_stall": 4, "compact_success": 1,
-         "compact_fail": 3, "numa_pte_updates": 1124, "numa_huge_pte_updates": 2,
-         "numa_hint_faults": 10, "numa_hint_faults_local": 7, "zswpin": 2, "zswpout": 5}
+    d = {
+        "nr_vmscan_write": 100,
+        "pswpout": 30,
+        "compact_stall": 4,
+        "compact_success": 1,
+        "compact_fail": 3,
+        "numa_pte_updates": 1124,
+        "numa_huge_pte_updates": 2,
+        "numa_hint_faults": 10,
+        "numa_hint_faults_local": 7,
+        "zswpin": 2,
+        "zswpout": 5,
+    }
     rows = vm.derive(d)
     assert rows["Page writes by reclaim"] == 100
     assert rows["Page writes file"] == 70
@@ -121,12 +135,23 @@ def test_memcg_limit_rows_of_mean_deltas_are_exactly_zero():
     """Seed004's A/A pair printed "Memcg limit pages scanned 2.32e-11": all − kswapd − direct of
     mean deltas (895707.4 − 894953.2 − 754.2) is 0 per iteration and must be 0, not float dust."""
     from mmbench.analysis.vmstat import derive, mean_deltas
-    its = [{"pgscan_anon": 0, "pgscan_file": f, "pgscan_kswapd": k, "pgscan_direct": f - k,
-            "pgsteal_anon": 0, "pgsteal_file": f, "pgsteal_kswapd": k, "pgsteal_direct": f - k}
-           for f, k in ((895707, 894953), (904828, 904449), (900001, 899000), (774366, 773000), (1, 0))]
+
+    its = [
+        {
+            "pgscan_anon": 0,
+            "pgscan_file": f,
+            "pgscan_kswapd": k,
+            "pgscan_direct": f - k,
+            "pgsteal_anon": 0,
+            "pgsteal_file": f,
+            "pgsteal_kswapd": k,
+            "pgsteal_direct": f - k,
+        }
+        for f, k in ((895707, 894953), (904828, 904449), (900001, 899000), (774366, 773000), (1, 0))
+    ]
     rows = derive(mean_deltas(its))
     assert rows["Memcg limit pages scanned"] == 0.0 and rows["Memcg limit pages reclaimed"] == 0.0
-    its[0]["pgscan_file"] += 5          # a real remainder (5 pages in one of 5 iterations) stays
+    its[0]["pgscan_file"] += 5  # a real remainder (5 pages in one of 5 iterations) stays
     assert derive(mean_deltas(its))["Memcg limit pages scanned"] == pytest.approx(1.0)
 
 
@@ -137,15 +162,43 @@ def test_rows_whose_meaning_changed_between_the_kernels_say_so():
     from mmbench.analysis.compare import build_comparison
     from mmbench.model.quirks import ROW_MEANING_CHANGES, meaning_changes, release_version
     from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
+
     metric = MetricDef("Time", "s", "lower", "time")
 
     def run(name, release, delta):
-        its = [IterationResult("w", i, False, "ok", samples={"Time": [1.0 + i / 10]}, duration={"elapsed": 1.0},
-                               vmstat_delta=dict(delta)) for i in range(3)]
-        return RunRecord(name, "complete", 0.0, 1.0, "", "", {"kernel": {"release": release}}, {},
-                         [WorkloadRun("w", "pft", {}, [metric], its)])
-    delta = {"pswpout": 100, "pswpin": 10, "pgscan_direct": 50, "pgsteal_direct": 40, "pgscan_kswapd": 10,
-             "thp_fault_alloc": 3, "nr_vmscan_write": 120}
+        its = [
+            IterationResult(
+                "w",
+                i,
+                False,
+                "ok",
+                samples={"Time": [1.0 + i / 10]},
+                duration={"elapsed": 1.0},
+                vmstat_delta=dict(delta),
+            )
+            for i in range(3)
+        ]
+        return RunRecord(
+            name,
+            "complete",
+            0.0,
+            1.0,
+            "",
+            "",
+            {"kernel": {"release": release}},
+            {},
+            [WorkloadRun("w", "pft", {}, [metric], its)],
+        )
+
+    delta = {
+        "pswpout": 100,
+        "pswpin": 10,
+        "pgscan_direct": 50,
+        "pgsteal_direct": 40,
+        "pgscan_kswapd": 10,
+        "thp_fault_alloc": 3,
+        "nr_vmscan_write": 120,
+    }
     c = build_comparison([run("v61", "6.1.192", delta), run("v612", "6.12.117", {**delta, "swpout_zero": 7})])
     rows = {r.metric: r for s in c.sections if s.title.startswith("vmstat") for r in s.rows}
     for name in ("Swap Outs", "Direct pages scanned", "THP fault alloc", "Page writes file"):
@@ -167,12 +220,13 @@ def test_real_6_12_counters_zero_filled_swap():
     Swap Outs, while nr_vmscan_write counts them, so Page writes file holds them too (the
     meaning change ROW_MEANING_CHANGES names); khugepaged's reclaim has counters of its own."""
     d6 = DATA / "kernel-6.12"
-    delta = vmstat_delta(parse_vmstat((d6 / "vmstat-before.txt").read_text()),
-                         parse_vmstat((d6 / "vmstat-after.txt").read_text()))
+    delta = vmstat_delta(
+        parse_vmstat((d6 / "vmstat-before.txt").read_text()), parse_vmstat((d6 / "vmstat-after.txt").read_text())
+    )
     rows = vm.derive(delta, elapsed=60.0)
     assert (rows["Swap Outs"], rows["Swap outs zero-filled"]) == (35128, 133)
     assert (rows["Swap Ins"], rows["Swap ins zero-filled"]) == (25301, 108)
     assert delta["nr_vmscan_write"] == 35327
-    assert rows["Page writes file"] == 35327 - 35128 == 199        # 133 of them zero-filled anon pages
+    assert rows["Page writes file"] == 35327 - 35128 == 199  # 133 of them zero-filled anon pages
     assert rows["Zswap writebacks"] == 0 and "pgscan_khugepaged" in delta and "pgscan_proactive" not in delta
     assert rows["Direct pages scanned"] == delta["pgscan_direct"] == 27677

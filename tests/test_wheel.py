@@ -62,8 +62,13 @@ def test_a_file_missing_from_the_wheel_is_named(tmp_path):
 def _guest_iteration(run: Path, it: str) -> dict:
     mon = run / "seed" / it / "monitors" / "mm-trace"
     shutil.copytree(CAPTURE, mon)
-    meta = {"dir": f"seed/{it}/monitors/mm-trace", "deferred": "decode", "notes": [], "keep_raw": False,
-            "files": ["capture.json", "cpu0.raw", "cpu1.raw"]}
+    meta = {
+        "dir": f"seed/{it}/monitors/mm-trace",
+        "deferred": "decode",
+        "notes": [],
+        "keep_raw": False,
+        "files": ["capture.json", "cpu0.raw", "cpu1.raw"],
+    }
     (run / "seed" / it / "result.json").write_text(json.dumps({"monitors": {"mm-trace": meta}}))
     return meta
 
@@ -72,6 +77,7 @@ def test_a_missing_c_decoder_is_a_warning_naming_it(tmp_path, monkeypatch):
     """An installed mmbench without trace_decode.c (the wheel of issue 37) decodes with the Python
     reader and says so: once in the run's progress, in the monitor's metadata and in compare."""
     from mmbench.vm.runner import finish_deferred_monitors
+
     gone = tmp_path / "site-packages" / "mmbench" / "monitors" / "trace" / "trace_decode.c"
     monkeypatch.setattr(D, "SOURCE", gone)
     run = tmp_path / "run"
@@ -87,8 +93,10 @@ def test_a_missing_c_decoder_is_a_warning_naming_it(tmp_path, monkeypatch):
         meta = json.loads((run / "seed" / it / "result.json").read_text())["monitors"]["mm-trace"]
         assert meta["decoder"] == "python" and meta["stalls"] > 0 and str(gone) in meta["warnings"][0]
         its.append(IterationResult("seed", i, False, "ok", samples={}, monitors={"mm-trace": meta}))
-    summary = MmTrace.summarise(run / "seed" / "iter-0" / "monitors" / "mm-trace",
-                                json.loads((run / "seed" / "iter-0" / "result.json").read_text())["monitors"]["mm-trace"])
+    summary = MmTrace.summarise(
+        run / "seed" / "iter-0" / "monitors" / "mm-trace",
+        json.loads((run / "seed" / "iter-0" / "result.json").read_text())["monitors"]["mm-trace"],
+    )
     assert summary.metrics and summary.notes[0].startswith("warning: trace_decode.c is missing")
     rec = RunRecord("guest", "complete", 0.0, 1.0, "", "", {}, {}, [WorkloadRun("seed", "x", {}, [], its)], path=run)
     cmp = build_comparison([rec])
@@ -109,9 +117,10 @@ def test_a_failed_build_is_a_warning_naming_the_source(tmp_path, monkeypatch):
     d = tmp_path / "mon"
     shutil.copytree(CAPTURE, d)
     monkeypatch.setenv("CC", "/nonexistent-cc")
-    monkeypatch.setenv("PATH", str(tmp_path))          # no gcc, no cc
+    monkeypatch.setenv("PATH", str(tmp_path))  # no gcc, no cc
     monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
     meta = D.decode_capture(d, binary_for, keep_raw=True)
     assert meta["decoder"] == "python"
-    assert meta["warnings"] == [f"{D.SLOWER} ({D.SOURCE}: EnvironmentUnsupported: no C compiler found "
-                                f"(install gcc) to build trace_decode.c)"]
+    assert meta["warnings"] == [
+        f"{D.SLOWER} ({D.SOURCE}: EnvironmentUnsupported: no C compiler found (install gcc) to build trace_decode.c)"
+    ]

@@ -57,19 +57,23 @@ class _Toy(Workload):
 
 def test_no_work_reasons():
     assert no_work_reason(_Toy({}), {}, {"ops/s": [3.0], "p99": [1.0]}) is None
-    assert no_work_reason(_Toy({}), {}, {"ops/s": [0.0, 2.0]}) is None          # one interval stalled
-    assert no_work_reason(_Toy({}), {}, {"p99": [5.0]}) == \
-        "did no work: 'ops/s' has no samples (an iteration that did no work is not measured)"
+    assert no_work_reason(_Toy({}), {}, {"ops/s": [0.0, 2.0]}) is None  # one interval stalled
+    assert (
+        no_work_reason(_Toy({}), {}, {"p99": [5.0]})
+        == "did no work: 'ops/s' has no samples (an iteration that did no work is not measured)"
+    )
     assert "'ops/s' is 0 in all 3 samples" in no_work_reason(_Toy({}), {}, {"ops/s": [0.0, 0.0, 0.0]})
     assert "is 0 in all 1 samples" in no_work_reason(_Toy({}), {}, {"ops/s": [float("nan")]})
 
     class Either(_Toy):
         work = (("huge", "base"),)
+
     assert no_work_reason(Either({}), {}, {"base": [7.0]}) is None
     assert "'huge' or 'base' has no samples" in no_work_reason(Either({}), {}, {})
 
     class Undeclared(_Toy):
         work = None
+
     assert "declares no metric that proves" in no_work_reason(Undeclared({}), {}, {"ops/s": [1.0]})
 
 
@@ -80,9 +84,21 @@ def _iterate(wl: Workload, companions: list[CompanionSpec] | None = None):
     journal.acquire()
     try:
         metrics = list(wl.metrics) + [m for c in companions or [] for m in c.workload.metrics]
-        plan = IterationPlan(run_name="test", label="toy", workload=wl, params={}, metrics=metrics,
-                             budget=64 << 20, index=0, warmup=False, itdir=out / "toy" / "iter-0", rundir=out,
-                             scratch=out / "scratch", actions={"sync": False}, companions=companions or [])
+        plan = IterationPlan(
+            run_name="test",
+            label="toy",
+            workload=wl,
+            params={},
+            metrics=metrics,
+            budget=64 << 20,
+            index=0,
+            warmup=False,
+            itdir=out / "toy" / "iter-0",
+            rundir=out,
+            scratch=out / "scratch",
+            actions={"sync": False},
+            companions=companions or [],
+        )
         return run_iteration(plan, journal, log=lambda m: None)
     finally:
         journal.restore()
@@ -103,6 +119,7 @@ def test_the_runner_fails_an_iteration_that_did_no_work():
         name = "other"
         metrics = [MetricDef("launch", "ms", "lower", "latency")]
         work = ("launch",)
+
     comp = _iterate(_Toy({"ops/s": [10.0]}), [CompanionSpec(Other({}), {})])
     assert comp.status == "failed" and comp.reason.startswith("companion other: did no work: 'launch' has no samples")
 
@@ -118,14 +135,17 @@ def test_a_background_build_proves_nothing_but_a_measured_one_does():
     assert kb.work_metrics(_params("kernbench", builds=2)) == ["Elapsed"]
 
 
-@pytest.mark.parametrize("name,params", [
-    ("kernbench", {"ladder": True}),
-    ("stressng", {"ladder": True}),
-    ("stressng", {"threads": [1, 3]}),
-    ("pgbench", {"ladder": True}),
-    ("pgbench", {"batched": True}),
-    ("pgbench", {"clients": [1, 2]}),
-])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("kernbench", {"ladder": True}),
+        ("stressng", {"ladder": True}),
+        ("stressng", {"threads": [1, 3]}),
+        ("pgbench", {"ladder": True}),
+        ("pgbench", {"batched": True}),
+        ("pgbench", {"clients": [1, 2]}),
+    ],
+)
 def test_a_ladder_proves_work_by_its_rungs_metrics(name, params):
     """A ladder names its metrics per rung: the proof of work is each rung's metric."""
     wl = registry()[name]()

@@ -41,10 +41,12 @@ def outdir():
     d = Path(tempfile.mkdtemp(prefix="mmbench-apps-", dir="/var/tmp"))
     yield d
     import shutil
+
     shutil.rmtree(d, ignore_errors=True)
 
 
 # -- parsers on real output (no root needed) ---------------------------------------------------
+
 
 def test_parse_gnu_time_line():
     assert parse_time((DATA / "kernbench-time.txt").read_text()) == {"Elapsed": 12.17, "User": 6.69, "System": 2.06}
@@ -56,7 +58,7 @@ def test_parse_gnu_time_line():
 
 def test_parse_pgbench_tps_and_log():
     assert parse_tps((DATA / "pgbench-rw.out").read_text()) == 1108.425335
-    assert parse_tps("tps = 12.5 (excluding connections establishing)\n") == 12.5   # PostgreSQL <= 13
+    assert parse_tps("tps = 12.5 (excluding connections establishing)\n") == 12.5  # PostgreSQL <= 13
     with pytest.raises(WorkloadError):
         parse_tps("pgbench: error: connection to server failed\n")
     lat = parse_latencies((DATA / "pgbench-tx.log").read_text())
@@ -89,6 +91,7 @@ def test_bad_params_are_usage_errors():
 
 def test_kernbench_without_linux_source_names_the_package(monkeypatch):
     import mmbench.workloads.kernbench as kb
+
     monkeypatch.setattr(kb, "source_tarball", lambda: None)
     budget = parse_size("256M")
     with pytest.raises(UsageError, match="install Debian's linux-source package"):
@@ -96,6 +99,7 @@ def test_kernbench_without_linux_source_names_the_package(monkeypatch):
 
 
 # -- real runs ---------------------------------------------------------------------------------
+
 
 @needs_root
 @needs_linux_source
@@ -114,15 +118,22 @@ def test_kernbench_builds_init(outdir):
 @needs_postgres
 @pytest.mark.parametrize("mode", ["read-only", "read-write"])
 def test_pgbench_runs_and_stops_its_server(outdir, mode):
-    r = run_workload("pgbench", {"database": "20M", "duration": "2s", "mode": mode, "shared_buffers": "16M"},
-                     budget="256M", outdir=outdir)
+    r = run_workload(
+        "pgbench",
+        {"database": "20M", "duration": "2s", "mode": mode, "shared_buffers": "16M"},
+        budget="256M",
+        outdir=outdir,
+    )
     ok(r)
     s = r.samples
     assert s["TPS"][0] > 0
     assert 0 < s["Latency p50"][0] <= s["Latency p95"][0] <= s["Latency p99"][0]
     rawd = raw(outdir, "pgbench")
-    assert "select only" in (rawd / "pgbench.out").read_text() if mode == "read-only" else \
-        "TPC-B" in (rawd / "pgbench.out").read_text()
+    assert (
+        "select only" in (rawd / "pgbench.out").read_text()
+        if mode == "read-only"
+        else "TPC-B" in (rawd / "pgbench.out").read_text()
+    )
     pid = int((rawd / "postgres.pid").read_text())
     # the postmaster is gone (not merely a zombie or a reused PID running postgres)
     try:
@@ -138,18 +149,29 @@ def test_pgbench_runs_and_stops_its_server(outdir, mode):
 def test_thpchallenge_faults_beside_a_build(outdir):
     budget = parse_size("512M")
     main_cls, comp_cls = registry()["thpchallenge"], registry()["kernbench"]
-    main_params = resolve_params(main_cls.params, {"size": "64M", "threads": [1], "delay": "3s", "rounds": 2,
-                                                   "interval": "1s"}, budget, "t")
+    main_params = resolve_params(
+        main_cls.params, {"size": "64M", "threads": [1], "delay": "3s", "rounds": 2, "interval": "1s"}, budget, "t"
+    )
     comp_params = resolve_params(comp_cls.params, {"builds": 0, "targets": ["init/"]}, budget, "t")
     main, comp = main_cls(), comp_cls()
     journal = Journal(outdir / "journal")
     journal.acquire()
     try:
-        plan = IterationPlan(run_name="t", label="thpchallenge", workload=main, params=main_params,
-                             metrics=main.metric_defs(main_params) + comp.metric_defs(comp_params), budget=budget,
-                             index=0, warmup=False, itdir=outdir / "thpchallenge" / "iter-0", rundir=outdir,
-                             scratch=outdir / "scratch", actions={"sync": True},
-                             companions=[CompanionSpec(comp, comp_params)])
+        plan = IterationPlan(
+            run_name="t",
+            label="thpchallenge",
+            workload=main,
+            params=main_params,
+            metrics=main.metric_defs(main_params) + comp.metric_defs(comp_params),
+            budget=budget,
+            index=0,
+            warmup=False,
+            itdir=outdir / "thpchallenge" / "iter-0",
+            rundir=outdir,
+            scratch=outdir / "scratch",
+            actions={"sync": True},
+            companions=[CompanionSpec(comp, comp_params)],
+        )
         r = run_iteration(plan, journal, log=lambda m: None)
     finally:
         journal.restore()
@@ -170,8 +192,9 @@ def test_thpchallenge_faults_beside_a_build(outdir):
 
 @needs_root
 def test_thpchallenge_without_a_build_says_so(outdir):
-    r = run_workload("thpchallenge", {"size": "8M", "threads": [1], "delay": "0s", "rounds": 1},
-                     budget="256M", outdir=outdir)
+    r = run_workload(
+        "thpchallenge", {"size": "8M", "threads": [1], "delay": "0s", "rounds": 1}, budget="256M", outdir=outdir
+    )
     assert r.status == "failed" and "add [workload.with.kernbench]" in r.reason
 
 
@@ -182,9 +205,11 @@ def test_pgbench_stops_its_server_when_the_run_fails(outdir, monkeypatch):
 
     def broken(text: str) -> float:
         raise WorkloadError("pgbench printed no tps line (test)")
+
     monkeypatch.setattr(pg, "parse_tps", broken)
-    r = run_workload("pgbench", {"database": "15M", "duration": "1s", "shared_buffers": "16M"},
-                     budget="256M", outdir=outdir)
+    r = run_workload(
+        "pgbench", {"database": "15M", "duration": "1s", "shared_buffers": "16M"}, budget="256M", outdir=outdir
+    )
     assert r.status == "failed" and "no tps line (test)" in r.reason
     pid = int((raw(outdir, "pgbench") / "postgres.pid").read_text())
     assert not Path(f"/proc/{pid}").exists() or b"postgres" not in Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -196,6 +221,7 @@ def test_pgbench_batched_tps_as_mmtests_extract_report():
     of pgbench 15 (-l --aggregate-interval=1): lines 1-7 skipped, lines 8-11 the dropped first batch,
     lines 12-15 the one batch: its transactions / (its last interval_start - line 11's)."""
     from mmbench.workloads.pgbench import aggregate_latency_ms, batched_tps, merge_aggregates
+
     text = (DATA / "pgbench-aggregate.log").read_text()
     rows = [[int(x) for x in line.split()[:3]] for line in text.splitlines()]
     assert len(rows) == 17
@@ -204,8 +230,11 @@ def test_pgbench_batched_tps_as_mmtests_extract_report():
     assert aggregate_latency_ms(text) == pytest.approx(sum(r[2] for r in rows) / sum(r[1] for r in rows) / 1000)
     # two threads' logs: the same seconds added up
     half = "".join(f"{t} {n // 2} {lat // 2}\n" for t, n, lat in rows)
-    assert [int(x) for x in merge_aggregates([half, half]).splitlines()[0].split()] == \
-        [rows[0][0], rows[0][1] // 2 * 2, rows[0][2] // 2 * 2]
+    assert [int(x) for x in merge_aggregates([half, half]).splitlines()[0].split()] == [
+        rows[0][0],
+        rows[0][1] // 2 * 2,
+        rows[0][2] // 2 * 2,
+    ]
 
 
 def test_pgbench_ladder_metric_names():
@@ -215,30 +244,38 @@ def test_pgbench_ladder_metric_names():
     names = [m.name for m in Pgbench().metric_defs(p)]
     assert names[:3] == ["TPS-1", "TPS batched-1", "Latency mean-1"]
     assert len(names) == 3 * len(Pgbench.client_counts(p))
-    assert [m.name for m in Pgbench().metric_defs({"clients": [0]})] == ["TPS", "Latency p50", "Latency p95",
-                                                                          "Latency p99"]
+    assert [m.name for m in Pgbench().metric_defs({"clients": [0]})] == [
+        "TPS",
+        "Latency p50",
+        "Latency p95",
+        "Latency p99",
+    ]
     assert Pgbench.client_counts({"clients": [0, 3]}, ncpus=2) == [2, 3]
 
 
-@pytest.mark.parametrize("topology, low, expected", [
-    # (CPUs, SMT, LLC, node weights), first rung: bin/generate-stride-range of MMTests 638401e0 run
-    # with these weights, --min low --max 2xCPUs (pgbench's client walk from 1, will-it-scale's from 2)
-    ((2, 1, 2, 2), 1, [1, 2, 3, 4]),
-    ((2, 1, 2, 2), 2, [2, 3, 4]),
-    ((4, 2, 4, 4), 1, [1, 2, 3, 4, 5, 6, 7, 8]),
-    ((6, 1, 6, 6), 1, [1, 2, 3, 4, 5, 6, 8, 10, 12]),
-    ((8, 2, 8, 8), 1, [1, 2, 3, 5, 6, 8, 10, 13, 15, 16]),
-    ((12, 1, 12, 12), 2, [2, 3, 6, 9, 11, 12, 16, 20, 24]),
-    ((16, 2, 16, 16), 1, [1, 2, 5, 9, 12, 16, 21, 26, 31, 32]),
-    ((16, 2, 8, 16), 1, [1, 2, 3, 5, 6, 8, 10, 13, 15, 16, 21, 26, 31, 32]),
-    ((64, 2, 32, 32), 1, [1, 2, 9, 17, 24, 32, 48, 64, 85, 106, 127, 128]),
-    ((64, 2, 8, 32), 2, [2, 3, 5, 6, 8, 12, 16, 20, 24, 28, 32, 48, 64, 85, 106, 127, 128]),
-    ((128, 2, 16, 64), 1, [1, 2, 5, 9, 12, 16, 24, 32, 40, 48, 56, 64, 96, 128, 170, 213, 255, 256]),
-])
+@pytest.mark.parametrize(
+    "topology, low, expected",
+    [
+        # (CPUs, SMT, LLC, node weights), first rung: bin/generate-stride-range of MMTests 638401e0 run
+        # with these weights, --min low --max 2xCPUs (pgbench's client walk from 1, will-it-scale's from 2)
+        ((2, 1, 2, 2), 1, [1, 2, 3, 4]),
+        ((2, 1, 2, 2), 2, [2, 3, 4]),
+        ((4, 2, 4, 4), 1, [1, 2, 3, 4, 5, 6, 7, 8]),
+        ((6, 1, 6, 6), 1, [1, 2, 3, 4, 5, 6, 8, 10, 12]),
+        ((8, 2, 8, 8), 1, [1, 2, 3, 5, 6, 8, 10, 13, 15, 16]),
+        ((12, 1, 12, 12), 2, [2, 3, 6, 9, 11, 12, 16, 20, 24]),
+        ((16, 2, 16, 16), 1, [1, 2, 5, 9, 12, 16, 21, 26, 31, 32]),
+        ((16, 2, 8, 16), 1, [1, 2, 3, 5, 6, 8, 10, 13, 15, 16, 21, 26, 31, 32]),
+        ((64, 2, 32, 32), 1, [1, 2, 9, 17, 24, 32, 48, 64, 85, 106, 127, 128]),
+        ((64, 2, 8, 32), 2, [2, 3, 5, 6, 8, 12, 16, 20, 24, 28, 32, 48, 64, 85, 106, 127, 128]),
+        ((128, 2, 16, 64), 1, [1, 2, 5, 9, 12, 16, 24, 32, 40, 48, 56, 64, 96, 128, 170, 213, 255, 256]),
+    ],
+)
 def test_topology_walk_as_mmtests(topology, low, expected):
     """MMTests' threads_topology_walk (bin/generate-stride-range), the rungs its pgbench and
     will-it-scale configs walk; the expected lists are what MMTests' script printed."""
     from mmbench.workloads._topology import topology_walk
+
     assert topology_walk(low, 2 * topology[0], topology) == expected
 
 
@@ -263,6 +300,7 @@ def test_kernbench_llc_count(tmp_path):
     """NUM_LLCS as MMTests counts it: distinct shared_cpu_list values of the highest cache index;
     1 without cache information."""
     from mmbench.workloads._topology import llc_count
+
     assert llc_count(tmp_path) == 1
     for cpu in range(4):
         for idx, shared in ((0, str(cpu)), (2, "0-1" if cpu < 2 else "2-3")):

@@ -54,47 +54,61 @@ def ok(r) -> None:
 
 # -- parsers and generator (no root needed) ----------------------------------------------------
 
+
 def test_parse_postmark_known_output():
     m = parse_postmark(POSTMARK_OUT)
-    assert m == {"Transactions/s": 1351.0, "Files created/s": 748.0, "Files deleted/s": 749.0,
-                 "Data read MB/s": 79.05, "Data written MB/s": 93.79}
+    assert m == {
+        "Transactions/s": 1351.0,
+        "Files created/s": 748.0,
+        "Files deleted/s": 749.0,
+        "Data read MB/s": 79.05,
+        "Data written MB/s": 93.79,
+    }
 
 
 def test_parse_postmark_scales_small_data_units():
-    text = POSTMARK_OUT.replace("3162.21 megabytes read (79.05 megabytes per second)",
-                                "608.66 kilobytes read (512.00 kilobytes per second)")
+    text = POSTMARK_OUT.replace(
+        "3162.21 megabytes read (79.05 megabytes per second)", "608.66 kilobytes read (512.00 kilobytes per second)"
+    )
     assert parse_postmark(text)["Data read MB/s"] == 0.5
 
 
 def test_parse_simoop_skips_warmup_and_empty_ops():
-    text = "\n".join([
-        "setup files 2 size 1 seconds 0.1",
-        "Read latency usec: (p50: 1) (p95: 2) (p99: 3) (max: 4) count 9",  # before warm-up: ignored
-        "warmup complete",
-        "interval 1 seconds 1.0",
-        "Read latency usec: (p50: 10) (p95: 20) (p99: 30) (max: 40) count 5",
-        "Write latency usec: (p50: -1) (p95: -1) (p99: -1) (max: -1) count 0",
-        "Allocation latency usec: (p50: 100) (p95: 200) (p99: 300) (max: 400) count 200",
-        "rates work/s 1000.000 stalls/s 0.500",
-        "interval 2 seconds 0.5",
-        "Read latency usec: (p50: 11) (p95: 21) (p99: 31) (max: 41) count 25",
-        "rates work/s 900.000 stalls/s 0.000",
-        "done intervals 2"])
+    text = "\n".join(
+        [
+            "setup files 2 size 1 seconds 0.1",
+            "Read latency usec: (p50: 1) (p95: 2) (p99: 3) (max: 4) count 9",  # before warm-up: ignored
+            "warmup complete",
+            "interval 1 seconds 1.0",
+            "Read latency usec: (p50: 10) (p95: 20) (p99: 30) (max: 40) count 5",
+            "Write latency usec: (p50: -1) (p95: -1) (p99: -1) (max: -1) count 0",
+            "Allocation latency usec: (p50: 100) (p95: 200) (p99: 300) (max: 400) count 200",
+            "rates work/s 1000.000 stalls/s 0.500",
+            "interval 2 seconds 0.5",
+            "Read latency usec: (p50: 11) (p95: 21) (p99: 31) (max: 41) count 25",
+            "rates work/s 900.000 stalls/s 0.000",
+            "done intervals 2",
+        ]
+    )
     s, notes = parse_simoop_notes(text)
     assert s["p50-Read"] == [10, 11] and s["max-Read"] == [40, 41]
     assert "p50-Write" not in s and s["Write ops/s"] == [0]
     assert s["p99-Allocation"] == [300] and s["Allocation ops/s"] == [200]
     # a percentile needs enough ops in its interval: 5 reads make no p95, 25 no p99
     assert s["p95-Read"] == [21] and "p99-Read" not in s and s["Read ops/s"] == [5, 50]
-    assert notes == ["p95-Read: left out of 1 of 2 intervals (fewer than 20 read ops in the interval)",
-                     "p99-Read: left out of 2 of 2 intervals (fewer than 100 read ops in the interval)"]
+    assert notes == [
+        "p95-Read: left out of 1 of 2 intervals (fewer than 20 read ops in the interval)",
+        "p99-Read: left out of 2 of 2 intervals (fewer than 100 read ops in the interval)",
+    ]
     assert s["work/s"] == [1000, 900] and s["stalls/s"] == [0.5, 0]
     assert parse_simoop(text) == s
 
 
 def test_parse_simoop_warmup_that_never_ended_is_a_failure():
-    text = ("setup files 2 size 1 seconds 0.1\nwarmup incomplete: 1 of 2 workers and 3 of 3 "
-            "readers/writers/allocators had done work after 600.1 s (limit 600 s)\n")
+    text = (
+        "setup files 2 size 1 seconds 0.1\nwarmup incomplete: 1 of 2 workers and 3 of 3 "
+        "readers/writers/allocators had done work after 600.1 s (limit 600 s)\n"
+    )
     with pytest.raises(WorkloadError, match=r"^simoop warmup incomplete: 1 of 2 workers .* no measurement"):
         parse_simoop(text)
     with pytest.raises(WorkloadError, match="never completed its warm-up"):
@@ -112,6 +126,7 @@ def test_largecopy_source_is_deterministic(tmp_path):
 
 
 # -- real runs ------------------------------------------------------------------------------------
+
 
 @needs_root
 def test_largecopy_phases(tmp_path):
@@ -131,8 +146,19 @@ def test_applaunch_standalone(tmp_path):
     apps = ["browser-table", "python-import", "terminal-find"]
     # Chromium (~150 MB of binary and libraries, charged to the sandbox when its page cache was
     # reclaimed, e.g. by DAMON after 30 s idle) plus its heap thrashes in 256M: give it 1G.
-    r = run_workload("applaunch", {"duration": "120s", "launches": 2, "pause": "0s", "discard_first": False,
-                                   "apps": apps, "find_root": "/usr/share/doc"}, budget="1G", outdir=tmp_path)
+    r = run_workload(
+        "applaunch",
+        {
+            "duration": "120s",
+            "launches": 2,
+            "pause": "0s",
+            "discard_first": False,
+            "apps": apps,
+            "find_root": "/usr/share/doc",
+        },
+        budget="1G",
+        outdir=tmp_path,
+    )
     ok(r)
     log = (raw(tmp_path, "applaunch") / "applaunch.log").read_text()
     expect = apps if applaunch_mod.find_chromium() else apps[1:]
@@ -145,8 +171,12 @@ def test_applaunch_standalone(tmp_path):
 
 @needs_root
 def test_applaunch_duration_stops_a_running_launch(tmp_path):
-    r = run_workload("applaunch", {"duration": "1s", "apps": ["terminal-find"], "find_root": "/",
-                                   "discard_first": False}, budget="256M", outdir=tmp_path)
+    r = run_workload(
+        "applaunch",
+        {"duration": "1s", "apps": ["terminal-find"], "find_root": "/", "discard_first": False},
+        budget="256M",
+        outdir=tmp_path,
+    )
     assert r.duration["elapsed"] < 1 + 3  # a launch running at the deadline is stopped, not waited for
     log = (raw(tmp_path, "applaunch") / "applaunch.log").read_text()
     assert "terminal-find " in log  # ok, or interrupted when find / takes longer than the 1 s
@@ -174,19 +204,34 @@ def test_applaunch_without_chromium_skips_the_browser(tmp_path, monkeypatch):
 def test_applaunch_as_companion_merges_samples(tmp_path):
     budget = parse_size("256M")
     main_cls, comp_cls = registry()["simoop"], registry()["applaunch"]
-    main_params = resolve_params(main_cls.params, {"runtime": "3s", "warmup_time": "1s", "interval": "1s",
-                                                   "wss": "0.2x", "files": "32M"}, budget, "t")
-    comp_params = resolve_params(comp_cls.params, {"apps": ["python-import"], "pause": "0s",
-                                                   "discard_first": False}, budget, "t")
+    main_params = resolve_params(
+        main_cls.params,
+        {"runtime": "3s", "warmup_time": "1s", "interval": "1s", "wss": "0.2x", "files": "32M"},
+        budget,
+        "t",
+    )
+    comp_params = resolve_params(
+        comp_cls.params, {"apps": ["python-import"], "pause": "0s", "discard_first": False}, budget, "t"
+    )
     main, comp = main_cls(), comp_cls()
     journal = Journal(tmp_path / "journal")
     journal.acquire()
     try:
-        plan = IterationPlan(run_name="t", label="simoop", workload=main, params=main_params,
-                             metrics=main.metric_defs(main_params) + comp.metric_defs(comp_params), budget=budget,
-                             index=0, warmup=False, itdir=tmp_path / "simoop" / "iter-0", rundir=tmp_path,
-                             scratch=tmp_path / "scratch", actions={"sync": True},
-                             companions=[CompanionSpec(comp, comp_params)])
+        plan = IterationPlan(
+            run_name="t",
+            label="simoop",
+            workload=main,
+            params=main_params,
+            metrics=main.metric_defs(main_params) + comp.metric_defs(comp_params),
+            budget=budget,
+            index=0,
+            warmup=False,
+            itdir=tmp_path / "simoop" / "iter-0",
+            rundir=tmp_path,
+            scratch=tmp_path / "scratch",
+            actions={"sync": True},
+            companions=[CompanionSpec(comp, comp_params)],
+        )
         r = run_iteration(plan, journal, log=lambda m: None)
     finally:
         journal.restore()
@@ -200,11 +245,20 @@ def test_applaunch_as_companion_merges_samples(tmp_path):
 @needs_root
 @pytest.mark.skipif(shutil.which("postmark") is None, reason="postmark not installed (apt-get install postmark)")
 def test_postmark_with_anon_hog(tmp_path):
-    r = run_workload("postmark", {"fileset": "0.5x", "transactions": 3000, "hog": "0.25x", "hog_period": "200ms"},
-                     budget="256M", outdir=tmp_path)
+    r = run_workload(
+        "postmark",
+        {"fileset": "0.5x", "transactions": 3000, "hog": "0.25x", "hog_period": "200ms"},
+        budget="256M",
+        outdir=tmp_path,
+    )
     ok(r)
-    assert set(r.samples) == {"Transactions/s", "Files created/s", "Files deleted/s", "Data read MB/s",
-                              "Data written MB/s"}
+    assert set(r.samples) == {
+        "Transactions/s",
+        "Files created/s",
+        "Files deleted/s",
+        "Data read MB/s",
+        "Data written MB/s",
+    }
     assert all(v[0] > 0 for v in r.samples.values())
     cfg = (raw(tmp_path, "postmark") / "postmark.cfg").read_text()
     assert "set transactions 3000" in cfg and "set number 507" in cfg
@@ -214,8 +268,12 @@ def test_postmark_with_anon_hog(tmp_path):
 
 @needs_root
 def test_simoop_intervals(tmp_path):
-    r = run_workload("simoop", {"runtime": "3s", "warmup_time": "1s", "interval": "1s", "wss": "0.25x", "files": "64M"},
-                     budget="256M", outdir=tmp_path)
+    r = run_workload(
+        "simoop",
+        {"runtime": "3s", "warmup_time": "1s", "interval": "1s", "wss": "0.25x", "files": "64M"},
+        budget="256M",
+        outdir=tmp_path,
+    )
     ok(r)
     for op in ("Read", "Write", "Allocation"):
         assert len(r.samples[f"{op} ops/s"]) == 3 and all(n > 0 for n in r.samples[f"{op} ops/s"])
@@ -224,7 +282,7 @@ def test_simoop_intervals(tmp_path):
         for a, d in zip(p50, mx):
             assert 0 <= a <= d < 60e6, (op, a, d)
     for a, b, c in zip(r.samples["p50-Read"], r.samples["p95-Read"], r.samples["p99-Read"]):
-        assert a <= b <= c   # reads are many per interval: every percentile is kept
+        assert a <= b <= c  # reads are many per interval: every percentile is kept
     assert all(w > 0 for w in r.samples["work/s"]) and len(r.samples["stalls/s"]) == 3
     out = (raw(tmp_path, "simoop") / "simoop.out").read_text()
     assert "warmup complete seconds" in out
@@ -234,8 +292,20 @@ def test_simoop_intervals(tmp_path):
 @needs_root
 def test_simoop_warmup_limit_fails_the_iteration(tmp_path):
     # the working set cannot be faulted in within a zero limit: no measurement, a reason
-    r = run_workload("simoop", {"runtime": "1s", "warmup_time": "0s", "warmup_limit": "0s", "interval": "1s",
-                                "wss": "0.5x", "files": "16M", "file_size": "8M"}, budget="256M", outdir=tmp_path)
+    r = run_workload(
+        "simoop",
+        {
+            "runtime": "1s",
+            "warmup_time": "0s",
+            "warmup_limit": "0s",
+            "interval": "1s",
+            "wss": "0.5x",
+            "files": "16M",
+            "file_size": "8M",
+        },
+        budget="256M",
+        outdir=tmp_path,
+    )
     assert r.status == "failed" and r.samples == {}
     assert r.reason.startswith("simoop warmup incomplete: ") and "no measurement" in r.reason, r.reason
 

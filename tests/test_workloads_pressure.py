@@ -51,7 +51,7 @@ def test_usemem_swaps_to_zram(tmp_path):
     j.acquire()
     try:
         setup_swap({"type": "zram", "size": "1x"}, 128 << 20, j)
-        r = run_workload("usemem", {"passes": 2}, budget="128M")   # default: 1.5x with swap
+        r = run_workload("usemem", {"passes": 2}, budget="128M")  # default: 1.5x with swap
     finally:
         assert j.restore() == []
         j.release()
@@ -67,4 +67,4 @@ def test_stutter_latencies():
     lat = r.samples["mmap latency"]
     assert len(lat) == r.samples["Samples"][0] > 50
     assert all(x > 0 for x in lat)
-    assert r.memcg["failcnt"] > 0   # the sandbox really was at its limit
+    assert r.memcg["failcnt"] > 0  # the sandbox really was at its limit

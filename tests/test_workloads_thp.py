@@ -22,12 +22,20 @@ def _mounted_loops() -> list[str]:
 
 def test_thpavail_under_io():
     before = Path("/proc/sys/vm/nr_hugepages").read_text()
-    r = run_workload("thpavail", {"size": "0.5x", "read_size": "1x", "loop_size": "64M"}, budget="128M",
-                     settings={ENABLED: "always"})
+    r = run_workload(
+        "thpavail", {"size": "0.5x", "read_size": "1x", "loop_size": "64M"}, budget="128M", settings={ENABLED: "always"}
+    )
     assert r.status == "ok", r.reason
     s = r.samples
-    for m in ("System Time", "User Time", "Elapsed Time", "THP Active", "Fault Alloc", "Fault Fallback",
-              "Percentage huge"):
+    for m in (
+        "System Time",
+        "User Time",
+        "Elapsed Time",
+        "THP Active",
+        "Fault Alloc",
+        "Fault Fallback",
+        "Percentage huge",
+    ):
         assert m in s, m
     units = 64 // 2 * 1  # 0.5x of 128M = 64M = 32 units
     assert 0 < s["Elapsed Time"][0] < 30
@@ -36,7 +44,7 @@ def test_thpavail_under_io():
     assert s["Fault Alloc"][0] >= s["THP Active"][0] / 2
     lat = s.get("Fault latency huge", []) + s.get("Fault latency base", [])
     assert len(lat) == units
-    assert _mounted_loops() == []   # unmounted and (autoclear) detached
+    assert _mounted_loops() == []  # unmounted and (autoclear) detached
     assert Path("/proc/sys/vm/nr_hugepages").read_text() == before
 
 
@@ -47,8 +55,12 @@ def test_thpavail_rejects_mapping_larger_than_budget():
 
 @pytest.mark.parametrize("fragment", ["none", "anon-holes"])
 def test_thpfault_always_gets_huge_pages(fragment):
-    r = run_workload("thpfault", {"size": "0.4x", "threads": [1, 2], "fragment": fragment}, budget="128M",
-                     settings={ENABLED: "always"})
+    r = run_workload(
+        "thpfault",
+        {"size": "0.4x", "threads": [1, 2], "fragment": fragment},
+        budget="128M",
+        settings={ENABLED: "always"},
+    )
     assert r.status == "ok", r.reason
     for t in (1, 2):
         assert r.samples[f"Percentage huge-{t}"][0] > 0
@@ -57,8 +69,12 @@ def test_thpfault_always_gets_huge_pages(fragment):
 
 
 def test_thpfault_never_gets_none_and_pagecache_fragmentation_runs():
-    r = run_workload("thpfault", {"size": "0.3x", "threads": [2], "fragment": "pagecache", "cache_size": "0.5x"},
-                     budget="128M", settings={ENABLED: "never"})
+    r = run_workload(
+        "thpfault",
+        {"size": "0.3x", "threads": [2], "fragment": "pagecache", "cache_size": "0.5x"},
+        budget="128M",
+        settings={ENABLED: "never"},
+    )
     assert r.status == "ok", r.reason
     assert r.samples["Percentage huge-2"] == [0.0]
     assert "fault-huge-2" not in r.samples and len(r.samples["fault-base-2"]) >= 18
@@ -74,8 +90,11 @@ def test_thpfault_metric_names_follow_the_ladder():
 
 def test_highalloc_two_passes_and_pool_restored():
     pool = Path("/proc/sys/vm/nr_hugepages").read_text()
-    r = run_workload("highalloc", {"hugetlb_size": "16M", "load_warmup": "0.5s", "rest": "0.1s",
-                                   "collapse_size": "8M", "load_file": "0.5x"}, budget="128M")
+    r = run_workload(
+        "highalloc",
+        {"hugetlb_size": "16M", "load_warmup": "0.5s", "rest": "0.1s", "collapse_size": "8M", "load_file": "0.5x"},
+        budget="128M",
+    )
     assert r.status == "ok", r.reason
     for n in (1, 2):
         assert 0 <= r.samples[f"% Success pass {n}"][0] <= 100
@@ -90,9 +109,21 @@ def test_thpavail_fill_phase_dirty_threshold_and_size_of_free_memory(tmp_path):
     """Seed 001's fill phase: the read file's cache is dropped, the fault-in waits for dirty +
     writeback page cache, and with size_free the mapping is the memory free before the fill."""
     import json
-    r = run_workload("thpavail", {"size_free": 0.9, "read_size": "1x", "loop_size": "64M", "sync_every": "0",
-                                  "dirty_threshold": "4M", "fill_timeout": "20s"}, budget="128M",
-                     settings={ENABLED: "always"}, outdir=tmp_path)
+
+    r = run_workload(
+        "thpavail",
+        {
+            "size_free": 0.9,
+            "read_size": "1x",
+            "loop_size": "64M",
+            "sync_every": "0",
+            "dirty_threshold": "4M",
+            "fill_timeout": "20s",
+        },
+        budget="128M",
+        settings={ENABLED: "always"},
+        outdir=tmp_path,
+    )
     assert r.status == "ok", r.reason
     info = json.loads((tmp_path / r.path / "raw" / "thpavail-info.json").read_text())
     assert info["read_cache_dropped"] is True

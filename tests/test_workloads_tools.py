@@ -24,6 +24,7 @@ needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="Debian's fio
 
 # -- parsers on captured output (stress-ng 0.15.06, fio 3.33) -----------------------------------
 
+
 def test_parse_stressng_yaml_two_stressors():
     m = parse_stressng_yaml((DATA / "stressng-vm-mmap.yaml").read_text())
     assert set(m) == {"vm", "mmap"}
@@ -47,7 +48,7 @@ def test_parse_stressng_yaml_rejects_broken_reports():
 
 def test_parse_fio_randread_json():
     m = parse_fio_json((DATA / "fio-randread.json").read_text())
-    assert set(m) == {"read"}          # a read job did no writes: no write row
+    assert set(m) == {"read"}  # a read job did no writes: no write row
     r = m["read"]
     assert r["MB/s"] == pytest.approx(105576907 / (1 << 20))
     assert r["IOPS"] == pytest.approx(25775.612194)
@@ -55,7 +56,9 @@ def test_parse_fio_randread_json():
 
 
 def test_parse_fio_write_json_with_a_note_before_it():
-    text = "fio: note: both iodepth >= 1 and synchronous I/O engine are selected\n" + (DATA / "fio-write.json").read_text()
+    text = (
+        "fio: note: both iodepth >= 1 and synchronous I/O engine are selected\n" + (DATA / "fio-write.json").read_text()
+    )
     w = parse_fio_json(text)["write"]
     assert w["MB/s"] == pytest.approx(563239916 / (1 << 20))
     assert (w["p50"], w["p95"], w["p99"], w["p99.9"]) == (3.568, 5.6, 27.008, 160.768)
@@ -72,10 +75,12 @@ def test_parse_fio_json_reports_job_errors():
 
 # -- bad input and missing tools ------------------------------------------------------------------
 
+
 @needs_stress_ng
 def test_unknown_stressor_is_a_one_line_error(suite_file, results):
-    cfg = suite_file('[suite]\nbudget = "256M"\n[[workload]]\nname = "stressng"\n'
-                     '[workload.params]\nstressors = ["vm", "compcat"]\n')
+    cfg = suite_file(
+        '[suite]\nbudget = "256M"\n[[workload]]\nname = "stressng"\n[workload.params]\nstressors = ["vm", "compcat"]\n'
+    )
     proc = mmbench("run", "--config", str(cfg), "--results", str(results), "x")
     assert proc.returncode == 2
     err = proc.stderr.strip()
@@ -87,8 +92,17 @@ def test_unknown_stressor_is_a_one_line_error(suite_file, results):
 @needs_stress_ng
 def test_stressng_rejects_duplicates_and_tiny_memory():
     cls = registry()["stressng"]
-    base = {"stressors": ["vm"], "workers": 2, "duration": 1.0, "memory": 64 << 20, "page_in": False,
-            "bigheap_growth": 65536, "vm_method": "write64", "random_madvise": False, "seed": 42}
+    base = {
+        "stressors": ["vm"],
+        "workers": 2,
+        "duration": 1.0,
+        "memory": 64 << 20,
+        "page_in": False,
+        "bigheap_growth": 65536,
+        "vm_method": "write64",
+        "random_madvise": False,
+        "seed": 42,
+    }
     with pytest.raises(UsageError, match="named twice"):
         cls().check({**base, "stressors": ["vm", "vm"]}, 256 << 20)
     with pytest.raises(UsageError, match="less than 1M per worker"):
@@ -101,19 +115,24 @@ def test_missing_tool_names_the_package(tmp_path, results):
     # an empty PATH: no stress-ng, no fio
     for suite, pkg in (("stressng", "stress-ng"), ("fio", "fio")):
         proc = mmbench("run", "--config", suite, "--results", str(results), "x", env={"PATH": str(tmp_path)})
-        assert proc.returncode == 3, proc.stderr   # a missing tool: exit 3 (docs/cli.md)
+        assert proc.returncode == 3, proc.stderr  # a missing tool: exit 3 (docs/cli.md)
         err = proc.stderr.strip()
         assert "\n" not in err and f"install Debian's {pkg}" in err
 
 
 # -- real runs at a tiny size ---------------------------------------------------------------------
 
+
 @needs_root
 @needs_stress_ng
 def test_stressng_runs_the_requested_stressors(tmp_path):
     wanted = ["vm", "mmap", "bigheap"]
-    r = run_workload("stressng", {"stressors": wanted, "workers": 1, "duration": "1s", "memory": "0.25x"},
-                     budget="128M", outdir=tmp_path)
+    r = run_workload(
+        "stressng",
+        {"stressors": wanted, "workers": 1, "duration": "1s", "memory": "0.25x"},
+        budget="128M",
+        outdir=tmp_path,
+    )
     assert r.status == "ok", r.reason
     names = {f"{s} bogo-ops/s" for s in wanted} | {f"{s} bogo-ops/s usr+sys" for s in wanted}
     assert set(r.samples) == names
@@ -131,8 +150,12 @@ def test_stressng_runs_the_requested_stressors(tmp_path):
 @needs_root
 @needs_fio
 def test_fio_under_an_anon_hog(tmp_path):
-    r = run_workload("fio", {"jobs": ["randread", "write"], "file": "0.75x", "hog": "0.5x", "runtime": "1s"},
-                     budget="128M", outdir=tmp_path)
+    r = run_workload(
+        "fio",
+        {"jobs": ["randread", "write"], "file": "0.75x", "hog": "0.5x", "runtime": "1s"},
+        budget="128M",
+        outdir=tmp_path,
+    )
     assert r.status == "ok", r.reason
     for lab in ("RandRead", "Write"):
         assert r.samples[f"{lab} MB/s"][0] > 0
@@ -151,6 +174,7 @@ def test_fio_under_an_anon_hog(tmp_path):
 def test_tool_gone_at_run_time_fails_the_iteration_naming_the_package(tmp_path, monkeypatch):
     import mmbench.workloads.fio as fio_mod
     import mmbench.workloads.stressng as stressng_mod
+
     # the tools vanish after the suite was loaded: shutil.which (one module for both) finds nothing
     monkeypatch.setattr(fio_mod.shutil, "which", lambda name: None)
     r = run_workload("fio", {"runtime": "1s"}, budget="64M", outdir=tmp_path / "a")

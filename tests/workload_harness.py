@@ -19,9 +19,16 @@ from mmbench.model.results import IterationResult
 from mmbench.plugins import workloads as registry
 
 
-def run_workload(name: str, params: dict[str, Any] | None = None, *, budget: str | int = "256M",
-                 outdir: Path | None = None, actions: dict[str, Any] | None = None,
-                 settings: dict[str, str] | None = None, sandbox: str = "memcg") -> IterationResult:
+def run_workload(
+    name: str,
+    params: dict[str, Any] | None = None,
+    *,
+    budget: str | int = "256M",
+    outdir: Path | None = None,
+    actions: dict[str, Any] | None = None,
+    settings: dict[str, str] | None = None,
+    sandbox: str = "memcg",
+) -> IterationResult:
     """Run ``name`` once in a fresh sandbox of ``budget``; ``settings`` maps knob paths to values
     (written through the journal and put back afterwards).  ``sandbox="none"`` runs it in
     whole-machine mode (no memcg limit; the budget is only what relative sizes are relative to)."""
@@ -30,7 +37,7 @@ def run_workload(name: str, params: dict[str, Any] | None = None, *, budget: str
     wl = cls()
     resolved = resolve_params(cls.params, params or {}, budget_b, f"workload.{name}.params")
     wl.check(resolved, budget_b)
-    own_out = outdir is None   # a folder made here is removed here (callers reading raw files pass one)
+    own_out = outdir is None  # a folder made here is removed here (callers reading raw files pass one)
     out = Path(outdir or tempfile.mkdtemp(prefix=f"mmbench-{name}-"))
     journal_dir = Path(tempfile.mkdtemp(prefix="mmbench-journal-"))
     journal = Journal(journal_dir)
@@ -38,10 +45,21 @@ def run_workload(name: str, params: dict[str, Any] | None = None, *, budget: str
     try:
         for path, value in (settings or {}).items():
             journal.set_value(path, value)
-        plan = IterationPlan(run_name="test", label=name, workload=wl, params=resolved,
-                             metrics=wl.metric_defs(resolved), budget=budget_b, index=0, warmup=False,
-                             itdir=out / name / "iter-0", rundir=out, scratch=out / "scratch",
-                             actions=actions or {"sync": True}, sandbox_mode=sandbox)
+        plan = IterationPlan(
+            run_name="test",
+            label=name,
+            workload=wl,
+            params=resolved,
+            metrics=wl.metric_defs(resolved),
+            budget=budget_b,
+            index=0,
+            warmup=False,
+            itdir=out / name / "iter-0",
+            rundir=out,
+            scratch=out / "scratch",
+            actions=actions or {"sync": True},
+            sandbox_mode=sandbox,
+        )
         return run_iteration(plan, journal, log=lambda m: None)
     finally:
         journal.restore()

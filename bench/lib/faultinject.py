@@ -47,13 +47,23 @@ from typing import Any
 THP = Path("/sys/kernel/mm/transparent_hugepage")
 TRACEFS = Path("/sys/kernel/tracing")
 # Counters and write-only triggers among the knobs: not machine state a run could leave changed.
-VOLATILE = {"/proc/sys/kernel/ns_last_pid", "/proc/sys/kernel/tainted",
-            # the kernel lowers it itself when perf interrupts take too long (kernel/events/core.c)
-            "/proc/sys/kernel/perf_event_max_sample_rate", "/proc/sys/vm/drop_caches",
-            "/proc/sys/vm/compact_memory", "/proc/sys/vm/stat_refresh",
-            str(THP / "khugepaged" / "pages_collapsed"), str(THP / "khugepaged" / "full_scans")}
-VOLATILE_DIRS = ("/proc/sys/kernel/random", "/proc/sys/kernel/pty", "/proc/sys/kernel/keys",
-                 "/proc/sys/kernel/usermodehelper")
+VOLATILE = {
+    "/proc/sys/kernel/ns_last_pid",
+    "/proc/sys/kernel/tainted",
+    # the kernel lowers it itself when perf interrupts take too long (kernel/events/core.c)
+    "/proc/sys/kernel/perf_event_max_sample_rate",
+    "/proc/sys/vm/drop_caches",
+    "/proc/sys/vm/compact_memory",
+    "/proc/sys/vm/stat_refresh",
+    str(THP / "khugepaged" / "pages_collapsed"),
+    str(THP / "khugepaged" / "full_scans"),
+}
+VOLATILE_DIRS = (
+    "/proc/sys/kernel/random",
+    "/proc/sys/kernel/pty",
+    "/proc/sys/kernel/keys",
+    "/proc/sys/kernel/usermodehelper",
+)
 
 _COMMON = """
 [actions]
@@ -78,7 +88,8 @@ size = "16M"
 passes = 2
 [monitors.meminfo]
 interval = "100ms"
-""" + _COMMON,
+"""
+    + _COMMON,
     "zram": """
 [suite]
 iterations = 2
@@ -93,7 +104,8 @@ name = "usemem"
 [workload.params]
 anon_size = "56M"
 passes = 1
-""" + _COMMON,
+"""
+    + _COMMON,
     "loop-mount": """
 [suite]
 iterations = 2
@@ -107,7 +119,8 @@ loop_size = "64M"
 write_bps = "0"
 fill_timeout = "0.5s"
 free_threshold = "0.9x"
-""" + _COMMON,
+"""
+    + _COMMON,
     "hugetlb": """
 [suite]
 iterations = 2
@@ -121,7 +134,8 @@ load_anon = "8M"
 load_file = "8M"
 load_warmup = "0.2s"
 rest = "0.1s"
-""" + _COMMON,
+"""
+    + _COMMON,
     "tracing": """
 [suite]
 iterations = 3
@@ -131,7 +145,8 @@ name = "idle"
 [workload.params]
 duration = "0.4s"
 [monitors.mm-trace]
-""" + _COMMON,
+"""
+    + _COMMON,
 }
 
 
@@ -161,7 +176,7 @@ def _collect(root: Path) -> dict[str, str]:
     if not root.is_dir():
         return out
     for dirpath, dirnames, filenames in os.walk(root):
-        if dirpath.startswith(VOLATILE_DIRS) or os.path.basename(dirpath) == "stats":   # counters
+        if dirpath.startswith(VOLATILE_DIRS) or os.path.basename(dirpath) == "stats":  # counters
             dirnames[:] = []
             continue
         for f in filenames:
@@ -189,40 +204,53 @@ def snapshot(scratch: Path = Path("/var/tmp/mmbench")) -> dict[str, Any]:
         for k, v in _collect(root).items():
             st[f"knob {root}/{k}"] = v
     pools = {}
-    for p in [*Path("/sys/kernel/mm/hugepages").glob("hugepages-*"),
-              *Path("/sys/devices/system/node").glob("node*/hugepages/hugepages-*")]:
+    for p in [
+        *Path("/sys/kernel/mm/hugepages").glob("hugepages-*"),
+        *Path("/sys/devices/system/node").glob("node*/hugepages/hugepages-*"),
+    ]:
         for f in ("nr_hugepages", "nr_overcommit_hugepages"):
             if (p / f).exists():
                 pools[f"{p}/{f}"] = _read(p / f)
     st["hugetlb pools"] = pools
     st["swaps"] = sorted(line.split()[0] for line in _read(Path("/proc/swaps")).splitlines()[1:] if line.strip())
-    st["zram"] = {d.name: (_read(d / "disksize"), _read(d / "comp_algorithm"))
-                  for d in sorted(Path("/sys/block").glob("zram*"))}
-    st["cgroups"] = sorted(str(p) for root in [Path("/sys/fs/cgroup"), *Path("/sys/fs/cgroup").glob("*")]
-                           if root.is_dir() for p in root.glob("mmbench-*")
-                           if not p.name.startswith("mmbench-test-"))
+    st["zram"] = {
+        d.name: (_read(d / "disksize"), _read(d / "comp_algorithm")) for d in sorted(Path("/sys/block").glob("zram*"))
+    }
+    st["cgroups"] = sorted(
+        str(p)
+        for root in [Path("/sys/fs/cgroup"), *Path("/sys/fs/cgroup").glob("*")]
+        if root.is_dir()
+        for p in root.glob("mmbench-*")
+        if not p.name.startswith("mmbench-test-")
+    )
     mounts = [line.split() for line in _read(Path("/proc/mounts")).splitlines()]
     st["tracefs mounted"] = any(m[2] == "tracefs" for m in mounts if len(m) > 2)
     # what mmbench mounts: tracefs, and (loop devices' filesystems) under the run's scratch folder;
     # a trial's scratch is its own, so other sessions' mounts elsewhere are not counted
-    st["mounts"] = sorted(f"{m[0]} {m[1]} {m[2]}" for m in mounts if len(m) > 2
-                          and (m[2] == "tracefs" or m[1].startswith(str(scratch))))
-    st["trace instances"], st["tracing"] = [], {}   # (tracefs not mounted: none)
+    st["mounts"] = sorted(
+        f"{m[0]} {m[1]} {m[2]}" for m in mounts if len(m) > 2 and (m[2] == "tracefs" or m[1].startswith(str(scratch)))
+    )
+    st["trace instances"], st["tracing"] = [], {}  # (tracefs not mounted: none)
     if TRACEFS.joinpath("instances").is_dir():
         # in-process tests of other sessions trace with a private journal (not under the machine
         # lock): an instance whose creator (mmbench-PID-...) is alive is theirs, not a leak
         insts = [p.name for p in (TRACEFS / "instances").iterdir()]
         foreign = [n for n in insts if n.startswith("mmbench") and _alive(n)]
         st["trace instances"] = sorted(set(insts) - set(foreign))
-        st["tracing"] = {f: _read(TRACEFS / f) for f in ("set_event", "current_tracer", "tracing_on",
-                                                          "buffer_size_kb", "tracing_max_latency")}
+        st["tracing"] = {
+            f: _read(TRACEFS / f)
+            for f in ("set_event", "current_tracer", "tracing_on", "buffer_size_kb", "tracing_max_latency")
+        }
         st["_foreign trace"] = bool(foreign)
-    st["loop devices"] = sorted(f"{p.parent.parent.name} {_read(p)}"
-                                for p in Path("/sys/block").glob("loop*/loop/backing_file")
-                                if _read(p).startswith(str(scratch)))
+    st["loop devices"] = sorted(
+        f"{p.parent.parent.name} {_read(p)}"
+        for p in Path("/sys/block").glob("loop*/loop/backing_file")
+        if _read(p).startswith(str(scratch))
+    )
     st["scratch"] = scratch.exists() and sorted(p.name for p in scratch.iterdir())
-    st["journal"] = Path("/var/lib/mmbench/journal.jsonl").exists() and \
-        bool(_read(Path("/var/lib/mmbench/journal.jsonl")))
+    st["journal"] = Path("/var/lib/mmbench/journal.jsonl").exists() and bool(
+        _read(Path("/var/lib/mmbench/journal.jsonl"))
+    )
     return st
 
 
@@ -235,32 +263,48 @@ def _alive(instance: str) -> bool:
 
 
 # what counts as an object (leaked) rather than a setting (left changed)
-OBJECT_KEYS = {"swaps", "zram", "cgroups", "mounts", "trace instances", "loop devices", "scratch", "journal",
-               "scratch parents", "processes"}
+OBJECT_KEYS = {
+    "swaps",
+    "zram",
+    "cgroups",
+    "mounts",
+    "trace instances",
+    "loop devices",
+    "scratch",
+    "journal",
+    "scratch parents",
+    "processes",
+}
 
 
 @dataclass
 class Trial:
     suite: str
-    sig: str                  # SIGKILL, SIGINT, SIGTERM, SIGTERM-restore (SIGKILL, then restore SIGTERMed),
-    point: str                # SIGKILL-junk, import-force, full-disk; how the moment was chosen
+    sig: str  # SIGKILL, SIGINT, SIGTERM, SIGTERM-restore (SIGKILL, then restore SIGTERMed),
+    point: str  # SIGKILL-junk, import-force, full-disk; how the moment was chosen
     seed: int
     exit: int | None = None
-    exercised: bool = True    # False: the signal reached a run that had already ended
+    exercised: bool = True  # False: the signal reached a run that had already ended
     settings_changed: list[str] = field(default_factory=list)
     objects_leaked: list[str] = field(default_factory=list)
-    elsewhere: list[str] = field(default_factory=list)   # changed state outside the suite's own keys
+    elsewhere: list[str] = field(default_factory=list)  # changed state outside the suite's own keys
     left_by_kill: list[str] = field(default_factory=list)  # what a SIGKILL left before restore
     iterations_lost: int = 0
     integrity: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tracebacks: list[str] = field(default_factory=list)
-    strict: bool = False      # count ``elsewhere`` as problems (a machine of its own)
+    strict: bool = False  # count ``elsewhere`` as problems (a machine of its own)
 
     @property
     def clean(self) -> bool:
-        return not (self.settings_changed or self.objects_leaked or self.iterations_lost or self.integrity
-                    or self.tracebacks or (self.strict and self.elsewhere))
+        return not (
+            self.settings_changed
+            or self.objects_leaked
+            or self.iterations_lost
+            or self.integrity
+            or self.tracebacks
+            or (self.strict and self.elsewhere)
+        )
 
 
 class _Children(threading.Thread):
@@ -284,13 +328,14 @@ class _Children(threading.Thread):
                     raw = Path(f"/proc/{d}/stat").read_text()
                 except OSError:
                     continue
-                comm = raw[raw.index("(") + 1:raw.rindex(")")]
-                fields = raw[raw.rindex(")") + 2:].split()
+                comm = raw[raw.index("(") + 1 : raw.rindex(")")]
+                fields = raw[raw.rindex(")") + 2 :].split()
                 parents[int(d)] = int(fields[1])
                 info[int(d)] = (fields[19], comm)
             # a recorded pid counts only while it is still that process (pids are reused)
-            family = {self.root} | {pid for pid, (start, _) in self.seen.items()
-                                    if pid in info and info[pid][0] == start}
+            family = {self.root} | {
+                pid for pid, (start, _) in self.seen.items() if pid in info and info[pid][0] == start
+            }
             changed = True
             while changed:
                 changed = False
@@ -312,7 +357,7 @@ class _Children(threading.Thread):
                 raw = Path(f"/proc/{pid}/stat").read_text()
             except OSError:
                 continue
-            fields = raw[raw.rindex(")") + 2:].split()
+            fields = raw[raw.rindex(")") + 2 :].split()
             if fields[19] == start and fields[0] not in ("Z", "X") and not int(fields[6]) & 0x4:
                 out.append(f"pid {pid} ({comm})")
         return sorted(out)
@@ -362,13 +407,13 @@ def _ends(ev: dict[str, Any]) -> bool:
     return ev.get("event") == "iteration-end"
 
 
-KILLS = ("SIGKILL", "SIGKILL-junk")   # plain SIGKILL; SIGKILL then a junk line in the journal
+KILLS = ("SIGKILL", "SIGKILL-junk")  # plain SIGKILL; SIGKILL then a junk line in the journal
 
 
 def _signum(sig: str) -> int | None:
     if sig in KILLS or sig.endswith("-restore"):
         return signal.SIGKILL
-    return getattr(signal, sig) if sig.startswith("SIG") else None   # import-force, full-disk: none
+    return getattr(signal, sig) if sig.startswith("SIG") else None  # import-force, full-disk: none
 
 
 def _state(pid: int) -> str | None:
@@ -378,12 +423,19 @@ def _state(pid: int) -> str | None:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = raw[raw.rindex(")") + 2:].split()
+    fields = raw[raw.rindex(")") + 2 :].split()
     return "exiting" if int(fields[6]) & 0x4 else fields[0]
 
 
-def run_trial(suite: str, sig: str, seed: int, workdir: Path, log: Any = None,
-              at: tuple[str, int, float] | None = None, strict: bool = False) -> Trial:
+def run_trial(
+    suite: str,
+    sig: str,
+    seed: int,
+    workdir: Path,
+    log: Any = None,
+    at: tuple[str, int, float] | None = None,
+    strict: bool = False,
+) -> Trial:
     """One trial: run ``suite``, send ``sig`` at a seeded point (or inject the fault ``sig``
     names), restore if needed, check all.
 
@@ -393,8 +445,11 @@ def run_trial(suite: str, sig: str, seed: int, workdir: Path, log: Any = None,
     rng = random.Random(seed)
     n_iter = int(SUITES[suite].split("iterations = ")[1].split()[0])
     point_kind = rng.choice(["time", "boundary", "boundary", "last"]) if at is None else "fixed"
-    offsets = [0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1] if point_kind == "last" else \
-        [0.0, 0.001, 0.002, 0.005, 0.0055, 0.01, 0.015, 0.02]
+    offsets = (
+        [0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1]
+        if point_kind == "last"
+        else [0.0, 0.001, 0.002, 0.005, 0.0055, 0.01, 0.015, 0.02]
+    )
     offset = rng.choice(offsets) if at is None else at[2]
     trial = Trial(suite, sig, "", seed, strict=strict)
     name = f"t{seed}"
@@ -402,7 +457,7 @@ def run_trial(suite: str, sig: str, seed: int, workdir: Path, log: Any = None,
     scratch_top = Path(f"/var/tmp/mmbench-trial-{name}-{os.getpid()}")
     scratch = scratch_top / "parent" / "scratch"
     text = SUITES[suite].replace("[suite]\n", f'[suite]\nscratch = "{scratch}"\n', 1)
-    if sig == "import-force":   # the run is still being written when the import comes
+    if sig == "import-force":  # the run is still being written when the import comes
         text += '\n[[workload]]\nname = "idle"\nlabel = "hold"\niterations = 1\n[workload.params]\nduration = "3s"\n'
     cfg = workdir / f"{suite}.toml"
     cfg.write_text(text)
@@ -412,8 +467,13 @@ def run_trial(suite: str, sig: str, seed: int, workdir: Path, log: Any = None,
     before = _locked_snapshot(scratch)
     before["scratch parents"] = scratch_top.exists()
     env = {**os.environ, "MMBENCH_LOCK_WAIT": os.environ.get("MMBENCH_LOCK_WAIT", "900")}
-    proc = subprocess.Popen(_cli("run", "--json-log", "--config", str(cfg), "--results", str(results), name),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        _cli("run", "--json-log", "--config", str(cfg), "--results", str(results), name),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     children = _Children(proc.pid)
     children.start()
     reader = _Reader(proc.stderr)
@@ -470,8 +530,10 @@ def run_trial(suite: str, sig: str, seed: int, workdir: Path, log: Any = None,
             trial.exercised = False
             trial.notes.append(f"not exercised: the run had ended before the signal (exit {proc.returncode})")
             if live_at_signal and signum != signal.SIGKILL and proc.returncode in (0, 5):
-                trial.integrity.append(f"{signal.Signals(signum).name} reached the live run (state "
-                                       f"{state}) but it exited {proc.returncode}, not {128 + signum}")
+                trial.integrity.append(
+                    f"{signal.Signals(signum).name} reached the live run (state "
+                    f"{state}) but it exited {proc.returncode}, not {128 + signum}"
+                )
     if proc.returncode == -signal.SIGKILL:
         left = _locked_snapshot(scratch)
         left["scratch parents"] = scratch_top.exists()
@@ -483,7 +545,9 @@ def run_trial(suite: str, sig: str, seed: int, workdir: Path, log: Any = None,
         if junk is not None:
             _check_junk_named(trial, out, junk)
         elif out.returncode != 0:
-            trial.integrity.append(f"mmbench restore exited {out.returncode}: {out.stdout.strip()} {out.stderr.strip()}")
+            trial.integrity.append(
+                f"mmbench restore exited {out.returncode}: {out.stdout.strip()} {out.stderr.strip()}"
+            )
         if "Traceback" in out.stderr:
             trial.tracebacks.append(out.stderr)
     if full is not None:
@@ -504,7 +568,7 @@ def run_trial(suite: str, sig: str, seed: int, workdir: Path, log: Any = None,
         subprocess.run(["umount", "-l", str(full)], check=False)
     else:
         _check_store(trial, results, name, reader, proc.returncode, sig)
-    shutil.rmtree(scratch_top, ignore_errors=True)   # (only if the check above found it left)
+    shutil.rmtree(scratch_top, ignore_errors=True)  # (only if the check above found it left)
     if log:
         log(trial)
     return trial
@@ -518,17 +582,18 @@ def _diff(before: dict[str, Any], after: dict[str, Any], name: str) -> dict[str,
         # another session's runs own their cgroups and scratch folders; this run's are compared
         st["cgroups"] = [c for c in st.get("cgroups", []) if f"/mmbench-{name}-" in c]
     keys = (set(before) | set(after)) - {"_foreign trace"}
-    if before.get("journal"):   # someone else's leftover journal: the next run restores it, not ours
+    if before.get("journal"):  # someone else's leftover journal: the next run restores it, not ours
         keys.discard("journal")
     for k in keys:
         a, b = before.get(k), after.get(k)
         if a == b:
             continue
         if foreign and k in ("tracefs mounted", "tracing", "mounts"):
-            continue   # another session's in-process trace test mounted or uses tracefs now
+            continue  # another session's in-process trace test mounted or uses tracefs now
         if isinstance(a, dict) and isinstance(b, dict):
-            what = ", ".join(f"{x}: {a.get(x)!r} -> {b.get(x)!r}" for x in sorted(set(a) | set(b))
-                             if a.get(x) != b.get(x))
+            what = ", ".join(
+                f"{x}: {a.get(x)!r} -> {b.get(x)!r}" for x in sorted(set(a) | set(b)) if a.get(x) != b.get(x)
+            )
             out[k] = f"{k}: {what}"
         else:
             out[k] = f"{k}: {a!r} -> {b!r}"
@@ -563,15 +628,20 @@ def _check_full_disk(trial: Trial, reader: _Reader, results: Path, name: str) ->
     trial.point = "the results filesystem filled up"
 
 
-def _import_over_live_run(trial: Trial, reader: _Reader, proc: subprocess.Popen, results: Path, name: str,
-                          workdir: Path) -> None:
+def _import_over_live_run(
+    trial: Trial, reader: _Reader, proc: subprocess.Popen, results: Path, name: str, workdir: Path
+) -> None:
     """``mmbench import --force`` of the run's own name while it is written: refused, the run goes on."""
     reader.wait_event(lambda ev: ev.get("event") == "iteration-end", 300)
     csv = workdir / "import.csv"
     csv.write_text("workload,metric,unit,better,iteration,value\nw,t,s,lower,0,1\n")
     running = proc.poll() is None
-    out = subprocess.run(_cli("import", "--results", str(results), "--force", str(csv), name),
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        _cli("import", "--results", str(results), "--force", str(csv), name),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     trial.point = f"import --force of {name} after its first iteration (exit {out.returncode})"
     if out.returncode == 2 and "still being written" in out.stderr:
         return
@@ -585,6 +655,7 @@ def _import_over_live_run(trial: Trial, reader: _Reader, proc: subprocess.Popen,
 def _add_journal_junk(seed: int) -> bytes:
     """A non-UTF-8 line appended to the machine journal after the kill (a damaged file)."""
     from mmbench.run.journal import Journal
+
     junk = b"\xff\xfe junk from trial " + str(seed).encode()
     with open(Journal().path, "ab") as fh:
         fh.write(junk + b"\n")
@@ -594,9 +665,10 @@ def _add_journal_junk(seed: int) -> bytes:
 def _check_junk_named(trial: Trial, out: subprocess.CompletedProcess, junk: bytes) -> None:
     """restore named the junk line, set it aside, restored the rest, and said not everything went."""
     from mmbench.run.journal import Journal
+
     path = Journal().path
     aside = [p for p in path.parent.glob(f"{path.name}.unreadable-*") if junk in p.read_bytes()]
-    for p in aside:   # the campaign's own junk: cleaned up
+    for p in aside:  # the campaign's own junk: cleaned up
         rest = b"\n".join(line for line in p.read_bytes().split(b"\n") if line and line != junk)
         p.write_bytes(rest + b"\n") if rest else p.unlink()
     if f"{path}: line" in out.stdout and "not UTF-8" in out.stdout and out.returncode == 4:
@@ -604,26 +676,30 @@ def _check_junk_named(trial: Trial, out: subprocess.CompletedProcess, junk: byte
     if aside:
         trial.notes.append("another mmbench process set the junk line aside first")
         return
-    trial.integrity.append(f"junk journal line: restore exited {out.returncode} without naming it: "
-                           f"{out.stdout.strip()[:200]} {out.stderr.strip()[:200]}")
+    trial.integrity.append(
+        f"junk journal line: restore exited {out.returncode} without naming it: "
+        f"{out.stdout.strip()[:200]} {out.stderr.strip()[:200]}"
+    )
 
 
 def _locked_snapshot(scratch: Path = Path("/var/tmp/mmbench")) -> dict[str, Any]:
     """A snapshot taken holding the machine-wide mmbench lock: another engineer's run on a shared
     machine changes knobs only while it holds the lock, and puts them back before it lets go."""
     from mmbench.run.journal import Journal
+
     os.environ.setdefault("MMBENCH_LOCK_WAIT", "900")
     j = Journal()
     j.lock()
     try:
         return snapshot(scratch)
     finally:
-        j.entries = []   # only looked at: whatever is journaled stays for its own restore
+        j.entries = []  # only looked at: whatever is journaled stays for its own restore
         fcntl_release(j)
 
 
 def fcntl_release(j: Any) -> None:
     import fcntl
+
     if j._lock_fd is not None:
         fcntl.flock(j._lock_fd, fcntl.LOCK_UN)
         os.close(j._lock_fd)
@@ -644,8 +720,10 @@ def _interrupted_restore(rng: random.Random, trial: Trial, signum: int) -> None:
     if p.poll() is None:
         p.send_signal(signum)
     out, err = p.communicate(timeout=300)
-    trial.point += (f"; restore got {signal.Signals(signum).name} {delay * 1000:g} ms after it took the "
-                    f"journal (exit {p.returncode})")
+    trial.point += (
+        f"; restore got {signal.Signals(signum).name} {delay * 1000:g} ms after it took the "
+        f"journal (exit {p.returncode})"
+    )
     if "Traceback" in err:
         trial.tracebacks.append(err)
     if p.returncode not in (0, 128 + signum):
@@ -654,10 +732,10 @@ def _interrupted_restore(rng: random.Random, trial: Trial, signum: int) -> None:
         trial.integrity.append(f"interrupted restore did not say to run it again: {err.strip()}")
 
 
-def _check_store(trial: Trial, results: Path, name: str, reader: _Reader, code: int | None,
-                 sig: str = "") -> None:
+def _check_store(trial: Trial, results: Path, name: str, reader: _Reader, code: int | None, sig: str = "") -> None:
     from mmbench.store.fs import FileStore
     import sqlite3
+
     reported = {(ev.get("workload"), ev.get("iteration")) for _, ev in reader.events if _ends(ev)}
     rundir = results / name
     if not (rundir / "run.json").exists():
@@ -676,15 +754,14 @@ def _check_store(trial: Trial, results: Path, name: str, reader: _Reader, code: 
     partial = [str(p.relative_to(rundir)) for p in rundir.glob("*/.iter-*")]
     if partial:
         trial.integrity.append(f"partial iteration folders left: {partial}")
-    incomplete_dirs = [str(p.relative_to(rundir)) for p in rundir.glob("*/iter-*")
-                       if not (p / "result.json").exists()]
+    incomplete_dirs = [str(p.relative_to(rundir)) for p in rundir.glob("*/iter-*") if not (p / "result.json").exists()]
     if incomplete_dirs:
         trial.integrity.append(f"iteration folders without result.json: {incomplete_dirs}")
     if run.status == "running":
         trial.integrity.append("the run is listed as running although its process is gone")
     try:
         db = sqlite3.connect(results / "index.sqlite")
-        FileStore(results).list_runs()     # corrects a dead run's row, as list/show/compare do
+        FileStore(results).list_runs()  # corrects a dead run's row, as list/show/compare do
         row = db.execute("SELECT status FROM runs WHERE name=?", (name,)).fetchone()
         db.close()
         if row and row[0] != run.status:
@@ -701,8 +778,9 @@ def _check_store(trial: Trial, results: Path, name: str, reader: _Reader, code: 
     if code in (130, 143) and run.status not in ("incomplete", "complete"):
         trial.integrity.append(f"exit {code} but status {run.status}")
     if code in (130, 143):
-        finished = [ev for _, ev in reader.events if ev.get("event") == "info"
-                    and "machine state" in ev.get("message", "")]
+        finished = [
+            ev for _, ev in reader.events if ev.get("event") == "info" and "machine state" in ev.get("message", "")
+        ]
         if not finished:
             trial.integrity.append("an interrupted run printed no final restore line")
     if code not in (0, 1, 5, 130, 143, 4, -signal.SIGKILL):
@@ -736,8 +814,9 @@ SIGNALS = ["SIGKILL", "SIGINT", "SIGTERM", "SIGTERM-restore"]
 FAULTS = ["SIGKILL-junk", "import-force", "full-disk"]
 
 
-def plan(n: int, seed: int, suites: list[str] | None = None,
-         sigs: list[str] | None = None) -> list[tuple[str, str, int]]:
+def plan(
+    n: int, seed: int, suites: list[str] | None = None, sigs: list[str] | None = None
+) -> list[tuple[str, str, int]]:
     """``n`` (suite, signal or fault, trial seed) triples, every suite and signal covered in turn."""
     rng = random.Random(seed)
     suites = suites or list(SUITES)

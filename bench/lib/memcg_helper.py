@@ -37,8 +37,7 @@ class TestMemcg:
 
     def spawn(self, argv: Sequence[str], **kw: Any) -> subprocess.Popen:
         box = self.box
-        proc = subprocess.Popen(list(argv), preexec_fn=lambda: box.attach(os.getpid()),
-                                start_new_session=True, **kw)
+        proc = subprocess.Popen(list(argv), preexec_fn=lambda: box.attach(os.getpid()), start_new_session=True, **kw)
         self.procs.append(proc)
         return proc
 
@@ -49,7 +48,7 @@ class TestMemcg:
         return dict(self.box.paths)
 
     def close(self) -> None:
-        self.box.destroy()   # SIGKILLs what is left inside: only what spawn started
+        self.box.destroy()  # SIGKILLs what is left inside: only what spawn started
         for p in self.procs:
             try:
                 p.wait(timeout=10)
@@ -63,8 +62,12 @@ def thrash_command(workdir: Path, file_mb: int = 300, passes: int = 3, anon_mb: 
     between (minor faults)."""
     f = workdir / "thrash.dat"
     page = os.sysconf("SC_PAGE_SIZE")
-    py = (f"import mmap\nfor _ in range(4):\n m=mmap.mmap(-1,{anon_mb}<<20)\n"
-          f" for i in range(0,{anon_mb}<<20,{page}): m[i]=1\n m.close()")
-    script = (f"dd if=/dev/zero of={f} bs=1M count={file_mb} status=none; "
-              f"for i in $(seq {passes}); do cat {f} > /dev/null; python3 -c '{py}'; done; rm -f {f}")
+    py = (
+        f"import mmap\nfor _ in range(4):\n m=mmap.mmap(-1,{anon_mb}<<20)\n"
+        f" for i in range(0,{anon_mb}<<20,{page}): m[i]=1\n m.close()"
+    )
+    script = (
+        f"dd if=/dev/zero of={f} bs=1M count={file_mb} status=none; "
+        f"for i in $(seq {passes}); do cat {f} > /dev/null; python3 -c '{py}'; done; rm -f {f}"
+    )
     return ["sh", "-c", script]

@@ -15,8 +15,8 @@ from pathlib import Path
 # ---- the generator -------------------------------------------------------------------------------
 
 BENCHES = ("time_unmap", "pft", "thpscale", "usemem", "simoop", "stutterp", "postmark", "highalloc")
-HIGHER = {"pft", "postmark", "highalloc"}   # benchmarks whose metrics are higher-is-better (not mean-lat)
-HMEAN = {"pft", "postmark"}                  # rates: MMTests' "_mean" of Higher data is the Hmean
+HIGHER = {"pft", "postmark", "highalloc"}  # benchmarks whose metrics are higher-is-better (not mean-lat)
+HMEAN = {"pft", "postmark"}  # rates: MMTests' "_mean" of Higher data is the Hmean
 
 
 @dataclass
@@ -26,7 +26,7 @@ class Expected:
     samples: dict = field(default_factory=dict)
     duration: dict = field(default_factory=dict)
     vmstat: dict = field(default_factory=dict)
-    monitors: dict = field(default_factory=dict)   # [run][bench][iter][monitor] → metric → values
+    monitors: dict = field(default_factory=dict)  # [run][bench][iter][monitor] → metric → values
 
 
 def _write(path: Path, text: str, gz: bool | str) -> None:
@@ -60,10 +60,12 @@ def gen_pft(logs: Path, rng: random.Random, gz: bool) -> dict:
     exp: dict = {}
     for n in (1, 2):
         text = ""
-        for _ in range(5):   # PFT_ITERATIONS runs appended to one log
+        for _ in range(5):  # PFT_ITERATIONS runs appended to one log
             cpu, sec = round(rng.uniform(4e5, 7e5), 3), round(rng.uniform(5e5, 9e5), 3)
-            text += ("   MappingSize  Threads CacheLine   UserTime  SysTime WallTime flt/cpu/s fault/wsec\n"
-                     f"  268435456 {n:8d} {1:9d} {0.04:9.2f}s {0.38:7.2f}s {0.42:7.2f}s {cpu:10.3f} {sec:10.3f}\n")
+            text += (
+                "   MappingSize  Threads CacheLine   UserTime  SysTime WallTime flt/cpu/s fault/wsec\n"
+                f"  268435456 {n:8d} {1:9d} {0.04:9.2f}s {0.38:7.2f}s {0.42:7.2f}s {cpu:10.3f} {sec:10.3f}\n"
+            )
             _add(exp, f"faults/cpu-{n}", cpu)
             _add(exp, f"faults/sec-{n}", sec)
         _write(logs / f"pft-{n}.log", text, gz)
@@ -89,10 +91,12 @@ def gen_usemem(logs: Path, rng: random.Random, gz: bool) -> dict:
     for n in (1, 2):
         for i in range(1, 8):
             s, m, sec = round(rng.uniform(0.5, 3), 2), rng.randint(0, 1), round(rng.uniform(1, 59), 2)
-            _write(logs / f"usemem-{n}-{i}",
-                   f"0.{rng.randint(10, 99)}user {s:.2f}system {m}:{sec:05.2f}elapsed 99%CPU "
-                   f"(0avgtext+0avgdata 123456maxresident)k\n0inputs+0outputs (0major+30000minor)pagefaults 0swaps\n",
-                   gz)
+            _write(
+                logs / f"usemem-{n}-{i}",
+                f"0.{rng.randint(10, 99)}user {s:.2f}system {m}:{sec:05.2f}elapsed 99%CPU "
+                f"(0avgtext+0avgdata 123456maxresident)k\n0inputs+0outputs (0major+30000minor)pagefaults 0swaps\n",
+                gz,
+            )
             _add(exp, f"syst-{n}", s)
             _add(exp, f"elsp-{n}", m * 60 + sec)
     return exp
@@ -107,15 +111,14 @@ def gen_simoop(logs: Path, rng: random.Random, gz: bool, head_format: bool) -> d
         for op in ("Read", "Write", "Allocation"):
             v = sorted(rng.randint(100, 3_000_000) for _ in range(4))
             if head_format:
-                text += (f"{op} latency usec: (p50: {v[0]:,}) (p95: {v[1]:,}) (p99: {v[2]:,}) "
-                         f"(max: {v[3]:,})\n")
+                text += f"{op} latency usec: (p50: {v[0]:,}) (p95: {v[1]:,}) (p99: {v[2]:,}) (max: {v[3]:,})\n"
                 _add(exp, f"max-{op}", float(v[3]))
             else:
                 text += f"{op} latency (p50: {v[0]:,}) (p95: {v[1]:,}) (p99: {v[2]:,})\n"
             for name, x in zip(("p50", "p95", "p99"), v):
                 _add(exp, f"{name}-{op}", float(x))
         text += "work rate = 123.45/sec (avg 120.00/sec) (total 123)\n"
-    text += "Final stats\nRead latency (p50: 9) (p95: 9) (p99: 9)\n"   # after Final stats: ignored
+    text += "Final stats\nRead latency (p50: 9) (p95: 9) (p99: 9)\n"  # after Final stats: ignored
     _write(logs / "simoop.log", text, gz)
     return exp
 
@@ -157,9 +160,15 @@ Data:
 \t8123.45 megabytes written ({wr} megabytes per second)
 """
     _write(logs / "postmark.log", text, gz)
-    return {"Transactions": [float(tx)], "FilesCreate": [float(cr)], "CreateTransact": [float(crm)],
-            "FilesDeleted": [float(de)], "DeleteTransact": [float(dem)], "DataRead/MB": [rd],
-            "DataWrite/MB": [wr]}
+    return {
+        "Transactions": [float(tx)],
+        "FilesCreate": [float(cr)],
+        "CreateTransact": [float(crm)],
+        "FilesDeleted": [float(de)],
+        "DeleteTransact": [float(dem)],
+        "DataRead/MB": [rd],
+        "DataWrite/MB": [wr],
+    }
 
 
 def gen_highalloc(logs: Path, rng: random.Random, gz: bool) -> dict:
@@ -190,8 +199,10 @@ def gen_highalloc(logs: Path, rng: random.Random, gz: bool) -> dict:
 def gen_vmstat_monitor(it: Path, bench: str, rng: random.Random, gz: bool) -> dict:
     """MMTests' vmstat monitor through latency-output (every line prefixed); the first data row is
     vmstat's since-boot average (not a sample)."""
-    hdr = ["procs -----------memory---------- ---swap-- -----io---- -system-- ------cpu-----",
-           " r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st"]
+    hdr = [
+        "procs -----------memory---------- ---swap-- -----io---- -system-- ------cpu-----",
+        " r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st",
+    ]
     rows = [[rng.randint(0, 99) for _ in range(17)] for _ in range(6)]
     lines = hdr + [" ".join(str(v) for v in r) for r in rows]
     text = "".join(f"{1700000000 + i:16.4f} {i:8.4f} {1:10.4f} -- {ln}\n" for i, ln in enumerate(lines))
@@ -223,12 +234,24 @@ def gen_mpstat_monitor(it: Path, bench: str, rng: random.Random, gz: bool) -> di
     return exp
 
 
-VMSTAT_KEYS = ("pgfault", "pgmajfault", "pswpin", "pswpout", "pgscan_kswapd", "pgsteal_kswapd",
-               "pgscan_direct", "pgsteal_direct", "thp_fault_alloc", "thp_fault_fallback", "compact_stall")
+VMSTAT_KEYS = (
+    "pgfault",
+    "pgmajfault",
+    "pswpin",
+    "pswpout",
+    "pgscan_kswapd",
+    "pgsteal_kswapd",
+    "pgscan_direct",
+    "pgsteal_direct",
+    "thp_fault_alloc",
+    "thp_fault_fallback",
+    "compact_stall",
+)
 
 
-def make_tree(root: Path, runs: dict[str, int], *, gz: bool, seed: int = 1,
-              benches: tuple[str, ...] = BENCHES) -> Expected:
+def make_tree(
+    root: Path, runs: dict[str, int], *, gz: bool, seed: int = 1, benches: tuple[str, ...] = BENCHES
+) -> Expected:
     """Write work/log/<run>/iter-<N>/ for every run (name → number of iter-N) and benchmark."""
     rng = random.Random(seed)
     exp = Expected()
@@ -245,12 +268,16 @@ def make_tree(root: Path, runs: dict[str, int], *, gz: bool, seed: int = 1,
                 gen = globals()[f"gen_{b}"]
                 s = gen(logs, rng, gz, head_format=bool(r % 2)) if b == "simoop" else gen(logs, rng, gz)
                 exp.samples.setdefault(run, {}).setdefault(b, {})[n] = s
-                if b in ("pft", "simoop"):   # MMTests' vmstat and mpstat monitors for two of them
+                if b in ("pft", "simoop"):  # MMTests' vmstat and mpstat monitors for two of them
                     exp.monitors.setdefault(run, {}).setdefault(b, {})[n] = {
-                        "vmstat": gen_vmstat_monitor(it, b, rng, gz), "mpstat": gen_mpstat_monitor(it, b, rng, gz)}
+                        "vmstat": gen_vmstat_monitor(it, b, rng, gz),
+                        "mpstat": gen_mpstat_monitor(it, b, rng, gz),
+                    }
                 u, sy, el = round(rng.uniform(1, 99), 2), round(rng.uniform(1, 99), 2), round(rng.uniform(100, 999), 2)
-                ts += (f"test begin :: {b} {1700000100 + n}\ntest end :: {b} {1700000900 + n} 0\n"
-                       f"time :: {b} {u:.2f} user {sy:.2f} system {el:.2f} elapsed\n")
+                ts += (
+                    f"test begin :: {b} {1700000100 + n}\ntest end :: {b} {1700000900 + n} 0\n"
+                    f"time :: {b} {u:.2f} user {sy:.2f} system {el:.2f} elapsed\n"
+                )
                 exp.duration.setdefault(run, {}).setdefault(b, {})[n] = {"user": u, "system": sy, "elapsed": el}
                 before = {k: rng.randint(0, 10**9) for k in VMSTAT_KEYS}
                 after = {k: v + rng.randint(0, 10**6) for k, v in before.items()}
@@ -258,16 +285,21 @@ def make_tree(root: Path, runs: dict[str, int], *, gz: bool, seed: int = 1,
                 if b == "thpscale":
                     # this benchmark's vmstat comes from the proc-vmstat monitor instead (no snapshots)
                     mid = {k: v + 1 for k, v in before.items()}
-                    frames = "".join(f"time: {1700000100 + j}\n" + "".join(f"{k} {v}\n" for k, v in f.items())
-                                     for j, f in enumerate((before, mid, after)))
+                    frames = "".join(
+                        f"time: {1700000100 + j}\n" + "".join(f"{k} {v}\n" for k, v in f.items())
+                        for j, f in enumerate((before, mid, after))
+                    )
                     _write(it / f"proc-vmstat-{b}", frames, gz)
                     sysstate += f"test begin :: {b} 1\ntest end :: {b} 2 0\n"
                     continue
-                sysstate += (f"test begin :: {b} {1700000100 + n}\nfile start :: /proc/vmstat\n"
-                             + "".join(f"{k} {v}\n" for k, v in before.items())
-                             + "file start :: /proc/zoneinfo\nNode 0, zone DMA\n  pages free 1\n"
-                             + "file end :: /proc/vmstat\n" + "".join(f"{k} {v}\n" for k, v in after.items())
-                             + f"file end :: /proc/zoneinfo\nNode 0, zone DMA\ntest end :: {b} {1700000900 + n} 0\n")
+                sysstate += (
+                    f"test begin :: {b} {1700000100 + n}\nfile start :: /proc/vmstat\n"
+                    + "".join(f"{k} {v}\n" for k, v in before.items())
+                    + "file start :: /proc/zoneinfo\nNode 0, zone DMA\n  pages free 1\n"
+                    + "file end :: /proc/vmstat\n"
+                    + "".join(f"{k} {v}\n" for k, v in after.items())
+                    + f"file end :: /proc/zoneinfo\nNode 0, zone DMA\ntest end :: {b} {1700000900 + n} 0\n"
+                )
             ts += f"finish :: {1700001000 + n}\n"
             (it / "tests-timestamp").write_text(ts)
             _write(it / "tests-sysstate", sysstate, gz)
@@ -275,5 +307,3 @@ def make_tree(root: Path, runs: dict[str, int], *, gz: bool, seed: int = 1,
 
 
 # ---- MMTests' formulas (mmtests-notes.md §3.4), written out independently ----------------------
-
-

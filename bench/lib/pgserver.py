@@ -41,13 +41,24 @@ class PgServer:
             if os.geteuid() == 0:
                 os.chown(pwfile, pw.pw_uid, pw.pw_gid)
             auth = ["-A", "scram-sha-256", f"--pwfile={pwfile}"]
-        self._as_owner([str(bindir / "initdb"), "-D", str(self.data), "-U", self.user, *auth,
-                        "--no-sync", "-E", "UTF8"])
+        self._as_owner(
+            [str(bindir / "initdb"), "-D", str(self.data), "-U", self.user, *auth, "--no-sync", "-E", "UTF8"]
+        )
         if password is not None:
             (self.dir / "pwfile").unlink()
-        self._as_owner([str(bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"), "-w",
-                        "-o", f"-c listen_addresses='' -k {self.dir} -c fsync=off -c max_connections=60",
-                        "start"])
+        self._as_owner(
+            [
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-l",
+                str(self.dir / "log"),
+                "-w",
+                "-o",
+                f"-c listen_addresses='' -k {self.dir} -c fsync=off -c max_connections=60",
+                "start",
+            ]
+        )
         self._databases = 0
 
     def _as_owner(self, argv: list[str]) -> None:
@@ -61,6 +72,7 @@ class PgServer:
     def new_database(self) -> str:
         """A fresh, empty database; returns its URL."""
         import psycopg
+
         self._databases += 1
         name = f"t{self._databases}"
         with psycopg.connect(self.url(), autocommit=True, password=self.password) as conn:

@@ -26,14 +26,15 @@ NOISES = ("normal", "lognormal", "heavy", "poisson", "constant")
 class Planted:
     """A range of ``n`` commits after the good end (``c0`` good, ``c1`` … ``cN``; ``cN`` the bad
     end) whose first bad commit is ``c{first_bad}``."""
+
     n: int
     first_bad: int
-    effect: float                   # relative change of the mean at the first bad commit
-    cv: float = 0.02                # coefficient of variation of one round
+    effect: float  # relative change of the mean at the first bad commit
+    cv: float = 0.02  # coefficient of variation of one round
     noise: str = "normal"
     mean: float = 1000.0
     seed: int = 0
-    fail: set[int] = field(default_factory=set)     # commits that do not build
+    fail: set[int] = field(default_factory=set)  # commits that do not build
     calls: list[tuple[str, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -68,7 +69,7 @@ class Planted:
         if self.noise == "lognormal":
             s2 = math.log1p(self.cv * self.cv)
             return m * math.exp(r.gauss(-s2 / 2.0, math.sqrt(s2)))
-        if self.noise == "heavy":        # t(3) has variance 3
+        if self.noise == "heavy":  # t(3) has variance 3
             chi2 = sum(r.gauss(0.0, 1.0) ** 2 for _ in range(3))
             return m + self.cv * self.mean / math.sqrt(3.0) * r.gauss(0.0, 1.0) / math.sqrt(chi2 / 3.0)
         return float(_poisson(r, m))
@@ -85,7 +86,7 @@ class Planted:
 
 
 def _poisson(r: random.Random, lam: float) -> int:
-    if lam > 50:     # normal approximation, rounded: exact enough for counts this large
+    if lam > 50:  # normal approximation, rounded: exact enough for counts this large
         return max(0, round(r.gauss(lam, math.sqrt(lam))))
     k, p, t = 0, 1.0, math.exp(-lam)
     while True:
@@ -98,17 +99,18 @@ def _poisson(r: random.Random, lam: float) -> int:
 @dataclass
 class Tally:
     """What many simulated bisections did."""
+
     runs: int = 0
-    found: int = 0           # named the planted commit
-    wrong: int = 0           # named another commit, or a range without it
-    stopped: int = 0         # stopped undecided (range holds the planted commit)
-    refused: int = 0         # ends not separable
+    found: int = 0  # named the planted commit
+    wrong: int = 0  # named another commit, or a range without it
+    stopped: int = 0  # stopped undecided (range holds the planted commit)
+    refused: int = 0  # ends not separable
     steps: int = 0
-    step_errors: int = 0     # decided steps whose verdict was wrong
+    step_errors: int = 0  # decided steps whose verdict was wrong
     decided_steps: int = 0
     step_rounds: int = 0
-    end_rounds: int = 0      # fresh rounds of both ends
-    pilot_rounds: int = 0    # pilot rounds of both ends (the given ones included)
+    end_rounds: int = 0  # fresh rounds of both ends
+    pilot_rounds: int = 0  # pilot rounds of both ends (the given ones included)
     bounds: list[float] = field(default_factory=list)
 
     def add(self, planted: Planted, log: bis.BisectLog | None) -> None:
@@ -163,9 +165,18 @@ class Tally:
         return self.step_errors / self.decided_steps if self.decided_steps else math.nan
 
 
-def simulate(trials: int, n: int, effect: float, cv: float, noise: str = "normal", *,
-             settings: bis.Settings = bis.Settings(), seed: int = 1, pilot_rounds: int = 3,
-             positions: Sequence[int] | None = None) -> Tally:
+def simulate(
+    trials: int,
+    n: int,
+    effect: float,
+    cv: float,
+    noise: str = "normal",
+    *,
+    settings: bis.Settings = bis.Settings(),
+    seed: int = 1,
+    pilot_rounds: int = 3,
+    positions: Sequence[int] | None = None,
+) -> Tally:
     """``trials`` seeded bisections of ``n`` commits, the planted commit drawn uniformly from
     1..n (or from ``positions``), the pilot ``pilot_rounds`` rounds a side."""
     pick = random.Random(seed)

@@ -26,11 +26,11 @@ LOG_VERSION = 1
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_MAX_ROUNDS = 10
 DEFAULT_FIRST_LOOK = 1
-DEFAULT_END_ROUNDS = 5          # fresh rounds of each end when the pilot cannot size them
-PILOT_ROUNDS = 3                # the pilot's rounds a side when the ends' own runs are not given
-MIN_END_ROUNDS = 3              # fresh rounds of an end at least: a step's first look (1 round) has df 2
+DEFAULT_END_ROUNDS = 5  # fresh rounds of each end when the pilot cannot size them
+PILOT_ROUNDS = 3  # the pilot's rounds a side when the ends' own runs are not given
+MIN_END_ROUNDS = 3  # fresh rounds of an end at least: a step's first look (1 round) has df 2
 
-Verdict = str   # "good" | "bad" | "between" | "undecided" | "skipped"
+Verdict = str  # "good" | "bad" | "between" | "undecided" | "skipped"
 
 
 class BisectError(UsageError):
@@ -45,6 +45,7 @@ class MeasureFailed(Exception):
 class Measured:
     """What ``measure`` returns: per-round values of the followed row, the stored runs they came
     from, and anything the caller wants kept with the step (recompiled objects, wall time)."""
+
     samples: list[float]
     runs: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
@@ -56,25 +57,28 @@ Measure = Callable[[str, int], "Measured | Sequence[float]"]
 @dataclass(frozen=True)
 class Settings:
     """How sure each step must be and how many rounds it may spend."""
-    confidence: float = DEFAULT_CONFIDENCE   # per step
-    max_rounds: int = DEFAULT_MAX_ROUNDS     # a step's rounds at most
-    first_look: int = DEFAULT_FIRST_LOOK     # a step's first test after this many rounds
-    end_rounds: int | None = None            # fresh rounds of each end; None: sized from the pilot
-    max_end_rounds: int | None = None        # the sizing's cap; None: max_rounds
-    resolution: float = 0.0                  # the row's resolution (a floor of the spread)
+
+    confidence: float = DEFAULT_CONFIDENCE  # per step
+    max_rounds: int = DEFAULT_MAX_ROUNDS  # a step's rounds at most
+    first_look: int = DEFAULT_FIRST_LOOK  # a step's first test after this many rounds
+    end_rounds: int | None = None  # fresh rounds of each end; None: sized from the pilot
+    max_end_rounds: int | None = None  # the sizing's cap; None: max_rounds
+    resolution: float = 0.0  # the row's resolution (a floor of the spread)
 
     def check(self) -> None:
         if not (0.5 <= self.confidence < 1.0) or math.isnan(self.confidence):
-            raise BisectError(f"--confidence {self.confidence:g}: must be at least 0.5 and below 1 "
-                              f"(the probability that one step is right)")
+            raise BisectError(
+                f"--confidence {self.confidence:g}: must be at least 0.5 and below 1 "
+                f"(the probability that one step is right)"
+            )
         if self.first_look < 1:
             raise BisectError(f"first look {self.first_look}: a step is tested after at least 1 round")
         if self.max_rounds < self.first_look:
-            raise BisectError(f"--max-rounds {self.max_rounds}: must be at least {self.first_look} "
-                              f"(the first look)")
+            raise BisectError(f"--max-rounds {self.max_rounds}: must be at least {self.first_look} (the first look)")
         if self.end_rounds is not None and self.end_rounds < MIN_END_ROUNDS:
-            raise BisectError(f"end rounds {self.end_rounds}: each end needs at least "
-                              f"{MIN_END_ROUNDS} rounds (the spread of the row)")
+            raise BisectError(
+                f"end rounds {self.end_rounds}: each end needs at least {MIN_END_ROUNDS} rounds (the spread of the row)"
+            )
         if self.max_end_rounds is not None and self.max_end_rounds < MIN_END_ROUNDS:
             raise BisectError(f"max end rounds {self.max_end_rounds}: at least {MIN_END_ROUNDS}")
         if not self.resolution >= 0:
@@ -99,13 +103,19 @@ class Settings:
         return self.max_end_rounds if self.max_end_rounds is not None else max(self.max_rounds, MIN_END_ROUNDS)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"confidence": self.confidence, "max_rounds": self.max_rounds,
-                "first_look": self.first_look, "end_rounds": self.end_rounds,
-                "max_end_rounds": self.max_end_rounds, "resolution": self.resolution}
+        return {
+            "confidence": self.confidence,
+            "max_rounds": self.max_rounds,
+            "first_look": self.first_look,
+            "end_rounds": self.end_rounds,
+            "max_end_rounds": self.max_end_rounds,
+            "resolution": self.resolution,
+        }
 
 
 # ---------------------------------------------------------------------------------------------
 # The tests
+
 
 def _mean(x: Sequence[float]) -> float:
     return math.fsum(x) / len(x)
@@ -120,6 +130,7 @@ def _tolerance(values: Sequence[float], resolution: float) -> float:
 class Contrast:
     """The step's mean minus an end's mean, with the pooled t test's standard error, degrees of
     freedom and interval at the level the verdict used (two-sided 1 − 2α/K)."""
+
     diff: float
     se: float
     df: int
@@ -132,10 +143,15 @@ class Contrast:
         return 100.0 * v / abs(self.end_mean) if self.end_mean else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"diff": _num(self.diff), "ci": [_num(self.low), _num(self.high)],
-                "pct": _num(self.pct(self.diff)),
-                "pct_ci": [_num(self.pct(self.low)), _num(self.pct(self.high))],
-                "se": _num(self.se), "df": self.df, "end_mean": _num(self.end_mean)}
+        return {
+            "diff": _num(self.diff),
+            "ci": [_num(self.low), _num(self.high)],
+            "pct": _num(self.pct(self.diff)),
+            "pct_ci": [_num(self.pct(self.low)), _num(self.pct(self.high))],
+            "se": _num(self.se),
+            "df": self.df,
+            "end_mean": _num(self.end_mean),
+        }
 
 
 def contrast(x: Sequence[float], end: Sequence[float], resolution: float, level_alpha: float) -> Contrast:
@@ -163,15 +179,15 @@ def two_sided_p(c: Contrast) -> float:
 @dataclass(frozen=True)
 class Look:
     """One look at a step's rounds: both tests and the verdict they give (None: measure more)."""
-    p_good: float        # P-value of H_good (like the good end), two-sided
-    p_bad: float         # P-value of H_bad (like the bad end), two-sided
+
+    p_good: float  # P-value of H_good (like the good end), two-sided
+    p_bad: float  # P-value of H_bad (like the bad end), two-sided
     vs_good: Contrast
     vs_bad: Contrast
     verdict: Verdict | None
 
 
-def judge(x: Sequence[float], good: Sequence[float], bad: Sequence[float], settings: Settings,
-          last: bool) -> Look:
+def judge(x: Sequence[float], good: Sequence[float], bad: Sequence[float], settings: Settings, last: bool) -> Look:
     """The tests of one look at ``x`` against the fresh ends; ``last``: no more rounds may follow
     (undecided if neither test rejects)."""
     a = settings.look_alpha
@@ -200,13 +216,14 @@ def pilot_looks(first: int, settings: Settings) -> int:
 # ---------------------------------------------------------------------------------------------
 # Choosing the row and sizing the ends from the pilot
 
+
 @dataclass(frozen=True)
 class RowMove:
     row: str
     good_mean: float
     bad_mean: float
-    pct: float | None          # 100·(bad/good − 1)
-    effect: float | None       # |bad − good| / pooled spread (floored): rounds needed go as 1/effect²
+    pct: float | None  # 100·(bad/good − 1)
+    effect: float | None  # |bad − good| / pooled spread (floored): rounds needed go as 1/effect²
     n_good: int
     n_bad: int
 
@@ -214,7 +231,7 @@ class RowMove:
 @dataclass(frozen=True)
 class RowChoice:
     row: str
-    moves: list[RowMove]       # every candidate, most moved first
+    moves: list[RowMove]  # every candidate, most moved first
     reason: str
 
 
@@ -227,7 +244,7 @@ def row_move(row: str, good: Sequence[float], bad: Sequence[float], resolution: 
         tol = _tolerance([*g, *b], resolution)
         ss = math.fsum((v - mg) ** 2 for v in g) + math.fsum((v - mb) ** 2 for v in b)
         s = math.sqrt(ss / (len(g) + len(b) - 2))
-        if s <= tol:      # constant within each end (at the resolution): apart or not at all
+        if s <= tol:  # constant within each end (at the resolution): apart or not at all
             effect = math.inf if abs(mb - mg) > tol else 0.0
         else:
             effect = abs(mb - mg) / s
@@ -238,9 +255,12 @@ def _finite(x: Sequence[float]) -> list[float]:
     return [float(v) for v in x if v is not None and math.isfinite(float(v))]
 
 
-def choose_row(good: Mapping[str, Sequence[float]], bad: Mapping[str, Sequence[float]],
-               primary: Sequence[str] | None = None,
-               resolutions: Mapping[str, float] | None = None) -> RowChoice:
+def choose_row(
+    good: Mapping[str, Sequence[float]],
+    bad: Mapping[str, Sequence[float]],
+    primary: Sequence[str] | None = None,
+    resolutions: Mapping[str, float] | None = None,
+) -> RowChoice:
     """The row to follow: of the ``primary`` rows (all rows of both when None) present in both
     ends' pilot runs, the one that moved most, i.e. whose difference is largest in units of its
     pooled spread (the fewest rounds to tell the ends apart; a row constant within each end and
@@ -254,23 +274,27 @@ def choose_row(good: Mapping[str, Sequence[float]], bad: Mapping[str, Sequence[f
     missing = [r for r in names if not _finite(good.get(r, ())) or not _finite(bad.get(r, ()))]
     present = [r for r in names if r not in missing]
     if not present:
-        raise BisectError(f"--row: none of the suite's primary rows ({', '.join(names)}) has values "
-                          f"in both ends' runs")
+        raise BisectError(f"--row: none of the suite's primary rows ({', '.join(names)}) has values in both ends' runs")
     moves = [row_move(r, good[r], bad[r], res.get(r, 0.0)) for r in present]
 
     def key(m: RowMove) -> tuple[int, float, float]:
         e = m.effect if m.effect is not None else -1.0
         return (m.effect is not None, e, abs(m.pct) if m.pct is not None else abs(m.bad_mean - m.good_mean))
+
     moves.sort(key=key, reverse=True)
     top = moves[0]
     if top.effect is None:
-        reason = (f"{top.row}: the largest relative change of the primary rows; no row has 2 rounds "
-                  f"a side, so none could be ranked by its spread")
+        reason = (
+            f"{top.row}: the largest relative change of the primary rows; no row has 2 rounds "
+            f"a side, so none could be ranked by its spread"
+        )
     elif math.isinf(top.effect):
         reason = f"{top.row}: constant within each end and different between them"
     else:
-        reason = (f"{top.row}: moved {top.effect:.3g} times its spread between the ends "
-                  f"({_fmt(top.good_mean)} -> {_fmt(top.bad_mean)})")
+        reason = (
+            f"{top.row}: moved {top.effect:.3g} times its spread between the ends "
+            f"({_fmt(top.good_mean)} -> {_fmt(top.bad_mean)})"
+        )
     if missing:
         reason += f"; not in both ends' runs: {', '.join(missing)}"
     return RowChoice(top.row, moves, reason)
@@ -303,17 +327,22 @@ def plan_end_rounds(pilot_good: Sequence[float], pilot_bad: Sequence[float], set
     cap = settings.end_cap
     for n in range(MIN_END_ROUNDS, cap + 1):
         if math.isinf(effect) or step_power(effect, n, settings) >= settings.confidence:
-            return n, (f"{n} rounds each: the pilot's ends are {effect:.3g} spreads apart; a step is "
-                       f"then decided by {settings.max_rounds} rounds with probability "
-                       f"{step_power(effect, n, settings) if not math.isinf(effect) else 1.0:.2f}")
+            return n, (
+                f"{n} rounds each: the pilot's ends are {effect:.3g} spreads apart; a step is "
+                f"then decided by {settings.max_rounds} rounds with probability "
+                f"{step_power(effect, n, settings) if not math.isinf(effect) else 1.0:.2f}"
+            )
     p = step_power(effect, cap, settings) if effect > 0 else 0.0
-    return cap, (f"{cap} rounds each (the most allowed): the pilot's ends are only {effect:.3g} spreads "
-                 f"apart, so a step may be decided with probability {p:.2f} only; steps that cannot "
-                 f"decide stop the bisection (more --max-rounds would help)")
+    return cap, (
+        f"{cap} rounds each (the most allowed): the pilot's ends are only {effect:.3g} spreads "
+        f"apart, so a step may be decided with probability {p:.2f} only; steps that cannot "
+        f"decide stop the bisection (more --max-rounds would help)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # The log: the whole state, saved after every change
+
 
 @dataclass
 class Samples:
@@ -326,21 +355,24 @@ class Samples:
         self.samples += got.samples
         self.runs += got.runs
         for k, v in got.info.items():
-            if isinstance(v, (int, float)) and isinstance(self.info.get(k), (int, float)) \
-                    and not isinstance(v, bool):
-                self.info[k] = self.info[k] + v       # recompiled objects, seconds: summed
+            if isinstance(v, (int, float)) and isinstance(self.info.get(k), (int, float)) and not isinstance(v, bool):
+                self.info[k] = self.info[k] + v  # recompiled objects, seconds: summed
             else:
                 self.info[k] = v
 
     def as_dict(self) -> dict[str, Any]:
-        return {"commit": self.commit, "samples": [_num(v) for v in self.samples],
-                "runs": list(self.runs), "info": dict(self.info)}
+        return {
+            "commit": self.commit,
+            "samples": [_num(v) for v in self.samples],
+            "runs": list(self.runs),
+            "info": dict(self.info),
+        }
 
 
 @dataclass
 class Step(Samples):
-    index: int = 0                    # position in the range: 0 is the good end
-    verdict: Verdict | None = None    # None: measuring (an interrupted step resumes here)
+    index: int = 0  # position in the range: 0 is the good end
+    verdict: Verdict | None = None  # None: measuring (an interrupted step resumes here)
     looks: int = 0
     p_good: float | None = None
     p_bad: float | None = None
@@ -367,11 +399,19 @@ class Step(Samples):
 
     def as_dict(self, settings: Settings | None = None) -> dict[str, Any]:
         d = super().as_dict()
-        d.update({"index": self.index, "verdict": self.verdict, "rounds": self.rounds,
-                  "looks": self.looks, "p_good": _num(self.p_good), "p_bad": _num(self.p_bad),
-                  "vs_good": self.vs_good.as_dict() if self.vs_good else None,
-                  "vs_bad": self.vs_bad.as_dict() if self.vs_bad else None,
-                  "reason": self.reason})
+        d.update(
+            {
+                "index": self.index,
+                "verdict": self.verdict,
+                "rounds": self.rounds,
+                "looks": self.looks,
+                "p_good": _num(self.p_good),
+                "p_bad": _num(self.p_bad),
+                "vs_good": self.vs_good.as_dict() if self.vs_good else None,
+                "vs_bad": self.vs_bad.as_dict() if self.vs_bad else None,
+                "reason": self.reason,
+            }
+        )
         if settings is not None:
             d["error_probability"] = _num(self.error_probability(settings))
             d["error_bound"] = settings.alpha if self.decided else None
@@ -384,6 +424,7 @@ class Outcome:
     with the first bad commit somewhere in ``candidates``: ``undecided`` / ``between`` (a step
     could not decide, or measured like neither end) or ``skipped`` (only unmeasurable commits
     left)."""
+
     status: str
     first_bad: str | None
     last_good: str
@@ -393,28 +434,35 @@ class Outcome:
     message: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "first_bad": self.first_bad, "last_good": self.last_good,
-                "first_known_bad": self.first_known_bad, "candidates": list(self.candidates),
-                "error_bound": _num(self.error_bound), "message": self.message}
+        return {
+            "status": self.status,
+            "first_bad": self.first_bad,
+            "last_good": self.last_good,
+            "first_known_bad": self.first_known_bad,
+            "candidates": list(self.candidates),
+            "error_bound": _num(self.error_bound),
+            "message": self.message,
+        }
 
 
 @dataclass
 class BisectLog:
     """Everything a bisection knows; :meth:`to_json` / :func:`load_log` (docs/bisect.md, *The
     log*)."""
+
     row: str
     commits: list[str]
     settings: Settings
     pilot_good: Samples | None = None
     pilot_bad: Samples | None = None
-    pilot_first: int = 0              # rounds a side when the pilot's test began (its looks)
-    pilot_p: float | None = None      # the pilot's test, two-sided, None until it separates
-    pilot: Contrast | None = None     # bad − good in the pilot
+    pilot_first: int = 0  # rounds a side when the pilot's test began (its looks)
+    pilot_p: float | None = None  # the pilot's test, two-sided, None until it separates
+    pilot: Contrast | None = None  # bad − good in the pilot
     end_rounds: int | None = None
     end_plan: str = ""
-    good: Samples | None = None       # the fresh ends every step is tested against
+    good: Samples | None = None  # the fresh ends every step is tested against
     bad: Samples | None = None
-    ends: Contrast | None = None      # bad − good in the fresh ends (shown, never a gate)
+    ends: Contrast | None = None  # bad − good in the fresh ends (shown, never a gate)
     steps: list[Step] = field(default_factory=list)
     outcome: Outcome | None = None
 
@@ -424,8 +472,7 @@ class BisectLog:
         commits unbalance the splits, then the steps decided).  A wrong answer needs a wrong
         verdict on that path, each at most α (the union bound)."""
         candidates = len(self.commits) - 1
-        path = max(math.ceil(math.log2(candidates)) if candidates > 1 else 0,
-                   sum(1 for s in self.steps if s.decided))
+        path = max(math.ceil(math.log2(candidates)) if candidates > 1 else 0, sum(1 for s in self.steps if s.decided))
         return min(1.0, self.settings.alpha * path)
 
     def as_dict(self) -> dict[str, Any]:
@@ -433,16 +480,28 @@ class BisectLog:
 
         def samples(x: Samples | None) -> dict[str, Any] | None:
             return x.as_dict() if x else None
+
         return {
-            "format": LOG_FORMAT, "version": LOG_VERSION, "row": self.row,
-            "commits": list(self.commits), "settings": s.as_dict(),
-            "pilot": {"good": samples(self.pilot_good), "bad": samples(self.pilot_bad),
-                      "first": self.pilot_first, "p": _num(self.pilot_p),
-                      "looks": pilot_looks(self.pilot_first, s) if self.pilot_first else None,
-                      "bad_vs_good": self.pilot.as_dict() if self.pilot else None},
-            "end_rounds": self.end_rounds, "end_plan": self.end_plan,
-            "ends": {"good": samples(self.good), "bad": samples(self.bad),
-                     "bad_vs_good": self.ends.as_dict() if self.ends else None},
+            "format": LOG_FORMAT,
+            "version": LOG_VERSION,
+            "row": self.row,
+            "commits": list(self.commits),
+            "settings": s.as_dict(),
+            "pilot": {
+                "good": samples(self.pilot_good),
+                "bad": samples(self.pilot_bad),
+                "first": self.pilot_first,
+                "p": _num(self.pilot_p),
+                "looks": pilot_looks(self.pilot_first, s) if self.pilot_first else None,
+                "bad_vs_good": self.pilot.as_dict() if self.pilot else None,
+            },
+            "end_rounds": self.end_rounds,
+            "end_plan": self.end_plan,
+            "ends": {
+                "good": samples(self.good),
+                "bad": samples(self.bad),
+                "bad_vs_good": self.ends.as_dict() if self.ends else None,
+            },
             "steps": [st.as_dict(s) for st in self.steps],
             "outcome": self.outcome.as_dict() if self.outcome else None,
         }
@@ -474,16 +533,27 @@ def _contrast_from(d: Any, where: str) -> Contrast | None:
 
     def num(v: Any, missing: float) -> float:
         return missing if v is None else float(v)
-    return Contrast(num(d.get("diff"), math.nan), num(d.get("se"), math.nan), int(d.get("df", 0)),
-                    num(ci[0], -math.inf), num(ci[1], math.inf), num(d.get("end_mean"), 0.0))
+
+    return Contrast(
+        num(d.get("diff"), math.nan),
+        num(d.get("se"), math.nan),
+        int(d.get("df", 0)),
+        num(ci[0], -math.inf),
+        num(ci[1], math.inf),
+        num(d.get("end_mean"), 0.0),
+    )
 
 
 def _samples_from(d: Any, where: str) -> Samples | None:
     if d is None:
         return None
     _need(d, dict, where)
-    return Samples(str(_get(d, "commit", where)), _floats(_get(d, "samples", where), f"{where}.samples"),
-                   [str(r) for r in d.get("runs", [])], dict(d.get("info", {})))
+    return Samples(
+        str(_get(d, "commit", where)),
+        _floats(_get(d, "samples", where), f"{where}.samples"),
+        [str(r) for r in d.get("runs", [])],
+        dict(d.get("info", {})),
+    )
 
 
 def _floats(v: Any, where: str) -> list[float]:
@@ -509,8 +579,7 @@ def log_from_dict(d: Any, source: str = "log") -> BisectLog:
     naming the field."""
     _need(d, dict, source)
     if d.get("format") != LOG_FORMAT:
-        raise BisectError(f"{source}: not an mmbench bisect log (format {d.get('format')!r}, "
-                          f"expected {LOG_FORMAT!r})")
+        raise BisectError(f"{source}: not an mmbench bisect log (format {d.get('format')!r}, expected {LOG_FORMAT!r})")
     if d.get("version") != LOG_VERSION:
         raise BisectError(f"{source}: log version {d.get('version')!r}; this mmbench reads {LOG_VERSION}")
     try:
@@ -524,15 +593,21 @@ def log_from_dict(d: Any, source: str = "log") -> BisectLog:
         ends = d.get("ends") or {}
         _need(pilot, dict, f"{source}: pilot")
         _need(ends, dict, f"{source}: ends")
-        log = BisectLog(str(_get(d, "row", source)), [str(c) for c in commits], settings,
-                        _samples_from(pilot.get("good"), f"{source}: pilot.good"),
-                        _samples_from(pilot.get("bad"), f"{source}: pilot.bad"),
-                        int(pilot.get("first") or 0), pilot.get("p"),
-                        _contrast_from(pilot.get("bad_vs_good"), f"{source}: pilot.bad_vs_good"),
-                        d.get("end_rounds"), str(d.get("end_plan", "")),
-                        _samples_from(ends.get("good"), f"{source}: ends.good"),
-                        _samples_from(ends.get("bad"), f"{source}: ends.bad"),
-                        _contrast_from(ends.get("bad_vs_good"), f"{source}: ends.bad_vs_good"))
+        log = BisectLog(
+            str(_get(d, "row", source)),
+            [str(c) for c in commits],
+            settings,
+            _samples_from(pilot.get("good"), f"{source}: pilot.good"),
+            _samples_from(pilot.get("bad"), f"{source}: pilot.bad"),
+            int(pilot.get("first") or 0),
+            pilot.get("p"),
+            _contrast_from(pilot.get("bad_vs_good"), f"{source}: pilot.bad_vs_good"),
+            d.get("end_rounds"),
+            str(d.get("end_plan", "")),
+            _samples_from(ends.get("good"), f"{source}: ends.good"),
+            _samples_from(ends.get("bad"), f"{source}: ends.bad"),
+            _contrast_from(ends.get("bad_vs_good"), f"{source}: ends.bad_vs_good"),
+        )
         steps = _get(d, "steps", source)
         _need(steps, list, f"{source}: steps")
         for i, sd in enumerate(steps):
@@ -542,19 +617,34 @@ def log_from_dict(d: Any, source: str = "log") -> BisectLog:
             v = sd.get("verdict")
             if v not in (None, "good", "bad", "between", "undecided", "skipped"):
                 raise BisectError(f"{where}.verdict: {v!r} is not a verdict")
-            log.steps.append(Step(base.commit, base.samples, base.runs, base.info,
-                                  int(_get(sd, "index", where)), v, int(sd.get("looks", 0)),
-                                  sd.get("p_good"), sd.get("p_bad"),
-                                  _contrast_from(sd.get("vs_good"), f"{where}.vs_good"),
-                                  _contrast_from(sd.get("vs_bad"), f"{where}.vs_bad"),
-                                  str(sd.get("reason", ""))))
+            log.steps.append(
+                Step(
+                    base.commit,
+                    base.samples,
+                    base.runs,
+                    base.info,
+                    int(_get(sd, "index", where)),
+                    v,
+                    int(sd.get("looks", 0)),
+                    sd.get("p_good"),
+                    sd.get("p_bad"),
+                    _contrast_from(sd.get("vs_good"), f"{where}.vs_good"),
+                    _contrast_from(sd.get("vs_bad"), f"{where}.vs_bad"),
+                    str(sd.get("reason", "")),
+                )
+            )
         o = d.get("outcome")
         if o is not None:
             _need(o, dict, f"{source}: outcome")
-            log.outcome = Outcome(str(_get(o, "status", f"{source}: outcome")), o.get("first_bad"),
-                                  str(o.get("last_good")), str(o.get("first_known_bad")),
-                                  [str(c) for c in o.get("candidates", [])],
-                                  float(o.get("error_bound") or 0.0), str(o.get("message", "")))
+            log.outcome = Outcome(
+                str(_get(o, "status", f"{source}: outcome")),
+                o.get("first_bad"),
+                str(o.get("last_good")),
+                str(o.get("first_known_bad")),
+                [str(c) for c in o.get("candidates", [])],
+                float(o.get("error_bound") or 0.0),
+                str(o.get("message", "")),
+            )
     except (TypeError, ValueError, KeyError, AttributeError) as e:
         raise BisectError(f"{source}: damaged log ({e})") from None
     return log
@@ -578,6 +668,7 @@ def load_log(path: str | Path) -> BisectLog:
 
 # ---------------------------------------------------------------------------------------------
 # The bisection
+
 
 def check_range(commits: Sequence[str]) -> None:
     """The range is [good, ..., bad] in history order; refuse what cannot be bisected."""
@@ -616,20 +707,29 @@ def _next_index(lo: int, hi: int, skipped: set[int]) -> int | None:
 
 def _resume_check(log: BisectLog, commits: Sequence[str], row: str, settings: Settings) -> None:
     if log.commits != list(commits):
-        raise BisectError(f"--resume: the log bisects {log.commits[0]}..{log.commits[-1]} "
-                          f"({len(log.commits)} commits), not this range")
+        raise BisectError(
+            f"--resume: the log bisects {log.commits[0]}..{log.commits[-1]} "
+            f"({len(log.commits)} commits), not this range"
+        )
     if log.row != row:
         raise BisectError(f"--resume: the log follows the row {log.row!r}, not {row!r}")
     if log.settings != settings:
         diff = [k for k, v in settings.as_dict().items() if log.settings.as_dict()[k] != v]
-        raise BisectError(f"--resume: the log was made with other settings ({', '.join(diff)}); "
-                          f"resume with the same ones")
+        raise BisectError(
+            f"--resume: the log was made with other settings ({', '.join(diff)}); resume with the same ones"
+        )
 
 
-def bisect(commits: Sequence[str], measure: Measure, row: str, *, settings: Settings = Settings(),
-           pilot: tuple[Measured | Sequence[float], Measured | Sequence[float]] | None = None,
-           log: BisectLog | None = None,
-           save: Callable[[BisectLog], None] | None = None) -> BisectLog:
+def bisect(
+    commits: Sequence[str],
+    measure: Measure,
+    row: str,
+    *,
+    settings: Settings = Settings(),
+    pilot: tuple[Measured | Sequence[float], Measured | Sequence[float]] | None = None,
+    log: BisectLog | None = None,
+    save: Callable[[BisectLog], None] | None = None,
+) -> BisectLog:
     """Bisect ``commits`` (history order, ``commits[0]`` the good end, ``commits[-1]`` the bad
     end) on ``row``.  ``measure(commit, rounds)`` returns that many more per-round values of the
     row (raising :class:`MeasureFailed` when the commit cannot be built or booted).  ``pilot``
@@ -699,7 +799,8 @@ def _pilot(log: BisectLog, measure: Measure, saved: Callable[[], None]) -> None:
                 f"the good end {c[0]} measures like the bad end {c[-1]} on {log.row}: "
                 f"{_fmt(_mean(g.samples))} vs {_fmt(_mean(b.samples))} over {len(g.samples)} and "
                 f"{len(b.samples)} rounds, p = {log.pilot_p:.2g} (must reach {s.alpha / k:.2g}): "
-                f"nothing to bisect on this row at --max-rounds {s.max_rounds}")
+                f"nothing to bisect on this row at --max-rounds {s.max_rounds}"
+            )
         n += 1
 
 
@@ -741,8 +842,10 @@ def _steps(log: BisectLog, measure: Measure, saved: Callable[[], None]) -> None:
         if k < len(log.steps):
             step = log.steps[k]
             if step.index != i or step.commit != log.commits[i]:
-                raise BisectError(f"--resume: step {k + 1} of the log measured {step.commit}, but the "
-                                  f"bisection's step {k + 1} is {log.commits[i]} (a damaged log)")
+                raise BisectError(
+                    f"--resume: step {k + 1} of the log measured {step.commit}, but the "
+                    f"bisection's step {k + 1} is {log.commits[i]} (a damaged log)"
+                )
         else:
             step = Step(log.commits[i], index=i)
             log.steps.append(step)
@@ -752,12 +855,13 @@ def _steps(log: BisectLog, measure: Measure, saved: Callable[[], None]) -> None:
         if step.verdict in ("undecided", "between"):
             break
         lo, hi = _apply(step, lo, hi, skipped)
-    del log.steps[k:]           # a log's steps past a stop cannot be (resume replays the same path)
+    del log.steps[k:]  # a log's steps past a stop cannot be (resume replays the same path)
     log.outcome = _outcome(log, lo, hi, skipped)
 
 
-def _measure_step(step: Step, good: list[float], bad: list[float], log: BisectLog, measure: Measure,
-                  saved: Callable[[], None]) -> None:
+def _measure_step(
+    step: Step, good: list[float], bad: list[float], log: BisectLog, measure: Measure, saved: Callable[[], None]
+) -> None:
     s = log.settings
     # a resumed step: its looks so far are replayed silently (the level counts every look)
     while True:
@@ -770,12 +874,16 @@ def _measure_step(step: Step, good: list[float], bad: list[float], log: BisectLo
             if look.verdict is not None:
                 step.verdict = look.verdict
                 if look.verdict == "undecided":
-                    step.reason = (f"like neither end at {s.confidence:.0%} after {n} rounds "
-                                   f"(p like good {look.p_good:.2g}, like bad {look.p_bad:.2g}; each "
-                                   f"must reach {s.look_alpha:.2g})")
+                    step.reason = (
+                        f"like neither end at {s.confidence:.0%} after {n} rounds "
+                        f"(p like good {look.p_good:.2g}, like bad {look.p_bad:.2g}; each "
+                        f"must reach {s.look_alpha:.2g})"
+                    )
                 elif look.verdict == "between":
-                    step.reason = ("measures unlike both ends: more than one change in the range, "
-                                   "or the machine drifted since the ends were measured")
+                    step.reason = (
+                        "measures unlike both ends: more than one change in the range, "
+                        "or the machine drifted since the ends were measured"
+                    )
                 saved()
                 return
         want = max(1, s.first_look - n)
@@ -796,14 +904,15 @@ def _outcome(log: BisectLog, lo: int, hi: int, skipped: set[int]) -> Outcome:
     if hi - lo == 1:
         msg = f"first bad commit: {c[hi]}"
         return Outcome("found", c[hi], c[lo], c[hi], [c[hi]], bound, msg)
-    cands = c[lo + 1:hi + 1]
+    cands = c[lo + 1 : hi + 1]
     if last is not None and last.verdict in ("undecided", "between"):
-        what = ("could not decide" if last.verdict == "undecided" else "measures like neither end")
-        msg = (f"stopped: step {len(log.steps)} ({last.commit}) {what}; the first bad commit is one of "
-               f"the {len(cands)} after {c[lo]} up to {c[hi]}")
+        what = "could not decide" if last.verdict == "undecided" else "measures like neither end"
+        msg = (
+            f"stopped: step {len(log.steps)} ({last.commit}) {what}; the first bad commit is one of "
+            f"the {len(cands)} after {c[lo]} up to {c[hi]}"
+        )
         return Outcome(last.verdict, None, c[lo], c[hi], cands, bound, msg)
-    msg = (f"only skipped commits are left: the first bad commit is one of "
-           f"{', '.join(cands)}")
+    msg = f"only skipped commits are left: the first bad commit is one of {', '.join(cands)}"
     return Outcome("skipped", None, c[lo], c[hi], cands, bound, msg)
 
 
@@ -821,9 +930,12 @@ def step_line(step: Step, settings: Settings, number: int, label: str | None = N
         if p is None or lo is None or hi is None:
             return f"{c.diff:+.4g} [{c.low:+.4g}, {c.high:+.4g}]"
         return f"{p:+.2f}% [{lo:+.2f}%, {hi:+.2f}%]"
+
     verdict = step.verdict or "measuring"
     ep = step.error_probability(settings)
     err = f", error probability {ep:.2g}" if ep is not None else ""
-    return (f"{head}: {_fmt(_mean(step.samples))} over {step.rounds} rounds; vs good "
-            f"{vs(step.vs_good)}, vs bad {vs(step.vs_bad)}: {verdict}{err}"
-            + (f" ({step.reason})" if step.reason and not step.decided else ""))
+    return (
+        f"{head}: {_fmt(_mean(step.samples))} over {step.rounds} rounds; vs good "
+        f"{vs(step.vs_good)}, vs bad {vs(step.vs_bad)}: {verdict}{err}"
+        + (f" ({step.reason})" if step.reason and not step.decided else "")
+    )

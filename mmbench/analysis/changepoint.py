@@ -35,7 +35,7 @@ from mmbench.model.lazy import numpy as np
 PVALUE = 0.001
 PERMUTATIONS = 999
 SEED = 20111
-MIN_SIZE = 2     # values on each side of a split (a within-segment mean needs two)
+MIN_SIZE = 2  # values on each side of a split (a within-segment mean needs two)
 SMALL_WORK = 200_000  # permutations x n^2 that numpy does faster than starting edivisive.c
 FIRST_BLOCK = 8  # permutations in the first block (then 120, then 512 at a time)
 
@@ -48,14 +48,14 @@ def split_statistics(z: Any) -> Any:
         return np.empty(0)
     d = z[:, None] - z[None, :]
     np.abs(d, out=d)
-    rows = d.sum(axis=1).cumsum()                     # rows[i] = sum of d[:i+1, :]
+    rows = d.sum(axis=1).cumsum()  # rows[i] = sum of d[:i+1, :]
     # pairs within z[:t], both orders: twice the running sum of each column above the diagonal
     within = 2 * np.triu(d).sum(axis=0).cumsum()
     t = np.arange(MIN_SIZE, n - MIN_SIZE + 1)
     left = within[t - 1]
     lead = rows[t - 1]
-    cross = lead - left                               # pairs with one value each side
-    right = rows[-1] - 2 * lead + left                # both orders of each pair from t on
+    cross = lead - left  # pairs with one value each side
+    right = rows[-1] - 2 * lead + left  # both orders of each pair from t on
     m = t.astype(float)
     k = n - m
     energy = 2 * cross / (m * k) - left / (m * (m - 1)) - right / (k * (k - 1))
@@ -74,8 +74,7 @@ def _best_split(z: Any, bounds: list[tuple[int, int]]) -> tuple[float, int]:
     return best, where
 
 
-def best_splits_numpy(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int,
-                      observed: bool) -> tuple[Any, Any]:
+def best_splits_numpy(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int, observed: bool) -> tuple[Any, Any]:
     """The largest Q over the segments and splits and where it splits: of ``z`` itself when
     ``observed``, then of ``count`` permutations of it drawn from ``rng`` (each segment shuffled in
     turn by ``rng.permutation``); O(n^2) each."""
@@ -89,13 +88,13 @@ def best_splits_numpy(z: Any, bounds: list[tuple[int, int]], rng: Any, count: in
     return np.array([q for q, _ in out], dtype=float), np.array([w for _, w in out], dtype=np.int64)
 
 
-def best_splits_c(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int,
-                  observed: bool) -> tuple[Any, Any]:
+def best_splits_c(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int, observed: bool) -> tuple[Any, Any]:
     """``best_splits_numpy`` in C (edivisive.c, built on first use), O(n log n) a permutation: the
     same permutations (the C program shuffles as numpy does, from the generator's raw words) and
     the generator left where numpy's shuffles leave it."""
     import os
     import subprocess
+
     n = len(z)
     rank = np.empty(n, dtype=np.int32)
     ordered = np.empty(n, dtype=float)
@@ -113,9 +112,20 @@ def best_splits_c(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int,
     total = count + observed
     while True:
         words = gen.random_raw(nwords) if nwords else np.empty(0, dtype=np.uint64)
-        head = np.array([n, len(bounds), count, int(observed), nwords, before["has_uint32"],
-                         np.uint32(before["uinteger"]).view(np.int32), *[a for a, _ in bounds], bounds[-1][1]],
-                        dtype=np.int32)
+        head = np.array(
+            [
+                n,
+                len(bounds),
+                count,
+                int(observed),
+                nwords,
+                before["has_uint32"],
+                np.uint32(before["uinteger"]).view(np.int32),
+                *[a for a, _ in bounds],
+                bounds[-1][1],
+            ],
+            dtype=np.int32,
+        )
         # the input through a memory file, not a pipe: subprocess writes a pipe 512 bytes at a time
         fd = os.memfd_create("edivisive-input")
         try:
@@ -127,13 +137,12 @@ def best_splits_c(z: Any, bounds: list[tuple[int, int]], rng: Any, count: int,
         finally:
             os.close(fd)
         if proc.returncode != 0 or len(proc.stdout) != 12 * total + 16:
-            raise RuntimeError(f"edivisive failed ({proc.returncode}): "
-                               f"{proc.stderr.decode(errors='replace').strip()}")
+            raise RuntimeError(f"edivisive failed ({proc.returncode}): {proc.stderr.decode(errors='replace').strip()}")
         used, pending, pending_value, enough = np.frombuffer(proc.stdout, dtype=np.int32, offset=12 * total)
         gen.state = before
         if enough:
             break
-        nwords *= 2     # unlucky rejections: draw again with more words
+        nwords *= 2  # unlucky rejections: draw again with more words
     # the generator as numpy's own shuffles would have left it
     gen.advance(int(used))
     after = gen.state
@@ -157,12 +166,14 @@ def _program() -> str:
     """edivisive.c's program, built on first use (cached by the source's hash)."""
     from pathlib import Path
     from mmbench.cbuild import binary_for
+
     return binary_for(Path(__file__).with_name("edivisive.c"))
 
 
 @functools.cache
 def _have_c() -> bool:
     from mmbench.errors import EnvironmentUnsupported
+
     try:
         _program()
         return True
@@ -178,8 +189,13 @@ def _block_sizes() -> Iterator[int]:
         yield 512
 
 
-def change_points(values: Sequence[float], pvalue: float = PVALUE,
-                  permutations: int = PERMUTATIONS, seed: int = SEED, engine: Any = None) -> list[int]:
+def change_points(
+    values: Sequence[float],
+    pvalue: float = PVALUE,
+    permutations: int = PERMUTATIONS,
+    seed: int = SEED,
+    engine: Any = None,
+) -> list[int]:
     """Indices where a new segment starts (sorted); [] for a series too short or constant.
     ``engine``: ``best_splits_c`` or ``best_splits_numpy`` (default: ``best_splits``)."""
     z = np.asarray(values, dtype=float)
@@ -223,12 +239,13 @@ def shortest_detectable(pvalue: float = PVALUE, permutations: int = PERMUTATIONS
     before, in the middle) is found 9 times in 10: only 2 of the C(n, n/2) arrangements of such a
     series match it, and the test allows ``pvalue * (permutations + 1) - 1`` permutations that do."""
     from math import comb
+
     allowed = int(pvalue * (permutations + 1) + 1e-9) - 1
     n = 2 * MIN_SIZE
     while True:
         hit = 2 / comb(n, n // 2)
         # chance that at most `allowed` of the permutations match or beat the observed split
-        found = sum(comb(permutations, j) * hit ** j * (1 - hit) ** (permutations - j) for j in range(allowed + 1))
+        found = sum(comb(permutations, j) * hit**j * (1 - hit) ** (permutations - j) for j in range(allowed + 1))
         if found >= 0.9:
             return n
         n += 1

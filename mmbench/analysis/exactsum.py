@@ -12,7 +12,7 @@ import ctypes
 from pathlib import Path
 from typing import Any
 
-_lib: Any = None          # the loaded library; False when it cannot be had
+_lib: Any = None  # the loaded library; False when it cannot be had
 
 
 def _load() -> Any:
@@ -20,18 +20,20 @@ def _load() -> Any:
     if _lib is None:
         try:
             from mmbench.cbuild import library_for
+
             lib = ctypes.CDLL(library_for(Path(__file__).with_name("exactsum.c")))
             dbl_p = ctypes.POINTER(ctypes.c_double)
             lib.mmbench_fsum.argtypes = [ctypes.c_void_p, ctypes.c_size_t, dbl_p]
             lib.mmbench_fsum_sqdev.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_double, dbl_p]
             _lib = lib
-        except Exception:   # no compiler, a read-only cache: math.fsum gives the same sums
+        except Exception:  # no compiler, a read-only cache: math.fsum gives the same sums
             _lib = False
     return _lib
 
 
 def _contiguous(a: Any) -> Any:
     import numpy as np
+
     return np.ascontiguousarray(a, dtype=np.float64)
 
 

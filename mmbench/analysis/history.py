@@ -50,14 +50,14 @@ _NOT_CONFIG = {"iterations", "warmup", "description", "headline", "notes"}
 
 @dataclass
 class ChangePoint:
-    index: int              # first run of the new segment
+    index: int  # first run of the new segment
     before_run: str
     after_run: str
     before_mean: float
     after_mean: float
     before_kernel: str = ""
     after_kernel: str = ""
-    bisect: str = ""        # the mmbench bisect command between the two runs' git commits, if both have one
+    bisect: str = ""  # the mmbench bisect command between the two runs' git commits, if both have one
 
     @property
     def step_pct(self) -> float:
@@ -73,14 +73,15 @@ class Series:
     values: list[float]
     change_points: list[ChangePoint] = field(default_factory=list)
     unit: str = ""
-    kernels: list[str] = field(default_factory=list)     # the point labels
-    key: dict[str, str] = field(default_factory=dict)    # what this series keeps fixed
-    series_id: int = 0                                   # 1.. in the order of SeriesInfo
+    kernels: list[str] = field(default_factory=list)  # the point labels
+    key: dict[str, str] = field(default_factory=dict)  # what this series keeps fixed
+    series_id: int = 0  # 1.. in the order of SeriesInfo
 
 
 @dataclass
 class SeriesInfo:
     """One configuration's runs over time (every metric of it shares this)."""
+
     series_id: int
     key: dict[str, str]
     runs: list[str]
@@ -92,7 +93,7 @@ class SeriesInfo:
 class History:
     series: list[SeriesInfo]
     metrics: list[Series]
-    varying: list[str]          # key fields that differ between the series shown
+    varying: list[str]  # key fields that differ between the series shown
 
 
 def kernel_label(fp: dict[str, Any]) -> str:
@@ -124,8 +125,9 @@ def _config_digest(effective: dict[str, Any]) -> str:
         if isinstance(doc, list):
             return [strip(v) for v in doc]
         return doc
+
     doc = strip(effective, True)
-    if isinstance(doc.get("vm"), dict):   # the kernel labels points; it is no part of the configuration
+    if isinstance(doc.get("vm"), dict):  # the kernel labels points; it is no part of the configuration
         doc["vm"] = {k: v for k, v in doc["vm"].items() if not k.startswith("kernel")}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
@@ -137,24 +139,41 @@ def _vm_shape(fp: dict[str, Any]) -> str:
     clock = ", instruction clock" if vm.get("clock") == "instructions" else ""
     if vm.get("below_4g_mb"):
         clock += f", {vm['below_4g_mb']} MiB below 4 GiB"
-    return (f"{vm.get('memory_mb', '?')} MiB, {vm.get('cpus', '?')} CPUs, {vm.get('numa_nodes', 1)} node(s), "
-            f"{vm.get('accelerator', '?')}{clock}")
+    return (
+        f"{vm.get('memory_mb', '?')} MiB, {vm.get('cpus', '?')} CPUs, {vm.get('numa_nodes', 1)} node(s), "
+        f"{vm.get('accelerator', '?')}{clock}"
+    )
 
 
 def run_fields(name: str, row: dict[str, Any], summary: dict[str, Any]) -> dict[str, str]:
     """Every field of a run that --where and --split-by can name (see the module docstring)."""
     fp, meta = summary.get("fingerprint") or {}, summary.get("meta") or {}
-    out = {k: (", ".join(map(str, v)) if isinstance(v, list) else "" if v is None or v == {} else str(v))
-           for k, v in flatten(fp).items()}
+    out = {
+        k: (", ".join(map(str, v)) if isinstance(v, list) else "" if v is None or v == {} else str(v))
+        for k, v in flatten(fp).items()
+    }
     settings = meta.get("settings") or {}
     out.update({f"settings.{k}": str(v) for k, v in settings.items()})
     inter = meta.get("interleave")
-    arm = (f"arm {inter['arm'] + 1} of {inter['arms']}" if isinstance(inter, dict)
-           else "interleaved" if meta.get("interleaved_from") else "")
-    out.update({"machine": str(row.get("host") or fp.get("host") or ""), "suite": str(row.get("suite") or meta.get("suite") or ""),
-                "config": _config_digest(summary.get("effective") or {}),
-                "settings": ", ".join(f"{k}={v}" for k, v in sorted(settings.items())),
-                "vm-shape": _vm_shape(fp), "arm": arm, "kernel": kernel_label(fp), "run": name})
+    arm = (
+        f"arm {inter['arm'] + 1} of {inter['arms']}"
+        if isinstance(inter, dict)
+        else "interleaved"
+        if meta.get("interleaved_from")
+        else ""
+    )
+    out.update(
+        {
+            "machine": str(row.get("host") or fp.get("host") or ""),
+            "suite": str(row.get("suite") or meta.get("suite") or ""),
+            "config": _config_digest(summary.get("effective") or {}),
+            "settings": ", ".join(f"{k}={v}" for k, v in sorted(settings.items())),
+            "vm-shape": _vm_shape(fp),
+            "arm": arm,
+            "kernel": kernel_label(fp),
+            "run": name,
+        }
+    )
     return out
 
 
@@ -171,8 +190,11 @@ def _check_field(name: str, known: set[str], option: str) -> None:
     if name in known or name in PSEUDO_FIELDS:
         return
     from mmbench.model.params import close_match
-    raise UsageError(f"{option} {name!r}: no run has this field{close_match(name, sorted(known))}; "
-                     f"'mmbench history --fields' lists them")
+
+    raise UsageError(
+        f"{option} {name!r}: no run has this field{close_match(name, sorted(known))}; "
+        f"'mmbench history --fields' lists them"
+    )
 
 
 def _segments_means(values: list[float], cps: list[int]) -> list[float]:
@@ -191,16 +213,28 @@ def candidate_runs(store: Any) -> tuple[list[dict[str, Any]], dict[str, dict[str
     return runs, fields, units
 
 
-def build_history(store: Any, *, machine: str | None = None, suite: str | None = None,
-                  metrics: list[str] | None = None, where: list[str] | None = None,
-                  split_by: list[str] | None = None) -> list[Series]:
+def build_history(
+    store: Any,
+    *,
+    machine: str | None = None,
+    suite: str | None = None,
+    metrics: list[str] | None = None,
+    where: list[str] | None = None,
+    split_by: list[str] | None = None,
+) -> list[Series]:
     """Every (series, workload, metric) of the matching runs, oldest point first (see ``history``)."""
     return history(store, machine=machine, suite=suite, metrics=metrics, where=where, split_by=split_by).metrics
 
 
-def history(store: Any, *, machine: str | None = None, suite: str | None = None,
-            metrics: list[str] | None = None, where: list[str] | None = None,
-            split_by: list[str] | None = None) -> History:
+def history(
+    store: Any,
+    *,
+    machine: str | None = None,
+    suite: str | None = None,
+    metrics: list[str] | None = None,
+    where: list[str] | None = None,
+    split_by: list[str] | None = None,
+) -> History:
     runs, fields, units = candidate_runs(store)
     known = {k for f in fields.values() for k in f}
     filters = [_parse_filter(w) for w in where or []]
@@ -212,22 +246,35 @@ def history(store: Any, *, machine: str | None = None, suite: str | None = None,
         _check_field(name, known, "--where")
     for name in split_by or []:
         _check_field(name, known, "--split-by")
-    chosen = [r for r in runs if all(fnmatch.fnmatchcase(fields[r["name"]].get(n, ""), v) != neg
-                                     for n, neg, v in filters)]
+    chosen = [
+        r for r in runs if all(fnmatch.fnmatchcase(fields[r["name"]].get(n, ""), v) != neg for n, neg, v in filters)
+    ]
     if not chosen:
         said = " and ".join(f"{n}{'!=' if neg else '='}{v}" for n, neg, v in filters) or "any"
         known_series = sorted({(f["machine"], f["suite"]) for f in fields.values()})
-        raise UsageError(f"no complete runs with {said} in {store}"
-                         + (f"; there are: {', '.join(f'{m}/{s}' for m, s in known_series if s)}"
-                            if known_series else " (it holds no complete runs)"))
+        raise UsageError(
+            f"no complete runs with {said} in {store}"
+            + (
+                f"; there are: {', '.join(f'{m}/{s}' for m, s in known_series if s)}"
+                if known_series
+                else " (it holds no complete runs)"
+            )
+        )
     key_names = [*KEY_FIELDS, *(s for s in split_by or [] if s not in KEY_FIELDS)]
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for r in chosen:
         groups.setdefault(tuple(fields[r["name"]].get(k, "") for k in key_names), []).append(r)
     infos = []
     for i, (key, members) in enumerate(sorted(groups.items(), key=lambda kv: kv[1][0]["created"] or 0), 1):
-        infos.append(SeriesInfo(i, dict(zip(key_names, key)), [r["name"] for r in members],
-                                members[0]["created"] or 0, members[-1]["created"] or 0))
+        infos.append(
+            SeriesInfo(
+                i,
+                dict(zip(key_names, key)),
+                [r["name"] for r in members],
+                members[0]["created"] or 0,
+                members[-1]["created"] or 0,
+            )
+        )
     varying = [k for k in key_names if len({s.key[k] for s in infos}) > 1]
 
     created = {r["name"]: r["created"] or 0 for r in chosen}
@@ -251,16 +298,40 @@ def history(store: Any, *, machine: str | None = None, suite: str | None = None,
         for (workload, metric), by_run in sorted(by_metric.items()):
             ordered = sorted(by_run, key=lambda n: (created[n], n))
             values = [by_run[n] for n in ordered]
-            unit = next((units[n][f"{workload}.{metric}"] for n in reversed(ordered)
-                         if units.get(n, {}).get(f"{workload}.{metric}")), "")
-            s = Series(workload, metric, ordered, [created[n] for n in ordered], values, unit=unit,
-                       kernels=[fields[n]["kernel"] for n in ordered], key=info.key, series_id=info.series_id)
+            unit = next(
+                (
+                    units[n][f"{workload}.{metric}"]
+                    for n in reversed(ordered)
+                    if units.get(n, {}).get(f"{workload}.{metric}")
+                ),
+                "",
+            )
+            s = Series(
+                workload,
+                metric,
+                ordered,
+                [created[n] for n in ordered],
+                values,
+                unit=unit,
+                kernels=[fields[n]["kernel"] for n in ordered],
+                key=info.key,
+                series_id=info.series_id,
+            )
             cps = change_points(values)
             means = _segments_means(values, cps)
-            s.change_points = [ChangePoint(i, ordered[i - 1], ordered[i], means[k], means[k + 1],
-                                           s.kernels[i - 1], s.kernels[i],
-                                           bisect_command(fields[ordered[i - 1]], fields[ordered[i]], workload, metric))
-                               for k, i in enumerate(cps)]
+            s.change_points = [
+                ChangePoint(
+                    i,
+                    ordered[i - 1],
+                    ordered[i],
+                    means[k],
+                    means[k + 1],
+                    s.kernels[i - 1],
+                    s.kernels[i],
+                    bisect_command(fields[ordered[i - 1]], fields[ordered[i]], workload, metric),
+                )
+                for k, i in enumerate(cps)
+            ]
             out.append(s)
     return History(infos, out, varying)
 
@@ -273,8 +344,22 @@ def bisect_command(before: dict[str, str], after: dict[str, str], workload: str,
     if not repo or not good or not bad or good == bad or after.get("kernel.git_repo") != repo:
         return ""
     import shlex
-    args = ["mmbench", "bisect", repo, good[:12], bad[:12], "--config", before.get("suite") or "SUITE",
-            "--row", f"{workload}:{metric}", "--good-runs", before["run"], "--bad-runs", after["run"]]
+
+    args = [
+        "mmbench",
+        "bisect",
+        repo,
+        good[:12],
+        bad[:12],
+        "--config",
+        before.get("suite") or "SUITE",
+        "--row",
+        f"{workload}:{metric}",
+        "--good-runs",
+        before["run"],
+        "--bad-runs",
+        after["run"],
+    ]
     return " ".join(shlex.quote(a) for a in args)
 
 

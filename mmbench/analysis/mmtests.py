@@ -27,36 +27,92 @@ SummaryType = Literal["Multiops", "Variabletime", "Singleops"]
 Preferred = Literal["Lower", "Higher"]
 NAN = float("nan")
 ALPHA = 0.05
-Z975 = 1.959963984540054        # qnorm(1 - 0.05/2)
+Z975 = 1.959963984540054  # qnorm(1 - 0.05/2)
 
 # _SummaryStats of each summary type (SummariseMultiops.pm, SummariseVariabletime.pm; HEAD
 # Summarise.pm setSummaryMultiops) and the _RatioSummaryStat whose first entry is the stat the
 # significance mark and the ratio summary use.
 _STATS: dict[tuple[str, str], tuple[list[str], list[str]]] = {
-    ("Multiops", "v0.25"): (["min", "_mean", "stddev", "coeffvar", "max", "_mean-50", "_mean-95", "_mean-99"],
-                           ["_mean", "stddev"]),
-    ("Multiops", "v1.00"): (["min", "_mean", "stddev-_mean", "coeffvar-_mean", "max", "_mean-50", "_mean-95",
-                            "_mean-99"], ["_mean", "meanci_low-_mean", "meanci_high-_mean"]),
-    ("Multiops", "head"): (["min", "_mean", "stddev-_mean", "coeffvar-_mean", "max", "_mean-95"],
-                          ["_mean", "meanci_low-_mean", "meanci_high-_mean"]),
-    ("Variabletime", "v0.25"): (["min", "percentile-25", "percentile-50", "percentile-75", "percentile-1",
-                                "percentile-5", "percentile-10", "percentile-90", "percentile-95",
-                                "percentile-99", "max", "_mean", "stddev", "coeffvar", "_mean-99", "_mean-95",
-                                "_mean-90", "_mean-75", "_mean-50", "_mean-25"], ["percentile-95"]),
-    ("Variabletime", "v1.00"): (["min", "percentile-25", "percentile-50", "percentile-75", "percentile-1",
-                                "percentile-5", "percentile-10", "percentile-90", "percentile-95",
-                                "percentile-99", "max", "_mean", "stddev-_mean", "coeffvar-_mean", "_mean-99",
-                                "_mean-95", "_mean-90", "_mean-75", "_mean-50", "_mean-25"],
-                               ["percentile-95", "percentileci_low-95", "percentileci_high-95"]),
+    ("Multiops", "v0.25"): (
+        ["min", "_mean", "stddev", "coeffvar", "max", "_mean-50", "_mean-95", "_mean-99"],
+        ["_mean", "stddev"],
+    ),
+    ("Multiops", "v1.00"): (
+        ["min", "_mean", "stddev-_mean", "coeffvar-_mean", "max", "_mean-50", "_mean-95", "_mean-99"],
+        ["_mean", "meanci_low-_mean", "meanci_high-_mean"],
+    ),
+    ("Multiops", "head"): (
+        ["min", "_mean", "stddev-_mean", "coeffvar-_mean", "max", "_mean-95"],
+        ["_mean", "meanci_low-_mean", "meanci_high-_mean"],
+    ),
+    ("Variabletime", "v0.25"): (
+        [
+            "min",
+            "percentile-25",
+            "percentile-50",
+            "percentile-75",
+            "percentile-1",
+            "percentile-5",
+            "percentile-10",
+            "percentile-90",
+            "percentile-95",
+            "percentile-99",
+            "max",
+            "_mean",
+            "stddev",
+            "coeffvar",
+            "_mean-99",
+            "_mean-95",
+            "_mean-90",
+            "_mean-75",
+            "_mean-50",
+            "_mean-25",
+        ],
+        ["percentile-95"],
+    ),
+    ("Variabletime", "v1.00"): (
+        [
+            "min",
+            "percentile-25",
+            "percentile-50",
+            "percentile-75",
+            "percentile-1",
+            "percentile-5",
+            "percentile-10",
+            "percentile-90",
+            "percentile-95",
+            "percentile-99",
+            "max",
+            "_mean",
+            "stddev-_mean",
+            "coeffvar-_mean",
+            "_mean-99",
+            "_mean-95",
+            "_mean-90",
+            "_mean-75",
+            "_mean-50",
+            "_mean-25",
+        ],
+        ["percentile-95", "percentileci_low-95", "percentileci_high-95"],
+    ),
     ("Singleops", "v0.25"): (["_value"], ["_value"]),
 }
 _STATS[("Variabletime", "head")] = _STATS[("Variabletime", "v1.00")]
 _STATS[("Singleops", "v1.00")] = _STATS[("Singleops", "head")] = _STATS[("Singleops", "v0.25")]
 
 # stat_names of Stat.pm per release (the v0.25 names where a later release renamed them)
-_NAMES_COMMON = {"min": "Min", "max": "Max", "amean": "Amean", "hmean": "Hmean", "stddev": "Stddev",
-                 "coeffvar": "CoeffVar", "stddev-amean": "Stddev", "stddev-hmean": "HStddev",
-                 "coeffvar-amean": "CoeffVar", "coeffvar-hmean": "HCoeffVar"}
+_NAMES_COMMON = {
+    "min": "Min",
+    "max": "Max",
+    "amean": "Amean",
+    "hmean": "Hmean",
+    "stddev": "Stddev",
+    "coeffvar": "CoeffVar",
+    "stddev-amean": "Stddev",
+    "stddev-hmean": "HStddev",
+    "coeffvar-amean": "CoeffVar",
+    "coeffvar-hmean": "HCoeffVar",
+}
 _QUARTILES = {"percentile-25": "1st-qrtle", "percentile-50": "2nd-qrtle", "percentile-75": "3rd-qrtle"}
 
 
@@ -79,7 +135,7 @@ def stat_name(func: str, preferred: Preferred, rules: Rules, opname: str = "Ops"
 
 
 def stat_compare(func: str, preferred: Preferred) -> str:
-    """"pdiff" or "pndiff": Stat.pm stat_compare (stddev, coeffvar → pndiff), else by preference."""
+    """ "pdiff" or "pndiff": Stat.pm stat_compare (stddev, coeffvar → pndiff), else by preference."""
     base = func.split("-", 1)[0]
     if base in ("stddev", "coeffvar", "submeanci"):
         return "pndiff"
@@ -136,12 +192,13 @@ def qbinom(p: float, size: int, prob: float) -> int:
         return 0
     if prob >= 1:
         return size
-    target = p * (1 - 64 * 2.220446049250313e-16)    # R's fuzz against rounding (qbinom.c)
+    target = p * (1 - 64 * 2.220446049250313e-16)  # R's fuzz against rounding (qbinom.c)
     lp, lq = math.log(prob), math.log1p(-prob)
     cdf = 0.0
     for x in range(size + 1):
-        cdf += math.exp(math.lgamma(size + 1) - math.lgamma(x + 1) - math.lgamma(size - x + 1) + x * lp
-                        + (size - x) * lq)
+        cdf += math.exp(
+            math.lgamma(size + 1) - math.lgamma(x + 1) - math.lgamma(size - x + 1) + x * lp + (size - x) * lq
+        )
         if cdf >= target:
             return x
     return size
@@ -151,10 +208,11 @@ def qbinom(p: float, size: int, prob: float) -> int:
 class Summary:
     """One op's summary: (row title, value, compare function) per _SummaryStats entry, and the
     value and confidence interval of the _RatioSummaryStat (None when MMTests has none)."""
+
     rows: list[tuple[str, float, str]]
     ratio_value: float
     ratio_ci: tuple[float, float] | None
-    ratio_index: int | None         # which row carries the significance mark (_ComparisonStatIndex)
+    ratio_index: int | None  # which row carries the significance mark (_ComparisonStatIndex)
     # v0.25's t-test inputs (Summarise.pm _SignificanceData): the mean of the row family, the
     # amean-based sample stddev, n
     t_data: tuple[float, float, int] | None = None
@@ -166,6 +224,7 @@ def _sum(a: Any) -> float:
     """Perl's left-to-right sum (not math.fsum): MMTests' last digit depends on it.  numpy's cumsum
     adds in the same order, one addition at a time, so large arrays are summed exactly as Perl does."""
     import numpy as np
+
     arr = np.asarray(a, dtype=np.float64)
     return float(np.cumsum(arr)[-1]) if arr.size else 0.0
 
@@ -176,6 +235,7 @@ def _amean(a: Any) -> float:
 
 def _hmean(a: Any) -> float:
     import numpy as np
+
     arr = np.asarray(a, dtype=np.float64)
     if not arr.size or (arr <= 0).any():
         return NAN
@@ -187,6 +247,7 @@ def _stddev(a: Any, mean_name: str, rules: Rules, amean: float | None = None) ->
     √(H⁴·Σ(1/x − 1/H)²/n).  v0.25 always uses the amean form.  ``amean``: the data's
     :func:`_amean`, when the caller has it."""
     import numpy as np
+
     arr = np.asarray(a, dtype=np.float64)
     n = arr.size
     if rules == "v0.25" or mean_name == "amean":
@@ -199,19 +260,26 @@ def _stddev(a: Any, mean_name: str, rules: Rules, amean: float | None = None) ->
     if h != h or n <= 1:
         return NAN
     d = 1 / arr - 1 / h
-    return math.sqrt(_sum(d * d) * h ** 4 / n)
+    return math.sqrt(_sum(d * d) * h**4 / n)
 
 
 def _k(n: int, pct: float) -> int:
     return max(1, int(n * pct / 100))
 
 
-def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferred, rules: Rules,
-              opname: str = "Ops", presorted: bool = False) -> Summary:
+def summarise(
+    values: Sequence[float],
+    summary: SummaryType,
+    preferred: Preferred,
+    rules: Rules,
+    opname: str = "Ops",
+    presorted: bool = False,
+) -> Summary:
     """The rows MMTests prints for one op whose samples (all iterations pooled) are ``values``
     (``presorted``: a float64 array sorted ascending already)."""
     import numpy as np
-    data = values if presorted else np.sort(np.asarray(values, dtype=np.float64))   # best first
+
+    data = values if presorted else np.sort(np.asarray(values, dtype=np.float64))  # best first
     if preferred == "Higher":
         data = data[::-1]
     funcs, ratio_funcs = _STATS[(summary, rules)]
@@ -230,8 +298,8 @@ def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferre
         """_hmean of the best k: NaN when one of them is <= 0."""
         if "recip" not in cache:
             bad = np.flatnonzero(data <= 0)
-            cache["positive"] = int(bad[0]) if bad.size else data.size    # the best values > 0
-            cache["recip"] = np.cumsum(1.0 / data[:cache["positive"]])
+            cache["positive"] = int(bad[0]) if bad.size else data.size  # the best values > 0
+            cache["recip"] = np.cumsum(1.0 / data[: cache["positive"]])
         return k / float(cache["recip"][k - 1]) if k <= cache["positive"] else NAN
 
     def amean_all() -> float:
@@ -307,7 +375,7 @@ def summarise(values: Sequence[float], summary: SummaryType, preferred: Preferre
 
 def sdiff(new: float, new_sd: float, base: float, base_sd: float) -> float:
     """Stat.pm sdiff: the difference over the pooled stddev (the difference itself when that is 0)."""
-    pdev = math.sqrt((new_sd ** 2 + base_sd ** 2) / 2)
+    pdev = math.sqrt((new_sd**2 + base_sd**2) / 2)
     return new - base if pdev == 0 else (new - base) / pdev
 
 
@@ -318,10 +386,11 @@ def significant_ttest(base: Summary, new: Summary, level: float = 0.10) -> bool:
     if base.t_data is None or new.t_data is None:
         return False
     (mb, sb, nb), (mn, sn, nn) = base.t_data, new.t_data
-    se = math.sqrt(sb ** 2 / nb + sn ** 2 / nn) if nb and nn else 0.0
+    se = math.sqrt(sb**2 / nb + sn**2 / nn) if nb and nn else 0.0
     if not se:
         return mb != mn
     from mmbench.analysis.significance import t_two_sided_p
+
     t = abs((mb - mn) / se)
     df = nb + nn - 2
     if df <= 0:
@@ -363,8 +432,12 @@ def gmean_ratio(ratios: Sequence[float]) -> float:
 # 4) and the extract module's _Precision before (ExtractPft.pm 4, ExtractStutterp.pm 4).  Checked
 # on the trees of tests/data/mmtests (HEAD, v1.00, v0.25 compare-kernels.txt).
 _TABLE_FIELD: dict[tuple[str, str], int] = {("pft", "v0.25"): 14, ("highalloc", "v0.25"): 25}
-_TABLE_DECIMALS: dict[tuple[str, str], int] = {("pft", "v0.25"): 4, ("stutterp", "v0.25"): 4,
-                                               ("stutterp", "v1.00"): 4, ("stutterp", "head"): 4}
+_TABLE_DECIMALS: dict[tuple[str, str], int] = {
+    ("pft", "v0.25"): 4,
+    ("stutterp", "v0.25"): 4,
+    ("stutterp", "v1.00"): 4,
+    ("stutterp", "head"): 4,
+}
 
 
 def table_layout(fmt: str | None, rules: Rules) -> tuple[int, int]:
@@ -378,7 +451,8 @@ def table_layout(fmt: str | None, rules: Rules) -> tuple[int, int]:
 _TITLES: dict[tuple[str, str], tuple[str, ...]] = {
     ("thpscale", "v0.25"): ("{b} Fault Latencies", "{b} Percentage Faults Huge", "{b} Percentage Locality"),
     ("pft", "v0.25"): ("{b} faults",),
-    ("simoop", "v0.25"): ("{b} latencies",), ("simoop", "v1.00"): ("{b} latencies",),
+    ("simoop", "v0.25"): ("{b} latencies",),
+    ("simoop", "v1.00"): ("{b} latencies",),
     ("simoop", "head"): ("{b} latencies",),
 }
 
@@ -397,10 +471,10 @@ def header_names(name: str) -> tuple[str, str]:
     (past a "-rcN" after it); Perl's substr with the index -1 of a name without '-' drops the name's
     last character from the first line."""
     i = name.find("-")
-    if re.match(r"-rc[0-9]", name[i:i + i + 3] if i >= 0 else name[-1:]):
+    if re.match(r"-rc[0-9]", name[i : i + i + 3] if i >= 0 else name[-1:]):
         i += 4
     top = name[:i] if i >= 0 else name[:-1]
-    return top, name[i + 1:]
+    return top, name[i + 1 :]
 
 
 def compare_cells(values: dict[str, float | None], base: str) -> dict[str, float | None]:
@@ -411,4 +485,3 @@ def compare_cells(values: dict[str, float | None], base: str) -> dict[str, float
     if values.get(base) == -1:
         return {n: None for n in values}
     return {n: (None if v is None or v == -1 or v != v else v) for n, v in values.items()}
-

@@ -20,51 +20,131 @@ from mmbench.model.perl import perl_num
 # ---- "MMTests Statistics: vmstat" (MonitorMmtestsvmstat.pm; the same rows from v0.25 to HEAD) ----
 
 VMSTAT_ROWS: tuple[tuple[str, str], ...] = (
-    ("mmtests_minor_faults", "Minor Faults"), ("pgmajfault", "Major Faults"), ("pswpin", "Swap Ins"),
-    ("pswpout", "Swap Outs"), ("allocstall", "Allocation stalls"), ("fragment_stall", "Fragmentation stalls"),
-    ("pgalloc_dma", "DMA allocs"), ("pgalloc_dma32", "DMA32 allocs"), ("pgalloc_normal", "Normal allocs"),
-    ("pgalloc_movable", "Movable allocs"), ("mmtests_direct_scan", "Direct pages scanned"),
-    ("mmtests_kswapd_scan", "Kswapd pages scanned"), ("mmtests_kswapd_steal", "Kswapd pages reclaimed"),
-    ("mmtests_direct_steal", "Direct pages reclaimed"), ("mmtests_kswapd_efficiency", "Kswapd efficiency %"),
-    ("mmtests_kswapd_velocity", "Kswapd velocity"), ("mmtests_direct_efficiency", "Direct efficiency %"),
-    ("mmtests_direct_velocity", "Direct velocity"), ("mmtests_direct_percentage", "Percentage direct scans"),
-    ("nr_vmscan_write", "Page writes by reclaim"), ("mmtests_vmscan_write_file", "Page writes file"),
-    ("mmtests_vmscan_write_anon", "Page writes anon"), ("nr_vmscan_immediate_reclaim", "Page reclaim immediate"),
-    ("pgpgin", "Sector Reads"), ("pgpgout", "Sector Writes"), ("pgrescued", "Page rescued immediate"),
-    ("slabs_scanned", "Slabs scanned"), ("pginodesteal", "Direct inode steals"),
-    ("kswapd_inodesteal", "Kswapd inode steals"), ("kswapd_skip_congestion_wait", "Kswapd skipped wait"),
-    ("thp_fault_alloc", "THP fault alloc"), ("thp_fault_fallback", "THP fault fallback"),
-    ("thp_collapse_alloc", "THP collapse alloc"), ("thp_collapse_alloc_failed", "THP collapse fail"),
-    ("thp_split_page", "THP split"), ("thp_split_page_failed", "THP split failed"),
-    ("compact_stall", "Compaction stalls"), ("compact_success", "Compaction success"),
-    ("compact_fail", "Compaction failures"), ("mmtests_compact_efficiency", "Compaction efficiency"),
-    ("pgmigrate_success", "Page migrate success"), ("pgmigrate_fail", "Page migrate failure"),
-    ("compact_isolated", "Compaction pages isolated"), ("compact_migrate_scanned", "Compaction migrate scanned"),
-    ("compact_free_scanned", "Compaction free scanned"), ("mmtests_cscan_efficiency", "Compact scan efficiency"),
-    ("mmtests_compaction_cost", "Compaction cost"), ("compact_daemon_wake", "Kcompactd wake"),
+    ("mmtests_minor_faults", "Minor Faults"),
+    ("pgmajfault", "Major Faults"),
+    ("pswpin", "Swap Ins"),
+    ("pswpout", "Swap Outs"),
+    ("allocstall", "Allocation stalls"),
+    ("fragment_stall", "Fragmentation stalls"),
+    ("pgalloc_dma", "DMA allocs"),
+    ("pgalloc_dma32", "DMA32 allocs"),
+    ("pgalloc_normal", "Normal allocs"),
+    ("pgalloc_movable", "Movable allocs"),
+    ("mmtests_direct_scan", "Direct pages scanned"),
+    ("mmtests_kswapd_scan", "Kswapd pages scanned"),
+    ("mmtests_kswapd_steal", "Kswapd pages reclaimed"),
+    ("mmtests_direct_steal", "Direct pages reclaimed"),
+    ("mmtests_kswapd_efficiency", "Kswapd efficiency %"),
+    ("mmtests_kswapd_velocity", "Kswapd velocity"),
+    ("mmtests_direct_efficiency", "Direct efficiency %"),
+    ("mmtests_direct_velocity", "Direct velocity"),
+    ("mmtests_direct_percentage", "Percentage direct scans"),
+    ("nr_vmscan_write", "Page writes by reclaim"),
+    ("mmtests_vmscan_write_file", "Page writes file"),
+    ("mmtests_vmscan_write_anon", "Page writes anon"),
+    ("nr_vmscan_immediate_reclaim", "Page reclaim immediate"),
+    ("pgpgin", "Sector Reads"),
+    ("pgpgout", "Sector Writes"),
+    ("pgrescued", "Page rescued immediate"),
+    ("slabs_scanned", "Slabs scanned"),
+    ("pginodesteal", "Direct inode steals"),
+    ("kswapd_inodesteal", "Kswapd inode steals"),
+    ("kswapd_skip_congestion_wait", "Kswapd skipped wait"),
+    ("thp_fault_alloc", "THP fault alloc"),
+    ("thp_fault_fallback", "THP fault fallback"),
+    ("thp_collapse_alloc", "THP collapse alloc"),
+    ("thp_collapse_alloc_failed", "THP collapse fail"),
+    ("thp_split_page", "THP split"),
+    ("thp_split_page_failed", "THP split failed"),
+    ("compact_stall", "Compaction stalls"),
+    ("compact_success", "Compaction success"),
+    ("compact_fail", "Compaction failures"),
+    ("mmtests_compact_efficiency", "Compaction efficiency"),
+    ("pgmigrate_success", "Page migrate success"),
+    ("pgmigrate_fail", "Page migrate failure"),
+    ("compact_isolated", "Compaction pages isolated"),
+    ("compact_migrate_scanned", "Compaction migrate scanned"),
+    ("compact_free_scanned", "Compaction free scanned"),
+    ("mmtests_cscan_efficiency", "Compact scan efficiency"),
+    ("mmtests_compaction_cost", "Compaction cost"),
+    ("compact_daemon_wake", "Kcompactd wake"),
     ("compact_daemon_migrate_scanned", "Kcompactd migrate scanned"),
-    ("compact_daemon_free_scanned", "Kcompactd free scanned"), ("numa_hit", "NUMA alloc hit"),
-    ("numa_miss", "NUMA alloc miss"), ("numa_interleave", "NUMA interleave hit"), ("numa_local", "NUMA alloc local"),
-    ("numa_pte_updates", "NUMA base-page range updates"), ("mmtests_numa_pte_updates", "NUMA PTE updates"),
-    ("mmtests_numa_pmd_updates", "NUMA PMD updates"), ("numa_hint_faults", "NUMA hint faults"),
-    ("numa_hint_faults_local", "NUMA hint local faults %"), ("mmtests_hint_local", "NUMA hint local percent"),
-    ("numa_pages_migrated", "NUMA pages migrated"), ("mmtests_autonuma_cost", "AutoNUMA cost"),
+    ("compact_daemon_free_scanned", "Kcompactd free scanned"),
+    ("numa_hit", "NUMA alloc hit"),
+    ("numa_miss", "NUMA alloc miss"),
+    ("numa_interleave", "NUMA interleave hit"),
+    ("numa_local", "NUMA alloc local"),
+    ("numa_pte_updates", "NUMA base-page range updates"),
+    ("mmtests_numa_pte_updates", "NUMA PTE updates"),
+    ("mmtests_numa_pmd_updates", "NUMA PMD updates"),
+    ("numa_hint_faults", "NUMA hint faults"),
+    ("numa_hint_faults_local", "NUMA hint local faults %"),
+    ("mmtests_hint_local", "NUMA hint local percent"),
+    ("numa_pages_migrated", "NUMA pages migrated"),
+    ("mmtests_autonuma_cost", "AutoNUMA cost"),
 )
 # renamed onto one key, each overwriting the last (MonitorMmtestsvmstat.pm %_renamed_fields)
-_RENAMED = {"compact_pages_moved": "pgmigrate_success", "compact_pagemigrate_failed": "pgmigrate_failed",
-            "thp_split": "thp_split_page", "thp_failed": "thp_split_page_failed", "allocstall_dma": "allocstall",
-            "allocstall_dma32": "allocstall", "allocstall_normal": "allocstall",
-            "allocstall_movable": "allocstall", "allocstall_highmem": "allocstall"}
-_FLAT = ("pgpgin", "pgpgout", "pswpin", "pswpout", "pgfault", "pgmajfault", "allocstall", "fragment_stall",
-         "pgalloc_dma", "pgalloc_dma32", "pgalloc_normal", "pgalloc_movable", "kswapd_inodesteal", "pginodesteal",
-         "slabs_scanned", "compact_pages_moved", "compact_pagemigrate_failed", "compact_fail", "compact_success",
-         "compact_stall", "compact_daemon_wake", "compact_daemon_migrate_scanned", "compact_daemon_free_scanned",
-         "nr_vmscan_write", "kswapd_skip_congestion_wait", "nr_vmscan_immediate_reclaim", "pgrescued",
-         "pgmigrate_success", "pgmigrate_fail", "compact_blocks_moved", "compact_isolated",
-         "compact_migrate_scanned", "compact_free_scanned", "numa_hit", "numa_miss", "numa_interleave",
-         "numa_local", "numa_pte_updates", "numa_huge_pte_updates", "numa_hint_faults", "numa_hint_faults_local",
-         "numa_pages_migrated", "thp_fault_alloc", "thp_collapse_alloc", "thp_split_page",
-         "thp_split_page_failed", "thp_fault_fallback", "thp_collapse_alloc_failed")
+_RENAMED = {
+    "compact_pages_moved": "pgmigrate_success",
+    "compact_pagemigrate_failed": "pgmigrate_failed",
+    "thp_split": "thp_split_page",
+    "thp_failed": "thp_split_page_failed",
+    "allocstall_dma": "allocstall",
+    "allocstall_dma32": "allocstall",
+    "allocstall_normal": "allocstall",
+    "allocstall_movable": "allocstall",
+    "allocstall_highmem": "allocstall",
+}
+_FLAT = (
+    "pgpgin",
+    "pgpgout",
+    "pswpin",
+    "pswpout",
+    "pgfault",
+    "pgmajfault",
+    "allocstall",
+    "fragment_stall",
+    "pgalloc_dma",
+    "pgalloc_dma32",
+    "pgalloc_normal",
+    "pgalloc_movable",
+    "kswapd_inodesteal",
+    "pginodesteal",
+    "slabs_scanned",
+    "compact_pages_moved",
+    "compact_pagemigrate_failed",
+    "compact_fail",
+    "compact_success",
+    "compact_stall",
+    "compact_daemon_wake",
+    "compact_daemon_migrate_scanned",
+    "compact_daemon_free_scanned",
+    "nr_vmscan_write",
+    "kswapd_skip_congestion_wait",
+    "nr_vmscan_immediate_reclaim",
+    "pgrescued",
+    "pgmigrate_success",
+    "pgmigrate_fail",
+    "compact_blocks_moved",
+    "compact_isolated",
+    "compact_migrate_scanned",
+    "compact_free_scanned",
+    "numa_hit",
+    "numa_miss",
+    "numa_interleave",
+    "numa_local",
+    "numa_pte_updates",
+    "numa_huge_pte_updates",
+    "numa_hint_faults",
+    "numa_hint_faults_local",
+    "numa_pages_migrated",
+    "thp_fault_alloc",
+    "thp_collapse_alloc",
+    "thp_split_page",
+    "thp_split_page_failed",
+    "thp_fault_fallback",
+    "thp_collapse_alloc_failed",
+)
 
 
 def vmstat_values(delta: dict[str, int], elapsed: float | None) -> dict[str, float | None]:
@@ -78,24 +158,65 @@ def vmstat_values(delta: dict[str, int], elapsed: float | None) -> dict[str, flo
     for k, x in delta.items():
         a[_RENAMED.get(k, k)] = x
         b[_RENAMED.get(k, k)] = 0
-    elapsed_time = elapsed if elapsed else 1.0        # MMTests' default when no time line
+    elapsed_time = elapsed if elapsed else 1.0  # MMTests' default when no time line
 
     def d(k: str) -> float:
         return a.get(k, 0) - b.get(k, 0)
+
     v: dict[str, float | None] = {}
-    v["mmtests_kswapd_steal"] = sum(d(k) for k in ("kswapd_steal", "pgsteal_kswapd_dma", "pgsteal_kswapd_dma32",
-                                                   "pgsteal_kswapd_normal", "pgsteal_kswapd_high",
-                                                   "pgsteal_kswapd_movable", "pgsteal_kswapd"))
-    direct = sum(d(k) for k in ("pgsteal_dma", "pgsteal_dma32", "pgsteal_normal", "pgsteal_movable", "pgsteal_high",
-                                "pgsteal_direct_dma", "pgsteal_direct_dma32", "pgsteal_direct_normal",
-                                "pgsteal_direct_movable", "pgsteal_direct_high", "pgsteal_direct"))
+    v["mmtests_kswapd_steal"] = sum(
+        d(k)
+        for k in (
+            "kswapd_steal",
+            "pgsteal_kswapd_dma",
+            "pgsteal_kswapd_dma32",
+            "pgsteal_kswapd_normal",
+            "pgsteal_kswapd_high",
+            "pgsteal_kswapd_movable",
+            "pgsteal_kswapd",
+        )
+    )
+    direct = sum(
+        d(k)
+        for k in (
+            "pgsteal_dma",
+            "pgsteal_dma32",
+            "pgsteal_normal",
+            "pgsteal_movable",
+            "pgsteal_high",
+            "pgsteal_direct_dma",
+            "pgsteal_direct_dma32",
+            "pgsteal_direct_normal",
+            "pgsteal_direct_movable",
+            "pgsteal_direct_high",
+            "pgsteal_direct",
+        )
+    )
     if "kswapd_steal" in b:
         direct -= v["mmtests_kswapd_steal"]  # type: ignore[operator]
     v["mmtests_direct_steal"] = direct
-    kscan = sum(d(k) for k in ("pgscan_kswapd_dma", "pgscan_kswapd_dma32", "pgscan_kswapd_normal",
-                               "pgscan_kswapd_movable", "pgscan_kswapd_high", "pgscan_kswapd"))
-    dscan = sum(d(k) for k in ("pgscan_direct_dma", "pgscan_direct_dma32", "pgscan_direct_normal",
-                               "pgscan_direct_movable", "pgscan_direct_high", "pgscan_direct"))
+    kscan = sum(
+        d(k)
+        for k in (
+            "pgscan_kswapd_dma",
+            "pgscan_kswapd_dma32",
+            "pgscan_kswapd_normal",
+            "pgscan_kswapd_movable",
+            "pgscan_kswapd_high",
+            "pgscan_kswapd",
+        )
+    )
+    dscan = sum(
+        d(k)
+        for k in (
+            "pgscan_direct_dma",
+            "pgscan_direct_dma32",
+            "pgscan_direct_normal",
+            "pgscan_direct_movable",
+            "pgscan_direct_high",
+            "pgscan_direct",
+        )
+    )
     v["mmtests_kswapd_scan"], v["mmtests_direct_scan"] = kscan, dscan
     v["mmtests_kswapd_velocity"] = kscan / elapsed_time
     v["mmtests_direct_velocity"] = dscan / elapsed_time
@@ -118,47 +239,84 @@ def vmstat_values(delta: dict[str, int], elapsed: float | None) -> dict[str, flo
     cost = -1.0
     if "compact_migrate_scanned" in b:
         # "compact_migrate_free" is no kernel counter: that term is always 0 in MMTests
-        cost = (ca * v["compact_migrate_scanned"] + ci * v["compact_isolated"]  # type: ignore[operator]
-                + cmc * v["pgmigrate_success"] + cmf * v["pgmigrate_fail"])  # type: ignore[operator]
+        cost = (
+            ca * v["compact_migrate_scanned"]
+            + ci * v["compact_isolated"]  # type: ignore[operator]
+            + cmc * v["pgmigrate_success"]
+            + cmf * v["pgmigrate_fail"]
+        )  # type: ignore[operator]
     if "compact_blocks_moved" in b:
-        cost = (ca * v["compact_blocks_moved"] * 16384 + cmc * v["compact_pages_moved"]  # type: ignore[operator]
-                + cmf * v["compact_pagemigrate_failed"])  # type: ignore[operator]
+        cost = (
+            ca * v["compact_blocks_moved"] * 16384
+            + cmc * v["compact_pages_moved"]  # type: ignore[operator]
+            + cmf * v["compact_pagemigrate_failed"]
+        )  # type: ignore[operator]
     v["mmtests_compaction_cost"] = cost / 1000000
-    v["mmtests_autonuma_cost"] = (ca * v["numa_pte_updates"] + 5000 * v["numa_hint_faults"]  # type: ignore[operator]
-                                  + ci * v["numa_pages_migrated"]) / 1000000  # type: ignore[operator]
-    v["mmtests_compact_efficiency"] = (v["compact_success"] * 100 / v["compact_stall"]  # type: ignore[operator]
-                                       if v["compact_stall"] else None)
+    v["mmtests_autonuma_cost"] = (
+        ca * v["numa_pte_updates"]
+        + 5000 * v["numa_hint_faults"]  # type: ignore[operator]
+        + ci * v["numa_pages_migrated"]
+    ) / 1000000  # type: ignore[operator]
+    v["mmtests_compact_efficiency"] = (
+        v["compact_success"] * 100 / v["compact_stall"]  # type: ignore[operator]
+        if v["compact_stall"]
+        else None
+    )
     ms = v["compact_migrate_scanned"]
-    v["mmtests_cscan_efficiency"] = None if not ms else (
-        ms * 100 / v["compact_free_scanned"] if v["compact_free_scanned"] > 0 else 1.0)  # type: ignore[operator]
+    v["mmtests_cscan_efficiency"] = (
+        None if not ms else (ms * 100 / v["compact_free_scanned"] if v["compact_free_scanned"] > 0 else 1.0)
+    )  # type: ignore[operator]
     return {name: v.get(key) for key, name in VMSTAT_ROWS}
 
 
 # Why a vmstat row of MonitorMmtestsvmstat.pm is undefined (MMTests leaves it unset: Compare.pm prints 0)
-UNDEFINED_WHY = {"Compaction efficiency": "no compaction stall: compact_success * 100 / compact_stall is 0/0",
-                 "Compact scan efficiency": "no page scanned for migration (compact_migrate_scanned is 0)"}
+UNDEFINED_WHY = {
+    "Compaction efficiency": "no compaction stall: compact_success * 100 / compact_stall is 0/0",
+    "Compact scan efficiency": "no page scanned for migration (compact_migrate_scanned is 0)",
+}
 
 
 # ---- "MMTests Statistics: schedstat" (MonitorMmtestsschedstat.pm) ----------------------------
 
 SCHEDSTAT_ROWS: tuple[tuple[str, str], ...] = (
-    ("ttwu_count", "TTWU Count"), ("ttwu_local", "TTWU Local"), ("sis_search", "SIS Search"),
-    ("sis_domain_search", "SIS Domain Search"), ("sis_scanned", "SIS Scanned"),
-    ("mmtests_sis_domain_scanned", "SIS Domain Scanned"), ("sis_failed", "SIS Failures"),
-    ("sis_core_search", "SIS Core Search"), ("mmtests_sis_core_hit", "SIS Core Hit"),
-    ("sis_core_miss", "SIS Core Miss"), ("sis_recent_hit", "SIS Recent Used Hit"),
-    ("sis_recent_miss", "SIS Recent Used Miss"), ("mmtests_sis_recent_attempts", "SIS Recent Attempts"),
-    ("mmtests_sis_efficiency", "SIS Search Efficiency"), ("mmtests_sis_domain_efficiency", "SIS Domain Search Eff"),
-    ("mmtests_sis_fast_success", "SIS Fast Success Rate"), ("mmtests_sis_success", "SIS Success Rate"),
+    ("ttwu_count", "TTWU Count"),
+    ("ttwu_local", "TTWU Local"),
+    ("sis_search", "SIS Search"),
+    ("sis_domain_search", "SIS Domain Search"),
+    ("sis_scanned", "SIS Scanned"),
+    ("mmtests_sis_domain_scanned", "SIS Domain Scanned"),
+    ("sis_failed", "SIS Failures"),
+    ("sis_core_search", "SIS Core Search"),
+    ("mmtests_sis_core_hit", "SIS Core Hit"),
+    ("sis_core_miss", "SIS Core Miss"),
+    ("sis_recent_hit", "SIS Recent Used Hit"),
+    ("sis_recent_miss", "SIS Recent Used Miss"),
+    ("mmtests_sis_recent_attempts", "SIS Recent Attempts"),
+    ("mmtests_sis_efficiency", "SIS Search Efficiency"),
+    ("mmtests_sis_domain_efficiency", "SIS Domain Search Eff"),
+    ("mmtests_sis_fast_success", "SIS Fast Success Rate"),
+    ("mmtests_sis_success", "SIS Success Rate"),
     ("mmtests_sis_recent_success", "SIS Recent Success Rate"),
 )
 
 
 def schedstat_values(delta: dict[str, int]) -> dict[str, float]:
     """MonitorMmtestsschedstat.pm's values from the summed per-CPU /proc/schedstat deltas."""
-    s: dict[str, float] = {k: float(delta.get(k, 0)) for k in (
-        "ttwu_count", "ttwu_local", "sis_search", "sis_domain_search", "sis_scanned", "sis_failed",
-        "sis_recent_hit", "sis_recent_miss", "sis_core_search", "sis_core_miss")}
+    s: dict[str, float] = {
+        k: float(delta.get(k, 0))
+        for k in (
+            "ttwu_count",
+            "ttwu_local",
+            "sis_search",
+            "sis_domain_search",
+            "sis_scanned",
+            "sis_failed",
+            "sis_recent_hit",
+            "sis_recent_miss",
+            "sis_core_search",
+            "sis_core_miss",
+        )
+    }
     s["mmtests_sis_core_hit"] = s["sis_core_search"] - s["sis_core_miss"]
     fast_search = s["sis_search"] - s["sis_domain_search"]
     domain_scanned = s["sis_scanned"] - fast_search
@@ -166,12 +324,15 @@ def schedstat_values(delta: dict[str, int]) -> dict[str, float]:
     s["mmtests_sis_recent_success"] = s["sis_recent_hit"] * 100 / recent_total if recent_total else 0.0
     s["mmtests_sis_recent_attempts"] = recent_total
     s["mmtests_sis_efficiency"] = s["sis_search"] * 100 / s["sis_scanned"] if s["sis_scanned"] else 100.0
-    s["mmtests_sis_domain_efficiency"] = (s["sis_domain_search"] * 100 / domain_scanned
-                                          if s["sis_scanned"] and domain_scanned else
-                                          100.0 if not s["sis_scanned"] else NAN)
+    s["mmtests_sis_domain_efficiency"] = (
+        s["sis_domain_search"] * 100 / domain_scanned
+        if s["sis_scanned"] and domain_scanned
+        else 100.0
+        if not s["sis_scanned"]
+        else NAN
+    )
     s["mmtests_sis_fast_success"] = fast_search * 100 / s["sis_search"] if s["sis_search"] else 100.0
-    s["mmtests_sis_success"] = ((s["sis_search"] - s["sis_failed"]) * 100 / s["sis_search"]
-                                if s["sis_search"] else 100.0)
+    s["mmtests_sis_success"] = (s["sis_search"] - s["sis_failed"]) * 100 / s["sis_search"] if s["sis_search"] else 100.0
     s["mmtests_sis_domain_scanned"] = domain_scanned
     return {name: s[key] for key, name in SCHEDSTAT_ROWS}
 
@@ -180,21 +341,72 @@ def schedstat_values(delta: dict[str, int]) -> dict[str, float]:
 # (SummariseMonitor.pm: Amean and Max of every value of every iteration pooled; the HTML report
 # graphs the same series)
 
-VMSTAT_COLUMNS = {"r": 0, "b": 1, "swpd": 2, "free": 3, "buff": 4, "cache": 5, "si": 6, "so": 7, "bi": 8,
-                  "bo": 9, "in": 10, "cs": 11, "us": 12, "sy": 13, "id": 14, "wa": 15, "st": 16}
+VMSTAT_COLUMNS = {
+    "r": 0,
+    "b": 1,
+    "swpd": 2,
+    "free": 3,
+    "buff": 4,
+    "cache": 5,
+    "si": 6,
+    "so": 7,
+    "bi": 8,
+    "bo": 9,
+    "in": 10,
+    "cs": 11,
+    "us": 12,
+    "sy": 13,
+    "id": 14,
+    "wa": 15,
+    "st": 16,
+}
 # the vmstat sub-headings compare-kernels.sh graphs
 VMSTAT_VIEWS = ("us", "sy", "wa", "r", "b", "totalcpu", "ussy", "free", "cs", "in", "si", "so", "swpd")
 # the proc-vmstat sub-headings it graphs that need no other file
-PROC_VMSTAT_VIEWS = ("mmtests_minor_faults", "pgmajfault", "pgpgin", "pgpgout", "pgpgtotal", "nr_dirty",
-                     "nr_writeback", "nr_anon_transparent_hugepages", "nr_file_pages", "nr_slab_reclaimable",
-                     "nr_slab_unreclaimable", "mmtests_total_slab", "mmtests_total_anon")
+PROC_VMSTAT_VIEWS = (
+    "mmtests_minor_faults",
+    "pgmajfault",
+    "pgpgin",
+    "pgpgout",
+    "pgpgtotal",
+    "nr_dirty",
+    "nr_writeback",
+    "nr_anon_transparent_hugepages",
+    "nr_file_pages",
+    "nr_slab_reclaimable",
+    "nr_slab_unreclaimable",
+    "mmtests_total_slab",
+    "mmtests_total_anon",
+)
 # gauges MonitorProcvmstat.pm reports as they are (every other counter as a per-interval delta)
-PROC_VMSTAT_GAUGES = frozenset((
-    "nr_active_anon", "nr_active_file", "nr_anon_pages", "nr_anon_transparent_hugepages", "nr_dirty",
-    "nr_file_pages", "nr_free_cma", "nr_free_pages", "nr_inactive_anon", "nr_inactive_file", "nr_isolated_anon",
-    "nr_isolated_file", "nr_kernel_stack", "nr_mapped", "nr_mlock", "nr_page_table_pages", "nr_shmem",
-    "nr_slab_reclaimable", "nr_slab_unreclaimable", "nr_unevictable", "nr_unstable", "nr_writeback",
-    "nr_writeback_temp", "nr_dirty_background_threshold"))
+PROC_VMSTAT_GAUGES = frozenset(
+    (
+        "nr_active_anon",
+        "nr_active_file",
+        "nr_anon_pages",
+        "nr_anon_transparent_hugepages",
+        "nr_dirty",
+        "nr_file_pages",
+        "nr_free_cma",
+        "nr_free_pages",
+        "nr_inactive_anon",
+        "nr_inactive_file",
+        "nr_isolated_anon",
+        "nr_isolated_file",
+        "nr_kernel_stack",
+        "nr_mapped",
+        "nr_mlock",
+        "nr_page_table_pages",
+        "nr_shmem",
+        "nr_slab_reclaimable",
+        "nr_slab_unreclaimable",
+        "nr_unevictable",
+        "nr_unstable",
+        "nr_writeback",
+        "nr_writeback_temp",
+        "nr_dirty_background_threshold",
+    )
+)
 
 
 def _num(text: str) -> float | None:
@@ -213,7 +425,7 @@ def vmstat_view_v025(lines: Iterable[str], heading: str) -> list[Any]:
     for line in lines:
         details = line.split("--")[1] if "--" in line else line
         fields = re.split(r"\s+", details.lstrip())
-        g = (lambda i: fields[i] if i < len(fields) else None)
+        g = lambda i: fields[i] if i < len(fields) else None
         if heading in ("ussy", "totalcpu"):
             us, sy = perl_num(g(12)), perl_num(g(13))
             out.append(us + sy if heading == "totalcpu" else (0.0 if us == 0 and sy == 0 else us / (us + sy)))
@@ -240,7 +452,7 @@ def monitor_summary_v025(items: Sequence[Any], preferred: Preferred) -> tuple[st
     :func:`compare_cells`), calc_max NaN when the first sorted value is undefined."""
     key = [perl_num(x) if isinstance(x, str) else (0.0 if x is None else float(x)) for x in items]
     order = sorted(range(len(items)), key=lambda i: key[i], reverse=False)
-    if preferred == "Higher":   # sort { $b <=> $a }: descending, ties still in input order
+    if preferred == "Higher":  # sort { $b <=> $a }: descending, ties still in input order
         order = sorted(range(len(items)), key=lambda i: -key[i])
     data = [items[i] for i in order]
     title = "Hmean" if preferred == "Higher" else "Amean"
@@ -276,7 +488,7 @@ def vmstat_view(lines: Iterable[str], heading: str) -> list[float]:
             out.append(us + sy if heading == "totalcpu" else (0.0 if us == 0 and sy == 0 else us / (us + sy)))
             continue
         i = VMSTAT_COLUMNS[heading]
-        if i == 3:       # free / 1024 is a number on header lines too (0), as above
+        if i == 3:  # free / 1024 is a number on header lines too (0), as above
             out.append(perl_num(fields[i] if len(fields) > i else None) / 1024)
             continue
         v = _num(fields[i]) if len(fields) > i else None
@@ -318,14 +530,14 @@ class ProcVmstatView:
         comes, so a file whose last ``time:`` line has no counters after it has all its frames
         read); by default all but the last."""
         out: list[float] = []
-        for frame in frames[:len(frames) - 1 if read is None else read]:
+        for frame in frames[: len(frames) - 1 if read is None else read]:
             cur = self._current(frame)
             if self.heading in PROC_VMSTAT_GAUGES or self.heading in ("mmtests_total_slab", "mmtests_total_anon"):
                 out.append(cur)
                 continue
             delta = cur - self.last_value if self.last_value else 0.0
             self.last_value = cur
-            if delta == -1:          # extractReport: "next if $val == -1" (its marker of no value)
+            if delta == -1:  # extractReport: "next if $val == -1" (its marker of no value)
                 continue
             out.append(delta)
         return out
@@ -380,15 +592,17 @@ def iostat_printed(second_row_base: float | None) -> bool:
 
 # v0.25 prefers by data type (Summarise.pm typeToPreferredVal): a monitor series whose type is not a
 # time, size or percentage prefers Higher, so its mean row is an Hmean.  v1.00 and HEAD: Lower.
-_V025_HIGHER = {"vmstat": {"r", "b", "si", "so", "bi", "bo", "in", "cs", "ussy"},   # MonitorVmstat.pm typeMap
-                "iostat": {"avgrqsz", "rrqm", "wrqm"}}
+_V025_HIGHER = {
+    "vmstat": {"r", "b", "si", "so", "bi", "bo", "in", "cs", "ussy"},  # MonitorVmstat.pm typeMap
+    "iostat": {"avgrqsz", "rrqm", "wrqm"},
+}
 
 
 def monitor_preferred(monitor: str, op: str, rules: Rules) -> Preferred:
     """Which way a monitor series prefers in ``rules`` (MonitorVmstat/Procvmstat/Iostat.pm types)."""
     if rules != "v0.25":
         return "Lower"
-    if monitor == "proc-vmstat":          # DATA_ACTIONS for every counter
+    if monitor == "proc-vmstat":  # DATA_ACTIONS for every counter
         return "Higher"
     column = op.rsplit("-", 1)[-1] if monitor == "iostat" else op
     return "Higher" if column in _V025_HIGHER.get(monitor, set()) else "Lower"
@@ -402,7 +616,7 @@ def monitor_summary(values: Sequence[float], preferred: Preferred = "Lower") -> 
         return "Hmean", (_hmean(sorted(values, reverse=True)) if values else NAN), (max(values) if values else NAN)
     if not values:
         return "Amean", NAN, NAN
-    return "Amean", _amean(sorted(values)), max(values)     # summed in sorted order, as Summarise.pm does
+    return "Amean", _amean(sorted(values)), max(values)  # summed in sorted order, as Summarise.pm does
 
 
 # ---- iostat (MonitorIostat.pm), printed by compare-kernels.sh when the second row is > 5 --------
@@ -433,7 +647,7 @@ class IostatView:
         seen: dict[str, int] = {}
         for line in lines:
             e = re.split(r"\s+", line)
-            g = (lambda i: e[i] if i < len(e) else "")
+            g = lambda i: e[i] if i < len(e) else ""
             if "Device" in g(5):
                 if fmt == -1:
                     if g(6) == "rrqm/s":
@@ -459,29 +673,51 @@ class IostatView:
             # number (a coloured "0.33\e[0m" does not); computed columns are numbers (Perl-numified)
             t = [g(i) if self.numify or _LOOKS_NUMERIC.match(g(i)) else None for i in range(21)]
             if fmt in (0, 1):
-                v = {"rrqm": t[6], "wrqm": t[7], "avgrqsz": t[12], "avgqusz": t[13], "await": t[14],
-                     "r_await": -1.0 if fmt == 0 else t[15], "w_await": -1.0 if fmt == 0 else t[16],
-                     "svctm": t[15] if fmt == 0 else t[17]}
-                num = {"avgqusz": n[13], "await": n[14], "r_await": -1.0 if fmt == 0 else n[15],
-                       "w_await": -1.0 if fmt == 0 else n[16]}
+                v = {
+                    "rrqm": t[6],
+                    "wrqm": t[7],
+                    "avgrqsz": t[12],
+                    "avgqusz": t[13],
+                    "await": t[14],
+                    "r_await": -1.0 if fmt == 0 else t[15],
+                    "w_await": -1.0 if fmt == 0 else t[16],
+                    "svctm": t[15] if fmt == 0 else t[17],
+                }
+                num = {
+                    "avgqusz": n[13],
+                    "await": n[14],
+                    "r_await": -1.0 if fmt == 0 else n[15],
+                    "w_await": -1.0 if fmt == 0 else n[16],
+                }
             elif fmt == 2:
-                v = {"rrqm": t[10], "wrqm": t[11], "avgqusz": t[16], "r_await": t[14], "w_await": t[15],
-                     "svctm": t[19], "await": (n[14] + n[15]) / 2, "avgrqsz": (n[17] + n[18]) / 2}
+                v = {
+                    "rrqm": t[10],
+                    "wrqm": t[11],
+                    "avgqusz": t[16],
+                    "r_await": t[14],
+                    "w_await": t[15],
+                    "svctm": t[19],
+                    "await": (n[14] + n[15]) / 2,
+                    "avgrqsz": (n[17] + n[18]) / 2,
+                }
                 num = {"avgqusz": n[16], "await": (n[14] + n[15]) / 2, "r_await": n[14], "w_await": n[15]}
             else:
-                v = {op: None for op in IOSTAT_OPS}     # MMTests reads undef from an unknown layout
+                v = {op: None for op in IOSTAT_OPS}  # MMTests reads undef from an unknown layout
                 num = {"avgqusz": 0.0, "await": 0.0, "r_await": 0.0, "w_await": 0.0}
-            if num["avgqusz"] > 1000000 or num["await"] > 3600000 or num["r_await"] > 3600000 \
-                    or num["w_await"] > 3600000:
+            if (
+                num["avgqusz"] > 1000000
+                or num["await"] > 3600000
+                or num["r_await"] > 3600000
+                or num["w_await"] > 3600000
+            ):
                 continue
             seen[dev] = seen.get(dev, 0) + 1
             if seen[dev] == 1:
                 continue
             name = _ANSI.sub("", dev)
             for op in IOSTAT_OPS:
-                vals = out.setdefault(f"{name}-{op}", [])    # the op exists even with no value
+                vals = out.setdefault(f"{name}-{op}", [])  # the op exists even with no value
                 x = v[op]
                 if x is not None:
                     vals.append(perl_num(x) if isinstance(x, str) else float(x))
         return out
-

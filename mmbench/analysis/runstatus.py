@@ -25,7 +25,9 @@ def run_status_notes(runs: list[RunRecord], names: list[str]) -> list[str]:
             continue
         measured = [it for w in run.workloads for it in w.iterations if not it.warmup]
         ok = sum(it.status == "ok" for it in measured)
-        out.append(f"run {name} is {why}: {ok} measured iteration(s) completed"
-                   + (f", {len(measured) - ok} failed" if len(measured) > ok else "")
-                   + "; its numbers cover only those")
+        out.append(
+            f"run {name} is {why}: {ok} measured iteration(s) completed"
+            + (f", {len(measured) - ok} failed" if len(measured) > ok else "")
+            + "; its numbers cover only those"
+        )
     return out

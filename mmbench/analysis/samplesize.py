@@ -11,8 +11,8 @@ from typing import Any
 from mmbench.analysis.significance import t_quantile, welch_df
 from mmbench.analysis.stats import iteration_values
 
-MIN_ITERATIONS = 3           # fewer cannot estimate a spread
-DIMINISHING = 1.10           # unreachable target: stop adding iterations within 10 % of the floor
+MIN_ITERATIONS = 3  # fewer cannot estimate a spread
+DIMINISHING = 1.10  # unreachable target: stop adding iterations within 10 % of the floor
 
 
 def t975(df: float) -> float:
@@ -47,7 +47,7 @@ def ratio_halfwidth_pct(base: list[float], new: list[float]) -> float:
     se = math.sqrt(va + vb)
     if se == 0:
         return 0.0
-    if va == 0 or vb == 0:          # one side constant: its spread does not add degrees of freedom
+    if va == 0 or vb == 0:  # one side constant: its spread does not add degrees of freedom
         df = float(len(b) - 1 if va == 0 else len(a) - 1)
     else:
         df = welch_df(va, vb, len(a), len(b))
@@ -88,12 +88,18 @@ def predicted_own_pct(u: float, n: int) -> float:
 @dataclass
 class Plan:
     """How many measured iterations the run gets, and what to say about it."""
+
     iterations: int
     notes: list[str]
 
 
-def plan_iterations(target: float, max_n: int, new: dict[str, list[float]],
-                    base: dict[str, list[float]] | None = None, base_fixed: bool = False) -> Plan:
+def plan_iterations(
+    target: float,
+    max_n: int,
+    new: dict[str, list[float]],
+    base: dict[str, list[float]] | None = None,
+    base_fixed: bool = False,
+) -> Plan:
     """The fewest measured iterations (at least :data:`MIN_ITERATIONS`, at most ``max_n``) whose
     predicted interval of every headline metric is within ``target`` percent.
 
@@ -109,32 +115,41 @@ def plan_iterations(target: float, max_n: int, new: dict[str, list[float]],
         if base is None:
             u = log_cv2(new.get(key, []))
             if u is None:
-                notes.append(f"{key}: interval undefined (fewer than 2 values, or a value <= 0): not used "
-                             f"to size the run")
+                notes.append(
+                    f"{key}: interval undefined (fewer than 2 values, or a value <= 0): not used to size the run"
+                )
                 continue
-            needs[key] = next((n for n in range(MIN_ITERATIONS, max_n + 1) if predicted_own_pct(u, n) < target),
-                              max_n + 1)
+            needs[key] = next(
+                (n for n in range(MIN_ITERATIONS, max_n + 1) if predicted_own_pct(u, n) < target), max_n + 1
+            )
             continue
         bvals = base.get(key, [])
         ub = log_cv2(bvals)
         un = ub if base_fixed else log_cv2(new.get(key, []))
         if ub is None or un is None:
-            notes.append(f"{key}: interval of the ratio undefined (a baseline value <= 0, or fewer than 2): "
-                         f"not used to size the run")
+            notes.append(
+                f"{key}: interval of the ratio undefined (a baseline value <= 0, or fewer than 2): "
+                f"not used to size the run"
+            )
             continue
         nb_of = (lambda n: len(bvals)) if base_fixed else (lambda n: n)
-        need = next((n for n in range(MIN_ITERATIONS, max_n + 1)
-                     if predicted_ratio_pct(ub, nb_of(n), un, n) < target), None)
+        need = next(
+            (n for n in range(MIN_ITERATIONS, max_n + 1) if predicted_ratio_pct(ub, nb_of(n), un, n) < target), None
+        )
         if need is None and base_fixed:
             widths_n = {n: predicted_ratio_pct(ub, len(bvals), un, n) for n in range(MIN_ITERATIONS, max_n + 1)}
             best = min(widths_n.values())
-            k = next((m for m in range(len(bvals), 100_000)
-                      if predicted_ratio_pct(ub, m, ub, m) < target), None)
-            more = (f"the target needs a baseline of about {k} iterations (rerun it with --iterations {k} "
-                    f"or with --until)" if k else "no baseline size reaches it at this spread")
-            notes.append(f"{key}: target ±{target:g}% is unreachable against this baseline: with its "
-                         f"{len(bvals)} iterations (spread {100 * math.sqrt(ub):.2g}%) the interval stays at "
-                         f"±{best:.3g}% or wider however many iterations this run has; {more}")
+            k = next((m for m in range(len(bvals), 100_000) if predicted_ratio_pct(ub, m, ub, m) < target), None)
+            more = (
+                f"the target needs a baseline of about {k} iterations (rerun it with --iterations {k} or with --until)"
+                if k
+                else "no baseline size reaches it at this spread"
+            )
+            notes.append(
+                f"{key}: target ±{target:g}% is unreachable against this baseline: with its "
+                f"{len(bvals)} iterations (spread {100 * math.sqrt(ub):.2g}%) the interval stays at "
+                f"±{best:.3g}% or wider however many iterations this run has; {more}"
+            )
             need = min(n for n, w in widths_n.items() if w <= best * DIMINISHING)
         needs[key] = need if need is not None else max_n + 1
     if not needs:
@@ -143,8 +158,9 @@ def plan_iterations(target: float, max_n: int, new: dict[str, list[float]],
     worst = max(needs.values())
     if worst > max_n:
         late = sorted(k for k, v in needs.items() if v > max_n)
-        notes.append(f"{', '.join(late)}: the target needs more than --max-iterations {max_n} at this spread; "
-                     f"running {max_n}")
+        notes.append(
+            f"{', '.join(late)}: the target needs more than --max-iterations {max_n} at this spread; running {max_n}"
+        )
         worst = max_n
     return Plan(worst, notes)
 

@@ -38,7 +38,7 @@ from mmbench.analysis.stats import MeanKind, Values, floats
 
 ALPHA = 0.05
 BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_BUDGET = 4_000_000   # max resamples × sample count per CI (keeps compare fast)
+BOOTSTRAP_BUDGET = 4_000_000  # max resamples × sample count per CI (keeps compare fast)
 BOOTSTRAP_MIN_RESAMPLES = 200
 WELCH_MIN_ITERATIONS = 2
 MWU_MIN_SAMPLES = 3
@@ -56,9 +56,9 @@ EXACT_SPLITS = 6000
 
 @dataclass(frozen=True)
 class TestResult:
-    test: str                     # "welch" | "count-exact" | "count" | "mann-whitney"
+    test: str  # "welch" | "count-exact" | "count" | "mann-whitney"
     state: TestState
-    p: float | None = None        # raw p-value when state == "ok"
+    p: float | None = None  # raw p-value when state == "ok"
     n_base: int = 0
     n_new: int = 0
     # the smallest p this test could give with these iteration counts (and, for counts, these
@@ -115,15 +115,15 @@ def welch_df(vb: float, vn: float, nb: int, nn: int) -> float:
     A/A reports at 2 vs 10, 3 vs 10 and 3 vs 30 with the small run 2–3x as noisy
     (bench/stats-calibration --reports, "unequal iteration counts and spread"); with the interval,
     at most 5 %."""
-    ws = (vb + vn) ** 2 / (vb ** 2 / (nb - 1) + vn ** 2 / (nn - 1))
+    ws = (vb + vn) ** 2 / (vb**2 / (nb - 1) + vn**2 / (nn - 1))
     if nb == nn:
         return ws
     fb, fn = nb - 1, nn - 1
     lo_q, hi_q = _variance_ratio_quantiles(fb, fn)
     if vn == 0:
         return min(ws, float(fb))
-    ratio = (vb * nb) / (vn * nn)            # s_b² / s_n²
-    scale = nn / nb                          # variance of the means' ratio per variance ratio
+    ratio = (vb * nb) / (vn * nn)  # s_b² / s_n²
+    scale = nn / nb  # variance of the means' ratio per variance ratio
     return min(ws, _ws(ratio / hi_q * scale, fb, fn), _ws(ratio / lo_q * scale, fb, fn))
 
 
@@ -144,7 +144,7 @@ def welch(base_iter_means: Values, new_iter_means: Values) -> TestResult:
     if constant(b) and constant(n):
         return TestResult("welch", "same-constant" if close(b[0], n[0]) else "no-variance", None, nb, nn)
     scale = max(max(map(abs, b)), max(map(abs, n)))
-    try:                                  # what ttest_ind(equal_var=False) computes (tested equal)
+    try:  # what ttest_ind(equal_var=False) computes (tested equal)
         bs, ns = [v / scale for v in b], [v / scale for v in n]
         vb, vn = _var(bs) / nb, _var(ns) / nn
         t = (math.fsum(ns) / nn - math.fsum(bs) / nb) / math.sqrt(vb + vn)
@@ -160,8 +160,7 @@ def welch(base_iter_means: Values, new_iter_means: Values) -> TestResult:
 def is_counts(values: Values) -> bool:
     """Non-negative whole numbers (within :data:`REL_TOL`): what :func:`count_test` accepts."""
     a = floats(values)
-    return bool(a) and all(math.isfinite(v) and v >= 0 and abs(v - round(v)) <= REL_TOL * max(1.0, v)
-                           for v in a)
+    return bool(a) and all(math.isfinite(v) and v >= 0 and abs(v - round(v)) <= REL_TOL * max(1.0, v) for v in a)
 
 
 def count_dispersion(b: list[float], n: list[float]) -> float:
@@ -195,7 +194,7 @@ def _split_sums(values: list[int], k: int) -> dict[int, int]:
         return out
     layers: list[dict[int, int]] = [{0: 1}] + [{} for _ in range(k)]
     for v, c in mult.items():
-        for j in range(k, 0, -1):              # descending: each layer reads the ones below as they were
+        for j in range(k, 0, -1):  # descending: each layer reads the ones below as they were
             d = layers[j]
             for t in range(1, min(c, j) + 1):
                 ways_t = math.comb(c, t)
@@ -215,8 +214,10 @@ _NUMPY_SPLITS = 1000
 def _split_index(n: int, k: int) -> Any:
     """Every k-subset of range(n) as rows of an index array (cached per n, k)."""
     import numpy as np
-    flat = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n), k)), dtype=np.intp,
-                       count=math.comb(n, k) * k)
+
+    flat = np.fromiter(
+        itertools.chain.from_iterable(itertools.combinations(range(n), k)), dtype=np.intp, count=math.comb(n, k) * k
+    )
     return flat.reshape(-1, k)
 
 
@@ -224,14 +225,16 @@ def _permutation_p_numpy(values: list[int], k: int, obs_sum: int) -> tuple[float
     """:func:`_permutation_p` for distinct values beyond _NUMPY_SPLITS splits, in int64 (None when
     the products could overflow it: the caller counts with Python ints)."""
     big, total = len(values), sum(values)
-    if max(values) * k * big >= 2 ** 62 or total * k >= 2 ** 62:
+    if max(values) * k * big >= 2**62 or total * k >= 2**62:
         return None
     import numpy as np
+
     sums = np.asarray(values, dtype=np.int64)[_split_index(big, k)].sum(axis=1)
     devs = np.abs(sums * big - k * total)
     obs = abs(obs_sum * big - k * total)
-    return min(1.0, float(np.count_nonzero(devs >= obs)) / devs.size), \
-        float(np.count_nonzero(devs == devs.max())) / devs.size
+    return min(1.0, float(np.count_nonzero(devs >= obs)) / devs.size), float(
+        np.count_nonzero(devs == devs.max())
+    ) / devs.size
 
 
 def _multiplicities(values: list[int]) -> dict[int, int]:
@@ -333,8 +336,7 @@ def count_ratio_ci(base: Values, new: Values, level: float = 0.95) -> tuple[floa
     if tb <= 0 or tn <= 0:
         return None
     d = math.log((tn / len(n)) / (tb / len(b)))
-    h = t_quantile(0.5 + level / 2.0, len(b) + len(n) - 2) * math.sqrt(
-        count_dispersion(b, n) * (1.0 / tb + 1.0 / tn))
+    h = t_quantile(0.5 + level / 2.0, len(b) + len(n) - 2) * math.sqrt(count_dispersion(b, n) * (1.0 / tb + 1.0 / tn))
     try:
         return math.exp(d - h), math.exp(d + h)
     except OverflowError:
@@ -346,13 +348,13 @@ def mann_whitney(base_samples: Values, new_samples: Values) -> TestResult:
     sides have ≤ 8 samples and no ties, else the normal approximation with tie and continuity
     correction).  ``too-few-samples`` below 3 samples a side; ``no-variance`` (or
     ``same-constant``) when every sample of each side is the same value."""
-    import numpy as np   # thousands of samples: ranks and tie counts vectorised
+    import numpy as np  # thousands of samples: ranks and tie counts vectorised
+
     b, n = np.asarray(_finite(base_samples)), np.asarray(_finite(new_samples))
     if b.size < MWU_MIN_SAMPLES or n.size < MWU_MIN_SAMPLES:
         return TestResult("mann-whitney", "too-few-samples", None, b.size, n.size)
-    if b.min() == b.max() and n.min() == n.max():   # as welch(): no variance, no test
-        return TestResult("mann-whitney", "same-constant" if b[0] == n[0] else "no-variance", None,
-                          b.size, n.size)
+    if b.min() == b.max() and n.min() == n.max():  # as welch(): no variance, no test
+        return TestResult("mann-whitney", "same-constant" if b[0] == n[0] else "no-variance", None, b.size, n.size)
     p = _mwu_pvalue(b, n)
     if math.isnan(p):
         return TestResult("mann-whitney", "undefined", None, b.size, n.size)
@@ -362,6 +364,7 @@ def mann_whitney(base_samples: Values, new_samples: Values) -> TestResult:
 # Distribution functions without scipy: importing scipy.special costs 0.2 s and scipy.stats 0.6 s
 # on every `mmbench compare`, which is meant to answer in well under half a second.  Both are
 # tested against scipy.stats to 1e-9 (tests/test_stats.py).
+
 
 def _betacf(a: float, b: float, x: float) -> float:
     """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
@@ -435,6 +438,7 @@ def t_two_sided_p(t: float, df: float) -> float:
 def _mwu_exact_sf(u: float, n1: int, n2: int) -> float:
     """P(U >= u) under H0 for samples without ties: counts of rank-sum arrangements (DP)."""
     import numpy as np
+
     # f[i][j][k]: arrangements of i and j items with U = k; rolled into one table over (j, k).
     counts = np.zeros((n2 + 1, n1 * n2 + 1))
     counts[:, 0] = 1.0
@@ -457,6 +461,7 @@ def _mwu_pvalue(b: Any, n: Any) -> float:
     approximation with tie and continuity correction).  (scipy's "auto" also goes exact when only
     one side is ≤ 8; with thousands of latency samples on the other side that costs seconds.)"""
     import numpy as np
+
     n1, n2 = b.size, n.size
     both = np.concatenate([b, n])
     ranks = _rankdata(both)
@@ -467,17 +472,18 @@ def _mwu_pvalue(b: Any, n: Any) -> float:
         return min(1.0, 2.0 * _mwu_exact_sf(u, n1, n2))
     mu = n1 * n2 / 2.0
     N = n1 + n2
-    tie_term = float((tie_counts ** 3 - tie_counts).sum())
+    tie_term = float((tie_counts**3 - tie_counts).sum())
     sigma = math.sqrt(n1 * n2 / 12.0 * ((N + 1) - tie_term / (N * (N - 1))))
     if sigma == 0:
         return math.nan
     z = (u - mu - 0.5) / sigma
-    return float(min(1.0, math.erfc(z / math.sqrt(2.0))))   # 2·Φ(−z)
+    return float(min(1.0, math.erfc(z / math.sqrt(2.0))))  # 2·Φ(−z)
 
 
 def _rankdata(a: Any) -> Any:
     """Average ranks (1-based), ties sharing their mean rank."""
     import numpy as np
+
     order = np.argsort(a, kind="mergesort")
     sorted_a = a[order]
     starts = np.r_[0, np.flatnonzero(np.diff(sorted_a)) + 1]
@@ -492,12 +498,14 @@ def row_seed(seed: int, key: str) -> Any:
     """A generator for one CI: the report seed combined with a stable hash of the row key, so a
     CI does not depend on the order rows are computed in."""
     import numpy as np
+
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(key.encode())])
 
 
 def _resampled_means(a: Any, idx: Any, kind: MeanKind) -> Any:
     import numpy as np
-    x = a[idx]                                       # (B, n)
+
+    x = a[idx]  # (B, n)
     with np.errstate(all="ignore"):
         if kind == "amean":
             return x.mean(axis=1)
@@ -505,14 +513,20 @@ def _resampled_means(a: Any, idx: Any, kind: MeanKind) -> Any:
             m = x.shape[1] / (1.0 / x).sum(axis=1)
             m[(x <= 0).any(axis=1)] = np.nan
             return m
-        m = np.exp(np.log(x).mean(axis=1))           # gmean: zeros give 0, negatives NaN
+        m = np.exp(np.log(x).mean(axis=1))  # gmean: zeros give 0, negatives NaN
         return m
 
 
-def bootstrap_ratio_ci(base: Values, new: Values,
-                       kind: MeanKind = "amean", *, seed: int = 0, key: str = "",
-                       resamples: int = BOOTSTRAP_RESAMPLES,
-                       level: float = 0.95) -> tuple[float, float] | None:
+def bootstrap_ratio_ci(
+    base: Values,
+    new: Values,
+    kind: MeanKind = "amean",
+    *,
+    seed: int = 0,
+    key: str = "",
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
     """Percentile-bootstrap CI of mean(new)/mean(base) (mean of family ``kind``).
 
     Each side is resampled independently with replacement (B resamples, vectorised) from its
@@ -520,6 +534,7 @@ def bootstrap_ratio_ci(base: Values, new: Values,
     caller.  None when a side has fewer than 2 units, or when more than 1 % of the resampled
     ratios are undefined (a base mean of 0 or a mean undefined for the data)."""
     import numpy as np
+
     b, n = np.asarray(_finite(base)), np.asarray(_finite(new))
     if b.size < 2 or n.size < 2:
         return None
@@ -550,10 +565,14 @@ def t_quantile(prob: float, df: float) -> float:
     instead.  Cached: a row's interval and its MDE share t(0.975, df)."""
     if math.isnan(df) or df <= 0:
         return math.nan
-    target = 2.0 * (1.0 - prob)          # two-sided tail probability at the quantile
+    target = 2.0 * (1.0 - prob)  # two-sided tail probability at the quantile
     z = _normal_quantile(prob)
-    t = (z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df * df)
-         + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
+    t = (
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df * df)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+    )
     if not t > 0:
         t = z
     log_c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
@@ -562,7 +581,7 @@ def t_quantile(prob: float, df: float) -> float:
         pdf = math.exp(log_c - (df + 1) / 2 * math.log1p(t * t / df))
         if pdf == 0.0:
             return math.inf
-        step = (t_two_sided_p(t, df) - target) / (2.0 * pdf)     # d(tail)/dt = -2 pdf
+        step = (t_two_sided_p(t, df) - target) / (2.0 * pdf)  # d(tail)/dt = -2 pdf
         nxt = t + step
         if nxt <= 0:
             nxt = t / 2.0
@@ -580,8 +599,7 @@ def _normal_quantile(prob: float) -> float:
     stdlib's ``statistics.NormalDist`` costs 12 ms of imports.)"""
     q = min(max(1.0 - prob, 1e-300), 0.5)
     w = math.sqrt(-2.0 * math.log(q))
-    return w - (2.515517 + 0.802853 * w + 0.010328 * w * w) / (1.0 + 1.432788 * w + 0.189269 * w * w
-                                                                 + 0.001308 * w ** 3)
+    return w - (2.515517 + 0.802853 * w + 0.010328 * w * w) / (1.0 + 1.432788 * w + 0.189269 * w * w + 0.001308 * w**3)
 
 
 def _mean_and_var_of_log_mean(x: list[float], kind: MeanKind) -> tuple[float, float] | None:
@@ -607,8 +625,7 @@ def _mean_and_var_of_log_mean(x: list[float], kind: MeanKind) -> tuple[float, fl
     return math.log(m), sum((a - m) ** 2 for a in x) / (k - 1) / k / (m * m)
 
 
-def ratio_ci(base: Values, new: Values,
-             kind: MeanKind = "amean", level: float = 0.95) -> tuple[float, float] | None:
+def ratio_ci(base: Values, new: Values, kind: MeanKind = "amean", level: float = 0.95) -> tuple[float, float] | None:
     """CI of mean(new)/mean(base): a Welch t-interval on the log ratio (delta method on each
     side's log mean, Welch–Satterthwaite df), exponentiated.  Chosen over the percentile
     bootstrap by bench/stats-calibration: the bootstrap covers 81 % at 3 iterations.
@@ -630,8 +647,9 @@ def ratio_ci(base: Values, new: Values,
         return None
 
 
-def _scaled_log_means(base: Values, new: Values, kind: MeanKind
-                      ) -> tuple[int, int, tuple[float, float], tuple[float, float]] | None:
+def _scaled_log_means(
+    base: Values, new: Values, kind: MeanKind
+) -> tuple[int, int, tuple[float, float], tuple[float, float]] | None:
     """Iteration counts and each side's (log mean, variance of the log mean), the values scaled
     by the larger magnitude first so that extreme data cannot overflow; None with fewer than 2
     iterations a side, all zeros, or a mean that is undefined."""
@@ -675,9 +693,14 @@ def _signed(k: float, direction: Direction) -> float | None:
         return None
 
 
-def min_detectable_effect(base: Values, new: Values,
-                          kind: MeanKind = "amean", power: float = 0.8,
-                          alpha: float = ALPHA, direction: Direction = "up") -> float | None:
+def min_detectable_effect(
+    base: Values,
+    new: Values,
+    kind: MeanKind = "amean",
+    power: float = 0.8,
+    alpha: float = ALPHA,
+    direction: Direction = "up",
+) -> float | None:
     """Smallest true change (percent of the baseline mean) a two-sided Welch test at ``alpha``
     finds with probability ``power`` at these data's variation and iteration counts:
     100·(exp(±:func:`noncentrality`·SE(log ratio)) − 1), a rise for ``direction="up"``, a fall
@@ -699,8 +722,9 @@ def min_detectable_effect(base: Values, new: Values,
     return _signed(noncentrality(alpha, power, df) * math.sqrt(vb + vn), direction)
 
 
-def count_min_detectable_effect(base: Values, new: Values, power: float = 0.8,
-                                alpha: float = ALPHA, direction: Direction = "up") -> float | None:
+def count_min_detectable_effect(
+    base: Values, new: Values, power: float = 0.8, alpha: float = ALPHA, direction: Direction = "up"
+) -> float | None:
     """:func:`min_detectable_effect` for :func:`count_test`: the change of the rate found with
     probability ``power`` at level ``alpha``, with the standard error of the log ratio at the
     baseline's rate, √(φ/m_b · (1/k_b + 1/k_n)), on the degrees of freedom of the test that
@@ -722,14 +746,21 @@ def count_min_detectable_effect(base: Values, new: Values, power: float = 0.8,
     se = math.sqrt(phi / mb * (1.0 / kb + 1.0 / kn))
     # dispersion at its floor (Poisson's): the denominator is known, the statistic ~normal;
     # estimated above it: a t-like statistic (noncentrality)
-    shift = (t_quantile(1.0 - alpha / 2.0, df) + _normal_quantile(power) if phi <= 1.0
-             else noncentrality(alpha, power, df))
+    shift = (
+        t_quantile(1.0 - alpha / 2.0, df) + _normal_quantile(power) if phi <= 1.0 else noncentrality(alpha, power, df)
+    )
     return _signed(shift * se, direction)
 
 
-def iterations_to_detect(base: Values, new: Values, kind: MeanKind = "amean",
-                         effect_pct: float = 5.0, power: float = 0.8, alpha: float = ALPHA,
-                         limit: int = 100_000) -> int | None:
+def iterations_to_detect(
+    base: Values,
+    new: Values,
+    kind: MeanKind = "amean",
+    effect_pct: float = 5.0,
+    power: float = 0.8,
+    alpha: float = ALPHA,
+    limit: int = 100_000,
+) -> int | None:
     """The number of iterations per run (the same on both sides) at which
     :func:`min_detectable_effect` falls to ``effect_pct``, assuming each side's per-iteration
     variation stays what these data show.  None when it is undefined (fewer than 2 iterations a
@@ -738,13 +769,13 @@ def iterations_to_detect(base: Values, new: Values, kind: MeanKind = "amean",
     if got is None:
         return None
     nb, nn, vb, vn = got
-    ub, un = vb * nb, vn * nn      # variance of one iteration's log mean
+    ub, un = vb * nb, vn * nn  # variance of one iteration's log mean
     if ub + un == 0:
         return 2
     target = math.log1p(effect_pct / 100.0)
 
     def detects(k: int) -> bool:
-        df = max(1.0, min((k - 1) * (ub + un) ** 2 / (ub * ub + un * un), 2 * k - 3))   # as the MDE's
+        df = max(1.0, min((k - 1) * (ub + un) ** 2 / (ub * ub + un * un), 2 * k - 3))  # as the MDE's
         return noncentrality(alpha, power, df) * math.sqrt((ub + un) / k) <= target
 
     # With normal quantiles instead of t the answer would be k0; t quantiles are larger, so the
@@ -758,7 +789,7 @@ def iterations_to_detect(base: Values, new: Values, kind: MeanKind = "amean",
         if hi >= limit:
             return None
         lo, hi = hi, min(limit, hi + max(1, hi - lo) * 2)
-    while hi - lo > 1:             # detects(hi) holds, detects(lo) does not (or lo < 2)
+    while hi - lo > 1:  # detects(hi) holds, detects(lo) does not (or lo < 2)
         mid = (lo + hi) // 2
         if mid >= 2 and detects(mid):
             hi = mid
@@ -776,11 +807,12 @@ CHANCE_MAX = 1e-3
 @dataclass(frozen=True)
 class Determinism:
     """:func:`deterministic`'s verdict on a row that is constant at its resolution in each run."""
-    changed: bool             # the runs' values are more than ``resolution`` apart in every iteration
+
+    changed: bool  # the runs' values are more than ``resolution`` apart in every iteration
     base: tuple[float, float]  # the baseline's lowest and highest iteration value
     new: tuple[float, float]
-    resolution: float         # the row's stated resolution
-    tolerance: float          # the one applied: the resolution plus REL_TOL of the row's magnitude
+    resolution: float  # the row's stated resolution
+    tolerance: float  # the one applied: the resolution plus REL_TOL of the row's magnitude
     n_base: int
     n_new: int
 
@@ -802,9 +834,9 @@ def poisson_range_chance(k: int, mean: float, width: int) -> float:
         cum.append(cum[-1] + x)
     total = 0.0
     for i in range(len(pmf) - width):
-        inside = cum[i + width + 1] - cum[i]          # P(v <= X <= v + width), v = lo + i
-        above = cum[i + width + 1] - cum[i + 1]       # P(v < X <= v + width)
-        total += inside ** k - above ** k            # the smallest is v, all within the width
+        inside = cum[i + width + 1] - cum[i]  # P(v <= X <= v + width), v = lo + i
+        above = cum[i + width + 1] - cum[i + 1]  # P(v < X <= v + width)
+        total += inside**k - above**k  # the smallest is v, all within the width
     return min(1.0, total)
 
 
@@ -828,8 +860,9 @@ def deterministic(base: Values, new: Values, resolution: float, count: bool = Fa
     if bh - bl > res or nh - nl > res:
         return None
     if count and is_counts(b) and is_counts(n):
-        chance = (poisson_range_chance(len(b), math.fsum(b) / len(b), round(bh - bl))
-                  * poisson_range_chance(len(n), math.fsum(n) / len(n), round(nh - nl)))
+        chance = poisson_range_chance(len(b), math.fsum(b) / len(b), round(bh - bl)) * poisson_range_chance(
+            len(n), math.fsum(n) / len(n), round(nh - nl)
+        )
         if chance > CHANCE_MAX:
             return None
     gap = max(nl - bh, bl - nh)
@@ -839,11 +872,11 @@ def deterministic(base: Values, new: Values, resolution: float, count: bool = Fa
 def bh_adjust(pvalues: Sequence[float]) -> list[float]:
     """Benjamini–Hochberg adjusted p-values (q-values), same order as the input."""
     p = [float(v) for v in pvalues]
-    m = len(p)                              # as scipy.stats.false_discovery_control(method="bh")
+    m = len(p)  # as scipy.stats.false_discovery_control(method="bh")
     order = sorted(range(m), key=p.__getitem__)
     out = [0.0] * m
     q = math.inf
-    for rank in range(m, 0, -1):            # running minimum from the largest p down
+    for rank in range(m, 0, -1):  # running minimum from the largest p down
         i = order[rank - 1]
         q = min(q, p[i] * m / rank)
         out[i] = min(q, 1.0)

@@ -33,14 +33,14 @@ BMEAN_PCT = 95
 PERCENTILE_METHOD = "linear"  # numpy's default: the (n-1)*p/100 interpolation (Hyndman & Fan 7)
 
 _NAN = float("nan")
-Values = Sequence[float] | Any   # a list, tuple or numpy array of numbers
+Values = Sequence[float] | Any  # a list, tuple or numpy array of numbers
 
 
 def floats(x: Iterable[float] | Any) -> list[float]:
     """The values as a flat list of numbers (a list is returned as it is: the callers only read)."""
     if type(x) is list:
         return x
-    if hasattr(x, "ravel"):                  # numpy array: tolist() is 50x faster than iterating
+    if hasattr(x, "ravel"):  # numpy array: tolist() is 50x faster than iterating
         vals = x.ravel().tolist()
         return vals if getattr(x.dtype, "kind", "") == "f" else [float(v) for v in vals]
     return [float(v) for v in x]
@@ -55,14 +55,15 @@ def _finite_all(a: list[float]) -> bool:
 
 def _scale(a: list[float]) -> float:
     """The largest magnitude (at least 1): dividing by it keeps sums of finite data finite."""
-    if len(a) > 10_000:   # the same maximum, found by numpy (a compare of 1 M-sample runs)
+    if len(a) > 10_000:  # the same maximum, found by numpy (a compare of 1 M-sample runs)
         np = _np()
         return max(1.0, float(np.max(np.abs(np.asarray(a, dtype=np.float64)))))
     return max(1.0, max(abs(v) for v in a))
 
 
 def _np() -> Any:
-    import numpy as np   # only for data holding NaN/inf (numpy's semantics) and the bootstrap
+    import numpy as np  # only for data holding NaN/inf (numpy's semantics) and the bootstrap
+
     return np
 
 
@@ -78,6 +79,7 @@ def amean(x: Values) -> float:
     """Arithmetic mean; NaN when empty or when a value is NaN."""
     if _big(x):
         from mmbench.analysis import exactsum
+
         total = exactsum.fsum(x)
         if total is not None:
             return total / x.size
@@ -88,7 +90,7 @@ def amean(x: Values) -> float:
         return float(_np().asarray(a).mean())
     try:
         return math.fsum(a) / len(a)
-    except OverflowError:                 # finite values near the float maximum (9e307)
+    except OverflowError:  # finite values near the float maximum (9e307)
         k = _scale(a)
         return k * (math.fsum(v / k for v in a) / len(a))
 
@@ -101,7 +103,7 @@ def hmean(x: Values) -> float:
         return _NAN
     # the formula scipy.stats.hmean evaluates (tested equal)
     total = math.fsum(1.0 / v for v in a)
-    return len(a) / total if total else math.inf    # every value inf
+    return len(a) / total if total else math.inf  # every value inf
 
 
 def gmean(x: Values) -> float:
@@ -131,12 +133,12 @@ def _stddev(a: list[float]) -> float:
     if not _finite_all(a):
         return float(_np().asarray(a).std(ddof=1))
     k = _scale(a)
-    if k > 1e150:                         # squares would overflow: work on scaled values
+    if k > 1e150:  # squares would overflow: work on scaled values
         b = [v / k for v in a]
         m = math.fsum(b) / len(b)
         return k * math.sqrt(math.fsum((v - m) * (v - m) for v in b) / (len(b) - 1))
     m = math.fsum(a) / len(a)
-    if len(a) > 10_000:   # the same IEEE operations, squared deviations formed by numpy
+    if len(a) > 10_000:  # the same IEEE operations, squared deviations formed by numpy
         d = _np().asarray(a) - m
         return math.sqrt(math.fsum((d * d).tolist()) / (len(a) - 1))
     return math.sqrt(math.fsum((v - m) * (v - m) for v in a) / (len(a) - 1))
@@ -145,6 +147,7 @@ def _stddev(a: list[float]) -> float:
 def _stddev_array(x: Any) -> float | None:
     """:func:`_stddev` of a large finite array, summed in place; None where exactsum declines."""
     from mmbench.analysis import exactsum
+
     total = exactsum.fsum(x)
     if total is None or max(1.0, float(abs(x).max())) > 1e150:
         return None
@@ -206,16 +209,22 @@ def sorted_values(a: list[float]) -> list[float]:
     return sorted(a)
 
 
-def _bmean_of_sorted(s: list[float], pct: float, better: Better, kind: MeanKind,
-                     convention: Convention = "mmbench") -> float:
+def _bmean_of_sorted(
+    s: list[float], pct: float, better: Better, kind: MeanKind, convention: Convention = "mmbench"
+) -> float:
     if not len(s):
         return _NAN
     k = bmean_k(len(s), pct, convention)
-    return mean(s[:k] if better == "lower" else s[len(s) - k:], kind)
+    return mean(s[:k] if better == "lower" else s[len(s) - k :], kind)
 
 
-def bmean(x: Values, pct: float = BMEAN_PCT, better: Better = "lower",
-          kind: MeanKind = "amean", convention: Convention = "mmbench") -> float:
+def bmean(
+    x: Values,
+    pct: float = BMEAN_PCT,
+    better: Better = "lower",
+    kind: MeanKind = "amean",
+    convention: Convention = "mmbench",
+) -> float:
     """Mean (of family ``kind``) of the best ``pct``% of the values: the lowest ones when lower is
     better, the highest ones when higher is better.  k is :func:`bmean_k`."""
     return _bmean_of_sorted(sorted_values(floats(x)), pct, better, kind, convention)
@@ -297,11 +306,16 @@ def bmean_label(kind: MeanKind, pct: float = BMEAN_PCT) -> str:
     return f"B{mean_label(kind)}.{int(pct)}"
 
 
-def summarise(per_iter: Sequence[Values], *, kind: MeanKind = "amean",
-              better: Better = "lower", latency: bool = False,
-              iteration_means: list[float] | None = None,
-              pooled_sorted: list[float] | None = None,
-              convention: Convention = "mmbench") -> list[tuple[str, float]]:
+def summarise(
+    per_iter: Sequence[Values],
+    *,
+    kind: MeanKind = "amean",
+    better: Better = "lower",
+    latency: bool = False,
+    iteration_means: list[float] | None = None,
+    pooled_sorted: list[float] | None = None,
+    convention: Convention = "mmbench",
+) -> list[tuple[str, float]]:
     """The summary rows of one metric of one run, in display order:
 
     Min, <Mean>, Stddev, CoeffVar, Max, B<Mean>.95 and, for latency metrics, P50 P90 P95 P99.
@@ -311,7 +325,7 @@ def summarise(per_iter: Sequence[Values], *, kind: MeanKind = "amean",
     are of all samples pooled (MMTests pools every iteration, Summarise.pm:362) and B-means floor
     their k (:func:`bmean_k`).
     """
-    s = pooled_sorted if pooled_sorted is not None else sorted_values(pooled(per_iter))   # list or array
+    s = pooled_sorted if pooled_sorted is not None else sorted_values(pooled(per_iter))  # list or array
     if convention == "mmtests":
         u = pooled(per_iter)
     elif iteration_means is not None and len(iteration_means) >= 2:
@@ -339,9 +353,9 @@ def summarise(per_iter: Sequence[Values], *, kind: MeanKind = "amean",
 # Outliers
 
 
-MAD_SCALE = 1.4826       # makes the MAD a consistent estimator of σ for normal data
-MEANAD_SCALE = 1.2533    # sqrt(pi/2): the same for the mean absolute deviation
-OUTLIER_Z = 3.5          # Iglewicz & Hoaglin's modified z-score threshold
+MAD_SCALE = 1.4826  # makes the MAD a consistent estimator of σ for normal data
+MEANAD_SCALE = 1.2533  # sqrt(pi/2): the same for the mean absolute deviation
+OUTLIER_Z = 3.5  # Iglewicz & Hoaglin's modified z-score threshold
 
 
 def _median_of_sorted(s: list[float]) -> float:

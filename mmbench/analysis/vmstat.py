@@ -36,8 +36,8 @@ class RowDef:
     unit: str
     better: Better
     formula: Callable[["_Ctx"], float | None]
-    numa: bool = False       # shown only when non-zero
-    counter: str | None = None   # the one counter a plain row reads (its direction: counters.py)
+    numa: bool = False  # shown only when non-zero
+    counter: str | None = None  # the one counter a plain row reads (its direction: counters.py)
 
     @property
     def count(self) -> bool:
@@ -117,25 +117,30 @@ ROWS: list[RowDef] = [
     _plain("Kswapd pages scanned", "pages", "pgscan_kswapd"),
     _plain("Kswapd pages reclaimed", "pages", "pgsteal_kswapd"),
     _plain("Direct pages reclaimed", "pages", "pgsteal_direct"),
-    RowDef("Kswapd efficiency %", "%", "higher",
-           lambda x: _ratio(x("pgsteal_kswapd"), x("pgscan_kswapd"))),
+    RowDef("Kswapd efficiency %", "%", "higher", lambda x: _ratio(x("pgsteal_kswapd"), x("pgscan_kswapd"))),
     RowDef("Kswapd velocity", "pages/s", "lower", lambda x: _velocity(x, "pgscan_kswapd")),
     _plain("Kswapd low wmark quickly", "events", "kswapd_low_wmark_hit_quickly"),
     _plain("Kswapd high wmark quickly", "events", "kswapd_high_wmark_hit_quickly"),
-    RowDef("Direct efficiency %", "%", "higher",
-           lambda x: _ratio(x("pgsteal_direct"), x("pgscan_direct"))),
+    RowDef("Direct efficiency %", "%", "higher", lambda x: _ratio(x("pgsteal_direct"), x("pgscan_direct"))),
     RowDef("Direct velocity", "pages/s", "lower", lambda x: _velocity(x, "pgscan_direct")),
-    RowDef("Percentage direct scans", "%", "lower",
-           lambda x: _ratio(x("pgscan_direct"), _sum(x("pgscan_direct"), x("pgscan_kswapd")))),
+    RowDef(
+        "Percentage direct scans",
+        "%",
+        "lower",
+        lambda x: _ratio(x("pgscan_direct"), _sum(x("pgscan_direct"), x("pgscan_kswapd"))),
+    ),
     _plain("Pages scanned anon", "pages", "pgscan_anon"),
     _plain("Pages scanned file", "pages", "pgscan_file"),
     _plain("Pages reclaimed anon", "pages", "pgsteal_anon"),
     _plain("Pages reclaimed file", "pages", "pgsteal_file"),
     RowDef("Memcg limit pages scanned", "pages", "lower", lambda x: _limit(x, "pgscan")),
     RowDef("Memcg limit pages reclaimed", "pages", "lower", lambda x: _limit(x, "pgsteal")),
-    RowDef("Memcg efficiency %", "%", "higher",
-           lambda x: _ratio(_sum(x("pgsteal_anon"), x("pgsteal_file")),
-                            _sum(x("pgscan_anon"), x("pgscan_file")))),
+    RowDef(
+        "Memcg efficiency %",
+        "%",
+        "higher",
+        lambda x: _ratio(_sum(x("pgsteal_anon"), x("pgsteal_file")), _sum(x("pgscan_anon"), x("pgscan_file"))),
+    ),
     _plain("Page writes by reclaim", "pages", "nr_vmscan_write"),
     RowDef("Page writes file", "pages", "lower", lambda x: _sub(x("nr_vmscan_write"), x("pswpout"))),
     _plain("Page writes anon", "pages", "pswpout"),
@@ -158,8 +163,7 @@ ROWS: list[RowDef] = [
     _plain("Compaction stalls", "stalls", "compact_stall"),
     _plain("Compaction success", "events", "compact_success"),
     _plain("Compaction failures", "events", "compact_fail"),
-    RowDef("Compaction efficiency", "%", "higher",
-           lambda x: _ratio(x("compact_success"), x("compact_stall"))),
+    RowDef("Compaction efficiency", "%", "higher", lambda x: _ratio(x("compact_success"), x("compact_stall"))),
     _plain("Page migrate success", "pages", "pgmigrate_success"),
     _plain("Page migrate failure", "pages", "pgmigrate_fail"),
     _plain("Compaction pages isolated", "pages", "compact_isolated"),
@@ -167,26 +171,45 @@ ROWS: list[RowDef] = [
     _plain("Compaction free scanned", "pages", "compact_free_scanned"),
     _plain("Kcompactd wake", "wakeups", "compact_daemon_wake"),
     # numa_hit and numa_local count every allocation (volume, no direction): shown as shares
-    RowDef("NUMA alloc hit %", "%", "higher",
-           lambda x: _ratio(x("numa_hit"), _sum(x("numa_hit"), x("numa_miss"))), numa=True),
+    RowDef(
+        "NUMA alloc hit %",
+        "%",
+        "higher",
+        lambda x: _ratio(x("numa_hit"), _sum(x("numa_hit"), x("numa_miss"))),
+        numa=True,
+    ),
     _plain("NUMA alloc miss", "pages", "numa_miss", numa=True),
-    RowDef("NUMA alloc local %", "%", "higher",
-           lambda x: _ratio(x("numa_local"), _sum(x("numa_local"), x("numa_other"))), numa=True),
+    RowDef(
+        "NUMA alloc local %",
+        "%",
+        "higher",
+        lambda x: _ratio(x("numa_local"), _sum(x("numa_local"), x("numa_other"))),
+        numa=True,
+    ),
     # As MMTests: numa_pte_updates counts a huge PMD as 512 base pages (change_prot_numa), so the
     # raw counter is the "base-page range" and PTEs alone are raw - 512 * numa_huge_pte_updates
     # (MMTests reports: 2517600 range = 1754720 PTE + 512 * 1490 PMD).
     _plain("NUMA base-page range updates", "pages", "numa_pte_updates", numa=True),
-    RowDef("NUMA PTE updates", "PTEs", "lower",
-           lambda x: _sub(x("numa_pte_updates"),
-                          None if x("numa_huge_pte_updates") is None
-                          else 512 * x("numa_huge_pte_updates")), numa=True),  # type: ignore
+    RowDef(
+        "NUMA PTE updates",
+        "PTEs",
+        "lower",
+        lambda x: _sub(
+            x("numa_pte_updates"), None if x("numa_huge_pte_updates") is None else 512 * x("numa_huge_pte_updates")
+        ),
+        numa=True,
+    ),  # type: ignore
     _plain("NUMA PMD updates", "PMDs", "numa_huge_pte_updates", numa=True),
     _plain("NUMA hint faults", "faults", "numa_hint_faults", numa=True),
-    RowDef("NUMA hint local percent", "%", "higher",
-           lambda x: _ratio(x("numa_hint_faults_local"), x("numa_hint_faults")), numa=True),
+    RowDef(
+        "NUMA hint local percent",
+        "%",
+        "higher",
+        lambda x: _ratio(x("numa_hint_faults_local"), x("numa_hint_faults")),
+        numa=True,
+    ),
     _plain("NUMA pages migrated", "pages", "numa_pages_migrated", numa=True),
 ]
-
 
 
 def derive(delta: Mapping[str, float], elapsed: float | None = None) -> dict[str, float]:

@@ -80,8 +80,9 @@ def _build(source: Path, cflags: list[str], libs: list[str], suffix: str) -> str
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{source.stem}-")
     os.close(fd)
-    proc = subprocess.run([cc, *cflags, f"-I{INCLUDE_DIR}", "-o", tmp, str(source), *libs],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [cc, *cflags, f"-I{INCLUDE_DIR}", "-o", tmp, str(source), *libs], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         os.unlink(tmp)
         raise EnvironmentUnsupported(f"building {source.name} failed:\n{proc.stderr.strip()}")

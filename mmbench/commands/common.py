@@ -23,4 +23,5 @@ def store_of(args: argparse.Namespace) -> Store:
 
 def store_at(results: str | None) -> Store:
     from mmbench.store import open_store
+
     return open_store(results_at(results))

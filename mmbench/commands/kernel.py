@@ -13,17 +13,38 @@ def add_build_args(sp: argparse.ArgumentParser, prefix: str = "") -> None:
     the baseline kernel of an A/B run."""
     dest = prefix.replace("-", "_")
     what = "the baseline kernel's" if prefix else "the kernel's"
-    sp.add_argument(f"--{prefix}patch", dest=f"{dest}kernel_patches", action="append", default=[],
-                    type=lambda v: ("patch", v), metavar="FILE",
-                    help=f"apply this patch to {what} source (repeatable, in order; git format-patch and mbox files too)")
-    sp.add_argument(f"--{prefix}series", dest=f"{dest}kernel_patches", action="append",
-                    type=lambda v: ("series", v), metavar="FILE",
-                    help=f"apply a quilt-style series file's patches to {what} source")
+    sp.add_argument(
+        f"--{prefix}patch",
+        dest=f"{dest}kernel_patches",
+        action="append",
+        default=[],
+        type=lambda v: ("patch", v),
+        metavar="FILE",
+        help=f"apply this patch to {what} source (repeatable, in order; git format-patch and mbox files too)",
+    )
+    sp.add_argument(
+        f"--{prefix}series",
+        dest=f"{dest}kernel_patches",
+        action="append",
+        type=lambda v: ("series", v),
+        metavar="FILE",
+        help=f"apply a quilt-style series file's patches to {what} source",
+    )
     if not prefix:
-        sp.add_argument("--kconfig", action="append", default=[], metavar="FILE",
-                        help="merge this config fragment (CONFIG_X=y lines) after the shipped ones (repeatable)")
-        sp.add_argument("--fragment", action="append", default=[], metavar="NAME",
-                        help="merge a shipped fragment (e.g. irqsoff) after guest (repeatable)")
+        sp.add_argument(
+            "--kconfig",
+            action="append",
+            default=[],
+            metavar="FILE",
+            help="merge this config fragment (CONFIG_X=y lines) after the shipped ones (repeatable)",
+        )
+        sp.add_argument(
+            "--fragment",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="merge a shipped fragment (e.g. irqsoff) after guest (repeatable)",
+        )
 
 
 def _stderr(msg: str) -> None:
@@ -32,20 +53,31 @@ def _stderr(msg: str) -> None:
 
 def cmd_kernel_build(args: argparse.Namespace) -> int:
     from mmbench.kbuild.build import build_kernel, request_from_args
+
     request = request_from_args(args.spec, args.kernel_patches, args.fragment, args.kconfig)
     built = build_kernel(request, _stderr)
     m = built.meta
-    rows = [("image", str(built.image)), ("release", built.release), ("key", built.key),
-            ("source", str(m.get("source_label", ""))),
-            ("patches", ", ".join(p["name"] for p in m.get("patches", [])) or "none (vanilla)"),
-            ("fragments", ", ".join(f["name"] for f in m.get("fragments", []))),
-            ("config", f"{built.config} (sha256 {str(m.get('config_sha256', ''))[:12]})")]
+    rows = [
+        ("image", str(built.image)),
+        ("release", built.release),
+        ("key", built.key),
+        ("source", str(m.get("source_label", ""))),
+        ("patches", ", ".join(p["name"] for p in m.get("patches", [])) or "none (vanilla)"),
+        ("fragments", ", ".join(f["name"] for f in m.get("fragments", []))),
+        ("config", f"{built.config} (sha256 {str(m.get('config_sha256', ''))[:12]})"),
+    ]
     if built.cached:
-        rows.append(("objects", f"0 compiled now (cached; its build compiled {m.get('objects_compiled')} of "
-                                f"{m.get('objects_total')} in {m.get('total_s')} s)"))
+        rows.append(
+            (
+                "objects",
+                f"0 compiled now (cached; its build compiled {m.get('objects_compiled')} of "
+                f"{m.get('objects_total')} in {m.get('total_s')} s)",
+            )
+        )
     else:
-        rows.append(("objects", f"{m.get('objects_compiled')} of {m.get('objects_total')} compiled "
-                                f"in {m.get('total_s')} s"))
+        rows.append(
+            ("objects", f"{m.get('objects_compiled')} of {m.get('objects_total')} compiled in {m.get('total_s')} s")
+        )
     for k, v in rows:
         print(f"{k:<10} {v}")
     return 0
@@ -53,6 +85,7 @@ def cmd_kernel_build(args: argparse.Namespace) -> int:
 
 def cmd_kernel_list(args: argparse.Namespace) -> int:
     from mmbench.kbuild.build import list_builds
+
     builds = list_builds()
     if not builds:
         print("no kernels built yet (mmbench kernel build [SPEC] [--patch FILE ...])")
@@ -62,6 +95,8 @@ def cmd_kernel_list(args: argparse.Namespace) -> int:
         m = b.meta
         patches = ", ".join(p["name"] for p in m.get("patches", [])) or "vanilla"
         frags = "+".join(f["name"] for f in m.get("fragments", []))
-        print(f"{b.key:<16}  {b.release:<14} {m.get('built', '?'):<19}  {m.get('total_s', 0):>7} "
-              f"{m.get('objects_compiled', 0):>9}  {m.get('source_label', '')} / {patches} / {frags}")
+        print(
+            f"{b.key:<16}  {b.release:<14} {m.get('built', '?'):<19}  {m.get('total_s', 0):>7} "
+            f"{m.get('objects_compiled', 0):>9}  {m.get('source_label', '')} / {patches} / {frags}"
+        )
     return 0

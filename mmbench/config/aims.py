@@ -10,8 +10,18 @@ This module has no heavy imports: ``mmbench compare`` uses it too.
 
 from __future__ import annotations
 
-AIMS = ("kswapd", "direct-reclaim", "compaction", "fragmentation", "thp", "swap", "allocator",
-        "numa", "writeback", "latency")
+AIMS = (
+    "kswapd",
+    "direct-reclaim",
+    "compaction",
+    "fragmentation",
+    "thp",
+    "swap",
+    "allocator",
+    "numa",
+    "writeback",
+    "latency",
+)
 # The mechanisms that need whole-machine memory pressure.
 WHOLE_MACHINE_AIMS = ("kswapd", "direct-reclaim", "compaction", "fragmentation")
 # "Far smaller than the machine": a memcg below this share of MemTotal leaves the machine's
@@ -26,7 +36,9 @@ def memcg_warning(aims: list[str], mode: str, budget: int | None, memtotal: int 
         return None
     if budget >= SMALL_MEMCG_SHARE * memtotal:
         return None
-    return (f"this suite aims at {', '.join(wanted)} but runs only inside a {budget >> 20} MiB memory "
-            f"cgroup on a {memtotal >> 20} MiB machine: memcg limit reclaim wakes no kswapd and does not "
-            f"compact for free memory, so those rows stay near 0. Run it in a VM (--kernel ...) or, on a "
-            f"dedicated machine, with --set sandbox=none")
+    return (
+        f"this suite aims at {', '.join(wanted)} but runs only inside a {budget >> 20} MiB memory "
+        f"cgroup on a {memtotal >> 20} MiB machine: memcg limit reclaim wakes no kswapd and does not "
+        f"compact for free memory, so those rows stay near 0. Run it in a VM (--kernel ...) or, on a "
+        f"dedicated machine, with --set sandbox=none"
+    )

@@ -48,7 +48,7 @@ class ResolvedWorkload:
     iterations: int
     warmup: int
     companions: list[tuple[Workload, dict[str, Any]]] = field(default_factory=list)
-    timeout: float | None = None   # seconds per iteration (suite.timeout or the workload's own)
+    timeout: float | None = None  # seconds per iteration (suite.timeout or the workload's own)
 
 
 @dataclass
@@ -62,14 +62,14 @@ class ResolvedMonitor:
 @dataclass
 class Suite:
     path: Path
-    text: str                      # the file as written
-    effective: dict[str, Any]      # the document after --set, as run
+    text: str  # the file as written
+    effective: dict[str, Any]  # the document after --set, as run
     hash: str
     description: str
     budget: int
-    sandbox: str                   # resolved: "memcg" or "none" (whole machine)
+    sandbox: str  # resolved: "memcg" or "none" (whole machine)
     aims: list[str]
-    notes: list[str]               # things the run should say before it starts (budget ignored, ...)
+    notes: list[str]  # things the run should say before it starts (budget ignored, ...)
     scratch: Path
     settings: dict[str, Any]
     actions: dict[str, Any]
@@ -78,8 +78,8 @@ class Suite:
     monitors: list[ResolvedMonitor]
     headline: list[str] = field(default_factory=list)
     vm: dict[str, Any] = field(default_factory=dict)
-    primary: list[str] = field(default_factory=list)   # [suite] primary (outcomes), or the default
-    primary_declared: bool = False                      # False: primary is the default
+    primary: list[str] = field(default_factory=list)  # [suite] primary (outcomes), or the default
+    primary_declared: bool = False  # False: primary is the default
     mechanisms: list[str] = field(default_factory=list)  # [suite] mechanisms, or the aims' default
     mechanisms_declared: bool = False
 
@@ -103,8 +103,10 @@ def find_suite(spec: str) -> Path:
     name = p.name[:-5] if p.name.endswith(".toml") else p.name
     if name in shipped and (len(p.parts) == 1 or p.parent.name in ("configs", "seeds")):
         return shipped[name]
-    raise UsageError(f"--config {spec}: no such file and no shipped suite of that name"
-                     f"{close_match(name, list(shipped))}; shipped: {', '.join(sorted(shipped))}")
+    raise UsageError(
+        f"--config {spec}: no such file and no shipped suite of that name"
+        f"{close_match(name, list(shipped))}; shipped: {', '.join(sorted(shipped))}"
+    )
 
 
 def _parse_value(text: str) -> Any:
@@ -149,16 +151,21 @@ def apply_override(doc: dict[str, Any], item: str) -> None:
         if head == "workload":
             parts = parts[1:]
         if len(parts) < 2:
-            raise UsageError(f"--set {key}: expected LABEL.PARAM (e.g. faultin.size=1G), a setting "
-                             f"(vm.*, thp.*), a suite key ({', '.join(sorted(SUITE_KEYS))}), "
-                             f"actions.*, swap.* or monitors.NAME.*")
+            raise UsageError(
+                f"--set {key}: expected LABEL.PARAM (e.g. faultin.size=1G), a setting "
+                f"(vm.*, thp.*), a suite key ({', '.join(sorted(SUITE_KEYS))}), "
+                f"actions.*, swap.* or monitors.NAME.*"
+            )
         workloads = doc.get("workload", [])
-        matches = [w for w in workloads if w.get("label", w.get("name")) == parts[0]] or \
-                  [w for w in workloads if w.get("name") == parts[0]]
+        matches = [w for w in workloads if w.get("label", w.get("name")) == parts[0]] or [
+            w for w in workloads if w.get("name") == parts[0]
+        ]
         if not matches:
             labels = [w.get("label", w.get("name")) for w in workloads]
-            raise UsageError(f"--set {key}: the suite has no workload {parts[0]!r}{close_match(parts[0], labels)}"
-                             f" (workloads: {', '.join(map(str, labels)) or 'none'})")
+            raise UsageError(
+                f"--set {key}: the suite has no workload {parts[0]!r}{close_match(parts[0], labels)}"
+                f" (workloads: {', '.join(map(str, labels)) or 'none'})"
+            )
         if len(matches) > 1:
             raise UsageError(f"--set {key}: {parts[0]!r} names {len(matches)} workloads; use their label")
         w = matches[0]
@@ -183,13 +190,15 @@ def setting_key_problem(key: str) -> str | None:
     """Why ``key`` cannot name a setting file inside its namespace's folder (None: it can)."""
     ns, _, rest = key.partition(".")
     if ns not in SETTING_NAMESPACES or not rest:
-        return None   # not a knob path at all: the runner's own check names the namespaces
+        return None  # not a knob path at all: the runner's own check names the namespaces
     bad = next((part for part in rest.split(".") if not _SETTING_PART.fullmatch(part)), None)
     if bad is None:
         return None
     what = f"{bad!r} is not a plain name" if bad else "it has an empty part (two dots in a row)"
-    return (f"not a setting name: {what} (each part is letters, digits, '_' or '-'); a setting never names "
-            f"a path outside {quirks.SETTING_NAMESPACES[ns][0]}")
+    return (
+        f"not a setting name: {what} (each part is letters, digits, '_' or '-'); a setting never names "
+        f"a path outside {quirks.SETTING_NAMESPACES[ns][0]}"
+    )
 
 
 def check_setting_keys(doc: dict[str, Any], where: Path | str) -> None:
@@ -250,10 +259,14 @@ def _schema_error(path: Path, e: ValidationError, doc: dict[str, Any]) -> UsageE
             ("suite",): sorted(SUITE_KEYS),
             ("actions",): list(Actions.model_fields),
             ("swap",): list(SwapSpec.model_fields),
-        }.get(tuple(s for s in section if not isinstance(s, int)),
-              [f.alias or n for n, f in WorkloadSpec.model_fields.items()])
-        return UsageError(f"{path}: {where}: unknown key{close_match(str(err['loc'][-1]), known)}; "
-                          f"expected one of: {', '.join(known)}")
+        }.get(
+            tuple(s for s in section if not isinstance(s, int)),
+            [f.alias or n for n, f in WorkloadSpec.model_fields.items()],
+        )
+        return UsageError(
+            f"{path}: {where}: unknown key{close_match(str(err['loc'][-1]), known)}; "
+            f"expected one of: {', '.join(known)}"
+        )
     return UsageError(f"{path}: {where}: {err['msg']} (got {err.get('input')!r})")
 
 
@@ -263,7 +276,7 @@ def _read_suite_text(path: Path) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
+        line = raw[: e.start].count(b"\n") + 1
         raise UsageError(f"{path}: line {line}: not UTF-8 text (a TOML suite is UTF-8)") from None
     if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines()):
         raise UsageError(f"{path}: empty suite (expected [suite] and at least one [[workload]])")
@@ -273,17 +286,21 @@ def _read_suite_text(path: Path) -> str:
 def _check_resident(cls: type[Workload], params: dict[str, Any], budget: int, swap: bool, where: str) -> None:
     """Anonymous memory above the budget could only be OOM-killed: refused before anything runs."""
     from mmbench.model.sizes import format_size
+
     for name in cls.resident:
         value = params.get(name)
         if isinstance(value, int) and value > budget and not swap:
-            raise UsageError(f"{where}.{name}: {format_size(value)} is more than the memory budget "
-                             f"({format_size(budget)}); it cannot fit in the sandbox (lower it, raise "
-                             f"suite.budget, or configure [swap])")
+            raise UsageError(
+                f"{where}.{name}: {format_size(value)} is more than the memory budget "
+                f"({format_size(budget)}); it cannot fit in the sandbox (lower it, raise "
+                f"suite.budget, or configure [swap])"
+            )
 
 
 def _check_label(label: str, where: str) -> None:
     """A label is the workload's folder in the run: a name, never a path."""
     from mmbench.model.names import name_problem
+
     problem = name_problem(label)
     if problem:
         raise UsageError(f"{where}: {problem}")
@@ -305,8 +322,10 @@ def _check_requires(cls: type[Workload], where: str) -> None:
     if missing:
         pkgs = sorted({cls.packages[tool] for tool in missing if tool in cls.packages})
         hint = f": install Debian's {', '.join(pkgs)}" if pkgs else ""
-        raise EnvironmentUnsupported(f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH{hint} "
-                         f"(scripts/setup.sh installs what mmbench uses)")
+        raise EnvironmentUnsupported(
+            f"{where}: workload {cls.name} needs {', '.join(missing)} on PATH{hint} "
+            f"(scripts/setup.sh installs what mmbench uses)"
+        )
 
 
 def resolve_mode(requested: str) -> str:
@@ -343,8 +362,10 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         raise _schema_error(path, e, doc) from None
     where = str(path)
     if not sf.workload:
-        raise UsageError(f"{where}: no workloads: add a [[workload]] table with a name "
-                         f"(a suite that only records monitors uses name = \"idle\")")
+        raise UsageError(
+            f"{where}: no workloads: add a [[workload]] table with a name "
+            f'(a suite that only records monitors uses name = "idle")'
+        )
 
     mode = resolve_mode(sf.suite.sandbox)
     notes: list[str] = []
@@ -357,14 +378,17 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         # Whole-machine mode: the budget is the machine.  A suite written for a memcg (budget =
         # "1G") still runs, its relative sizes scaled to MemTotal; say so rather than guess.
         if sf.suite.budget is not None and budget != total:
-            notes.append(f"whole-machine mode (sandbox = none): budget is MemTotal ({total >> 20} MiB); "
-                         f"the suite's budget {sf.suite.budget!r} applies only with sandbox = \"memcg\"")
+            notes.append(
+                f"whole-machine mode (sandbox = none): budget is MemTotal ({total >> 20} MiB); "
+                f'the suite\'s budget {sf.suite.budget!r} applies only with sandbox = "memcg"'
+            )
         budget = total
     if budget < (16 << 20):
         raise UsageError(f"{where}: suite.budget: {budget} bytes is too small (minimum 16M)")
     if budget > total:
-        raise UsageError(f"{where}: suite.budget: {sf.suite.budget} is more than this machine's "
-                         f"MemTotal ({total >> 20} MiB)")
+        raise UsageError(
+            f"{where}: suite.budget: {sf.suite.budget} is more than this machine's MemTotal ({total >> 20} MiB)"
+        )
 
     # Settings are checked against the running kernel by the runner (and `run --check`) before
     # any is applied: loading a suite reads no sysfs knob and needs no root, and under --kernel
@@ -375,12 +399,15 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
     labels: set[str] = set()
     for spec_w in sf.workload:
         if spec_w.name not in wreg:
-            raise UsageError(f"{where}: workload[{spec_w.name}].name: unknown workload "
-                             f"{spec_w.name!r}{close_match(spec_w.name, list(wreg))}; known: {', '.join(wreg)}")
+            raise UsageError(
+                f"{where}: workload[{spec_w.name}].name: unknown workload "
+                f"{spec_w.name!r}{close_match(spec_w.name, list(wreg))}; known: {', '.join(wreg)}"
+            )
         label = spec_w.label or spec_w.name
         if label in labels:
-            raise UsageError(f"{where}: workload[{label}]: two workloads share the label {label!r}; "
-                             f"give one a label = \"...\"")
+            raise UsageError(
+                f'{where}: workload[{label}]: two workloads share the label {label!r}; give one a label = "..."'
+            )
         _check_label(label, f"{where}: workload[{label}].label")
         labels.add(label)
         cls = wreg[spec_w.name]
@@ -393,8 +420,10 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
         for cname, cparams in spec_w.with_.items():
             if cname not in wreg or not wreg[cname].companion:
                 options = [n for n, c in wreg.items() if c.companion]
-                raise UsageError(f"{where}: workload[{label}].with.{cname}: not a companion workload"
-                                 f"{close_match(cname, options)}; companions: {', '.join(options) or 'none'}")
+                raise UsageError(
+                    f"{where}: workload[{label}].with.{cname}: not a companion workload"
+                    f"{close_match(cname, options)}; companions: {', '.join(options) or 'none'}"
+                )
             ccls = wreg[cname]
             _check_requires(ccls, f"{where}: workload[{label}].with.{cname}")
             cw = ccls()
@@ -402,21 +431,31 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
             _checked(cw, cp, budget, where)
             companions.append((cw, cp))
         metrics = wl.metric_defs(params) + [m for cw, cp in companions for m in cw.metric_defs(cp)]
-        workloads.append(ResolvedWorkload(
-            label=label, plugin=spec_w.name, workload=wl, params=params, metrics=metrics,
-            iterations=spec_w.iterations or sf.suite.iterations,
-            warmup=spec_w.warmup if spec_w.warmup is not None else sf.suite.warmup,
-            companions=companions,
-            timeout=_timeout(spec_w.timeout if spec_w.timeout is not None else sf.suite.timeout,
-                             f"{where}: " + (f"workload[{label}].timeout" if spec_w.timeout is not None
-                                             else "suite.timeout"))))
+        workloads.append(
+            ResolvedWorkload(
+                label=label,
+                plugin=spec_w.name,
+                workload=wl,
+                params=params,
+                metrics=metrics,
+                iterations=spec_w.iterations or sf.suite.iterations,
+                warmup=spec_w.warmup if spec_w.warmup is not None else sf.suite.warmup,
+                companions=companions,
+                timeout=_timeout(
+                    spec_w.timeout if spec_w.timeout is not None else sf.suite.timeout,
+                    f"{where}: " + (f"workload[{label}].timeout" if spec_w.timeout is not None else "suite.timeout"),
+                ),
+            )
+        )
 
     mreg = monitor_registry()
     monitors: list[ResolvedMonitor] = []
     for mname, mconf in sf.monitors.items():
         if mname not in mreg:
-            raise UsageError(f"{where}: monitors.{mname}: unknown monitor{close_match(mname, list(mreg))}; "
-                             f"known: {', '.join(mreg) or 'none'}")
+            raise UsageError(
+                f"{where}: monitors.{mname}: unknown monitor{close_match(mname, list(mreg))}; "
+                f"known: {', '.join(mreg) or 'none'}"
+            )
         mcls = mreg[mname]
         conf = dict(mconf)
         try:
@@ -438,12 +477,26 @@ def load_suite(spec: str, overrides: list[str] | None = None, iterations: int | 
     # scratch is made absolute here, like the results directory in store.open_store: workloads
     # hand paths under it to tools that run in other working directories
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    return Suite(path=path, text=text, effective=effective, hash=digest, description=sf.suite.description,
-                 budget=budget, sandbox=mode, aims=list(sf.suite.aims), notes=notes,
-                 scratch=Path(sf.suite.scratch).absolute(), settings=dict(sf.settings),
-                 actions=sf.actions.model_dump(), swap=swap, workloads=workloads, monitors=monitors,
-                 headline=_check_headline(sf.suite.headline, workloads, where), vm=_vm_options(sf, where),
-                 **_families(sf, effective, workloads, monitors, mreg, notes, where))
+    return Suite(
+        path=path,
+        text=text,
+        effective=effective,
+        hash=digest,
+        description=sf.suite.description,
+        budget=budget,
+        sandbox=mode,
+        aims=list(sf.suite.aims),
+        notes=notes,
+        scratch=Path(sf.suite.scratch).absolute(),
+        settings=dict(sf.settings),
+        actions=sf.actions.model_dump(),
+        swap=swap,
+        workloads=workloads,
+        monitors=monitors,
+        headline=_check_headline(sf.suite.headline, workloads, where),
+        vm=_vm_options(sf, where),
+        **_families(sf, effective, workloads, monitors, mreg, notes, where),
+    )
 
 
 def _vm_options(sf: SuiteFile, where: str) -> dict[str, Any]:
@@ -459,16 +512,27 @@ def _vm_options(sf: SuiteFile, where: str) -> dict[str, Any]:
     if vm["memory_mb"] < 128:
         raise UsageError(f"{where}: vm.memory: {vm['memory']} is too small for a guest (minimum 128M)")
     if vm["below_4g_mb"] is not None and not 64 <= vm["below_4g_mb"] < min(vm["memory_mb"], 3584):
-        raise UsageError(f"{where}: vm.max_ram_below_4g: {vm['max_ram_below_4g']} must be at least 64M and less "
-                         f"than the guest's memory ({vm['memory']}) and 3.5G, or there is no memory above 4 GiB")
+        raise UsageError(
+            f"{where}: vm.max_ram_below_4g: {vm['max_ram_below_4g']} must be at least 64M and less "
+            f"than the guest's memory ({vm['memory']}) and 3.5G, or there is no memory above 4 GiB"
+        )
     if vm["numa"] > 1 and vm["memory_mb"] // vm["numa"] < 64:
-        raise UsageError(f"{where}: vm.numa: {vm['numa']} nodes of {vm['memory_mb'] // vm['numa']} MiB each "
-                         f"is too small (give vm.memory at least 64M per node)")
+        raise UsageError(
+            f"{where}: vm.numa: {vm['numa']} nodes of {vm['memory_mb'] // vm['numa']} MiB each "
+            f"is too small (give vm.memory at least 64M per node)"
+        )
     return vm
 
 
-def _families(sf: SuiteFile, effective: dict[str, Any], workloads: list[ResolvedWorkload],
-              monitors: list[ResolvedMonitor], mreg: dict[str, Any], notes: list[str], where: str) -> dict[str, Any]:
+def _families(
+    sf: SuiteFile,
+    effective: dict[str, Any],
+    workloads: list[ResolvedWorkload],
+    monitors: list[ResolvedMonitor],
+    mreg: dict[str, Any],
+    notes: list[str],
+    where: str,
+) -> dict[str, Any]:
     """``[suite] primary`` and ``[suite] mechanisms`` checked against the rows this suite can
     produce (else the defaults of ``config/primary.default_families``); the resolved lists are
     stored with the run (suite-effective.json).  Each entry must name exactly one row (a vmstat row
@@ -476,18 +540,25 @@ def _families(sf: SuiteFile, effective: dict[str, Any], workloads: list[Resolved
     ``MAX_PRIMARY`` rows a family, and no row in both families.  A row of a known monitor the suite
     does not run (``--set monitors.mm-trace=false``) is a note: the report will say it is missing."""
     from mmbench.config import primary as pr
+
     for field_name, declared in (("primary", sf.suite.primary), ("mechanisms", sf.suite.mechanisms)):
         if len(declared) > pr.MAX_PRIMARY:
-            raise UsageError(f"{where}: suite.{field_name}: {len(declared)} rows; at most {pr.MAX_PRIMARY} (a family "
-                             f"of more has too little power at a few iterations: leave the others exploratory)")
-    heads = ([(w.label, h) for h in sf.suite.headline for w in workloads if any(m.name == h for m in w.metrics)]
-             or [(w.label, w.metrics[0].name) for w in workloads if w.metrics])
-    primary, mechanisms = pr.default_families(list(sf.suite.aims), heads, [w.label for w in workloads],
-                                              list(sf.suite.primary), list(sf.suite.mechanisms))
+            raise UsageError(
+                f"{where}: suite.{field_name}: {len(declared)} rows; at most {pr.MAX_PRIMARY} (a family "
+                f"of more has too little power at a few iterations: leave the others exploratory)"
+            )
+    heads = [(w.label, h) for h in sf.suite.headline for w in workloads if any(m.name == h for m in w.metrics)] or [
+        (w.label, w.metrics[0].name) for w in workloads if w.metrics
+    ]
+    primary, mechanisms = pr.default_families(
+        list(sf.suite.aims), heads, [w.label for w in workloads], list(sf.suite.primary), list(sf.suite.mechanisms)
+    )
     rows = suite_rows(workloads, monitors, mreg)
     found: dict[str, dict[str, str]] = {}
-    for field_name, names, declared in (("primary", primary, bool(sf.suite.primary)),
-                                        ("mechanisms", mechanisms, bool(sf.suite.mechanisms))):
+    for field_name, names, declared in (
+        ("primary", primary, bool(sf.suite.primary)),
+        ("mechanisms", mechanisms, bool(sf.suite.mechanisms)),
+    ):
         got: dict[str, str] = {}
         for i, text in enumerate(names):
             where_i = f"{where}: suite.{field_name}[{i}] {text!r}"
@@ -497,39 +568,52 @@ def _families(sf: SuiteFile, effective: dict[str, Any], workloads: list[Resolved
             if note:
                 notes.append(f"suite.{field_name}[{i}] {text!r}: {note}")
             if len(hits) > 1:
-                raise UsageError(f"{where_i}: matches {len(hits)} rows ({'; '.join(hits)}): name one with its "
-                                 f"workload label as section, e.g. {_labelled(text, hits[0])!r}")
+                raise UsageError(
+                    f"{where_i}: matches {len(hits)} rows ({'; '.join(hits)}): name one with its "
+                    f"workload label as section, e.g. {_labelled(text, hits[0])!r}"
+                )
             for h in hits:
                 got[h] = text
         if len(got) > pr.MAX_PRIMARY:
-            raise UsageError(f"{where}: suite.{field_name}: {len(got)} rows; at most {pr.MAX_PRIMARY} (a family of "
-                             f"more has too little power at a few iterations: leave the others exploratory)")
+            raise UsageError(
+                f"{where}: suite.{field_name}: {len(got)} rows; at most {pr.MAX_PRIMARY} (a family of "
+                f"more has too little power at a few iterations: leave the others exploratory)"
+            )
         found[field_name] = got
     both = sorted(set(found["primary"]) & set(found["mechanisms"]))
     if both:
-        raise UsageError(f"{where}: {both[0]} is in suite.primary ({found['primary'][both[0]]!r}) and in "
-                         f"suite.mechanisms ({found['mechanisms'][both[0]]!r}): a row is an outcome or a "
-                         f"mechanism, not both")
+        raise UsageError(
+            f"{where}: {both[0]} is in suite.primary ({found['primary'][both[0]]!r}) and in "
+            f"suite.mechanisms ({found['mechanisms'][both[0]]!r}): a row is an outcome or a "
+            f"mechanism, not both"
+        )
     eff = effective.setdefault("suite", {})
     eff["primary"] = list(primary)
     eff["mechanisms"] = list(mechanisms)
-    return {"primary": list(primary), "primary_declared": bool(sf.suite.primary),
-            "mechanisms": list(mechanisms), "mechanisms_declared": bool(sf.suite.mechanisms)}
+    return {
+        "primary": list(primary),
+        "primary_declared": bool(sf.suite.primary),
+        "mechanisms": list(mechanisms),
+        "mechanisms_declared": bool(sf.suite.mechanisms),
+    }
 
 
 @dataclass(frozen=True)
 class SuiteRows:
     """The rows a suite can produce, as an entry of ``[suite] primary`` matches them."""
-    workloads: list[tuple[str, str, list[MetricDef]]]     # label, plugin, metrics
-    monitors: dict[str, tuple[str, ...]]                 # monitors it runs: their row patterns
-    absent: dict[str, tuple[str, ...]]                   # known monitors it does not run
+
+    workloads: list[tuple[str, str, list[MetricDef]]]  # label, plugin, metrics
+    monitors: dict[str, tuple[str, ...]]  # monitors it runs: their row patterns
+    absent: dict[str, tuple[str, ...]]  # known monitors it does not run
 
 
-def suite_rows(workloads: list[ResolvedWorkload], monitors: list[ResolvedMonitor],
-               mreg: dict[str, Any]) -> SuiteRows:
+def suite_rows(workloads: list[ResolvedWorkload], monitors: list[ResolvedMonitor], mreg: dict[str, Any]) -> SuiteRows:
     mons = {m.name.lower(): m.cls.row_patterns for m in monitors}
-    return SuiteRows([(w.label.lower(), w.plugin.lower(), list(w.metrics)) for w in workloads], mons,
-                     {n.lower(): c.row_patterns for n, c in mreg.items() if n.lower() not in mons})
+    return SuiteRows(
+        [(w.label.lower(), w.plugin.lower(), list(w.metrics)) for w in workloads],
+        mons,
+        {n.lower(): c.row_patterns for n, c in mreg.items() if n.lower() not in mons},
+    )
 
 
 def match_entry(text: str, rows: SuiteRows, where: str) -> tuple[list[str], str | None]:
@@ -537,8 +621,13 @@ def match_entry(text: str, rows: SuiteRows, where: str) -> tuple[list[str], str 
     suite does not run; a name that is no row of the suite, or a statistic the row lacks, is a
     UsageError naming the entry."""
     from mmbench.config import primary as pr
-    sections = ({"vmstat", "duration", "workload", "monitor"} | {k for lab, plug, _ in rows.workloads for k in (lab, plug)}
-                | set(rows.monitors) | set(rows.absent))
+
+    sections = (
+        {"vmstat", "duration", "workload", "monitor"}
+        | {k for lab, plug, _ in rows.workloads for k in (lab, plug)}
+        | set(rows.monitors)
+        | set(rows.absent)
+    )
     e = pr.parse_entry(text, sections)
     if not e.name:
         raise UsageError(f"{where}: empty row name")
@@ -572,11 +661,14 @@ def match_entry(text: str, rows: SuiteRows, where: str) -> tuple[list[str], str 
     missing = [x for x in e.sections if x in rows.absent]
     if missing and pr.pattern_match(rows.absent[missing[0]], e.name):
         return [], f"the suite runs no {missing[0]} monitor, so this row will be missing from the comparison"
-    known = ([*pr.VMSTAT_ROWS, *pr.DURATION_ROWS] + [md.name for _, _, mds in rows.workloads for md in mds])
+    known = [*pr.VMSTAT_ROWS, *pr.DURATION_ROWS] + [md.name for _, _, mds in rows.workloads for md in mds]
     by_low = {k.lower(): k for k in known}
     hint = close_match(e.name, list(by_low))
-    hint = (f" (did you mean {by_low[hint.split(chr(39))[1]]!r}?)" if hint else
-            "; no workload metric, vmstat row, duration row or monitor row of this suite has that name")
+    hint = (
+        f" (did you mean {by_low[hint.split(chr(39))[1]]!r}?)"
+        if hint
+        else "; no workload metric, vmstat row, duration row or monitor row of this suite has that name"
+    )
     raise UsageError(f"{where}: not a row of this suite{hint}")
 
 
@@ -603,6 +695,5 @@ def _check_headline(headline: list[str], workloads: list[ResolvedWorkload], wher
     known = sorted({m.name for w in workloads for m in w.metrics})
     for name in headline:
         if name not in known:
-            raise UsageError(f"{where}: suite.headline: no workload has a metric {name!r}"
-                             f"{close_match(name, known)}")
+            raise UsageError(f"{where}: suite.headline: no workload has a metric {name!r}{close_match(name, known)}")
     return list(headline)

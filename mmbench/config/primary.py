@@ -37,21 +37,68 @@ DURATION_ROWS = ("User", "System", "Elapsed")
 # The vmstat section's row names (analysis/vmstat.py ROWS; a test keeps the two equal): the
 # loader checks primary names against them without importing the analysis stage.
 VMSTAT_ROWS = (
-    "Minor Faults", "Major Faults", "Swap Ins", "Swap Outs", "Allocation stalls", "Direct pages scanned",
-    "Kswapd pages scanned", "Kswapd pages reclaimed", "Direct pages reclaimed", "Kswapd efficiency %",
-    "Kswapd velocity", "Kswapd low wmark quickly", "Kswapd high wmark quickly", "Direct efficiency %",
-    "Direct velocity", "Percentage direct scans", "Pages scanned anon", "Pages scanned file",
-    "Pages reclaimed anon", "Pages reclaimed file", "Memcg limit pages scanned", "Memcg limit pages reclaimed",
-    "Memcg efficiency %", "Page writes by reclaim", "Page writes file", "Page writes anon",
-    "Page reclaim immediate", "Slabs scanned", "Workingset refaults anon", "Workingset refaults file",
-    "Zswap ins", "Zswap outs", "Zswap writebacks", "Swap outs zero-filled", "Swap ins zero-filled",
-    "Sector Reads", "Sector Writes", "THP fault alloc", "THP fault fallback",
-    "THP collapse alloc", "THP collapse fail", "THP split", "Compaction stalls", "Compaction success",
-    "Compaction failures", "Compaction efficiency", "Page migrate success", "Page migrate failure",
-    "Compaction pages isolated", "Compaction migrate scanned", "Compaction free scanned", "Kcompactd wake",
-    "NUMA alloc hit %", "NUMA alloc miss", "NUMA alloc local %", "NUMA base-page range updates",
-    "NUMA PTE updates", "NUMA PMD updates", "NUMA hint faults", "NUMA hint local percent",
-    "NUMA pages migrated")
+    "Minor Faults",
+    "Major Faults",
+    "Swap Ins",
+    "Swap Outs",
+    "Allocation stalls",
+    "Direct pages scanned",
+    "Kswapd pages scanned",
+    "Kswapd pages reclaimed",
+    "Direct pages reclaimed",
+    "Kswapd efficiency %",
+    "Kswapd velocity",
+    "Kswapd low wmark quickly",
+    "Kswapd high wmark quickly",
+    "Direct efficiency %",
+    "Direct velocity",
+    "Percentage direct scans",
+    "Pages scanned anon",
+    "Pages scanned file",
+    "Pages reclaimed anon",
+    "Pages reclaimed file",
+    "Memcg limit pages scanned",
+    "Memcg limit pages reclaimed",
+    "Memcg efficiency %",
+    "Page writes by reclaim",
+    "Page writes file",
+    "Page writes anon",
+    "Page reclaim immediate",
+    "Slabs scanned",
+    "Workingset refaults anon",
+    "Workingset refaults file",
+    "Zswap ins",
+    "Zswap outs",
+    "Zswap writebacks",
+    "Swap outs zero-filled",
+    "Swap ins zero-filled",
+    "Sector Reads",
+    "Sector Writes",
+    "THP fault alloc",
+    "THP fault fallback",
+    "THP collapse alloc",
+    "THP collapse fail",
+    "THP split",
+    "Compaction stalls",
+    "Compaction success",
+    "Compaction failures",
+    "Compaction efficiency",
+    "Page migrate success",
+    "Page migrate failure",
+    "Compaction pages isolated",
+    "Compaction migrate scanned",
+    "Compaction free scanned",
+    "Kcompactd wake",
+    "NUMA alloc hit %",
+    "NUMA alloc miss",
+    "NUMA alloc local %",
+    "NUMA base-page range updates",
+    "NUMA PTE updates",
+    "NUMA PMD updates",
+    "NUMA hint faults",
+    "NUMA hint local percent",
+    "NUMA pages migrated",
+)
 
 # The default rows per aim (vmstat and duration rows: every suite has them), for a suite that
 # declares neither family: outcomes (a better direction a user feels) join the headline metrics in
@@ -85,10 +132,10 @@ FAMILIES = ("primary", "mechanisms")
 
 @dataclass(frozen=True)
 class Entry:
-    text: str                # as written
+    text: str  # as written
     sections: tuple[str, ...]  # lower case, each a name of the row's section (empty: any section)
-    name: str                # lower case
-    stat: str | None         # "mean", "p99", ... (lower case) or None (the mean row)
+    name: str  # lower case
+    stat: str | None  # "mean", "p99", ... (lower case) or None (the mean row)
 
     @property
     def section(self) -> str | None:
@@ -130,9 +177,13 @@ def _qualified(entry: str, label: str | None) -> str:
     return f"{label}:{entry.split(':', 1)[1] if ':' in entry else entry}"
 
 
-def default_families(aims: list[str], headline: list[tuple[str, str]], labels: list[str],
-                     declared_primary: list[str] | None = None,
-                     declared_mechanisms: list[str] | None = None) -> tuple[list[str], list[str]]:
+def default_families(
+    aims: list[str],
+    headline: list[tuple[str, str]],
+    labels: list[str],
+    declared_primary: list[str] | None = None,
+    declared_mechanisms: list[str] | None = None,
+) -> tuple[list[str], list[str]]:
     """The primary and mechanism entries of a suite that declares one or neither family.
 
     ``headline``: (workload label, metric) of its headline metrics (else each workload's first
@@ -171,7 +222,7 @@ def _key(entry: str) -> str:
     low = entry.strip().lower()
     for pre in ("vmstat:", "duration:"):
         if low.startswith(pre):
-            return low[len(pre):]
+            return low[len(pre) :]
     return low
 
 

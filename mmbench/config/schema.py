@@ -36,8 +36,8 @@ class SuiteMeta(_Strict):
     sandbox: Literal["auto", "memcg", "none"] = "auto"
     aims: list[Literal[AIMS]] = Field(default_factory=list)  # type: ignore[valid-type]  # see config/aims.py
     scratch: str = "/var/tmp/mmbench"
-    timeout: str | float | int = "2h"   # per iteration; a workload running longer is stopped
-    headline: list[str] = Field(default_factory=list)   # metrics `run --until` watches
+    timeout: str | float | int = "2h"  # per iteration; a workload running longer is stopped
+    headline: list[str] = Field(default_factory=list)  # metrics `run --until` watches
     # the outcomes the suite is about: one small Benjamini–Hochberg family, the only rows
     # --fail-on-regression reads (config/primary.py; at most 6 rows)
     primary: list[str] = Field(default_factory=list)
@@ -88,6 +88,7 @@ class WorkloadSpec(_Strict):
 
 class VmSpec(_Strict):
     """``[vm]``: run the suite inside a QEMU guest booting ``kernel`` (``mmbench run --kernel``)."""
+
     kernel: str | None = None
     memory: str | int = "1G"
     # None: 1 on the instruction clock (QEMU runs a TCG guest's vCPUs in turns there), else 2

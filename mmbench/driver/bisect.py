@@ -46,8 +46,9 @@ def git_range(repo: str, good: str, bad: str) -> list[Commit]:
         raise UsageError(f"REPO {repo}: not a git repository")
     shas = []
     for ref, which in ((good, "GOOD"), (bad, "BAD")):
-        out = subprocess.run(["git", "-C", repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            ["git", "-C", repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], capture_output=True, text=True
+        )
         if out.returncode != 0:
             raise UsageError(f"{which} {ref!r}: not a commit, tag or branch of {repo}")
         shas.append(out.stdout.strip())
@@ -76,6 +77,7 @@ class KernelMeasure:
     ``bisect-SHORT-rA-B`` (its rounds A to B), the followed row's per-round values read back as
     ``compare`` reads them.  A commit that does not build, or whose guest run does not complete,
     raises ``MeasureFailed``.  ``kernel_for``/``arm_for`` replace the build and the guest (tests)."""
+
     request: BisectRequest
     suite: Any
     store: Any
@@ -84,13 +86,13 @@ class KernelMeasure:
     row: str | None = None
     kernel_for: Callable[[str], GuestKernel] | None = None
     arm_for: Callable[[str, GuestKernel], Arm] | None = None
-    done: dict[str, int] = field(default_factory=dict)     # rounds measured per commit
-    builds: dict[str, int] = field(default_factory=dict)   # objects compiled per commit built now
-    reuse: bool = False                                    # --resume: a complete run of the same name is kept
+    done: dict[str, int] = field(default_factory=dict)  # rounds measured per commit
+    builds: dict[str, int] = field(default_factory=dict)  # objects compiled per commit built now
+    reuse: bool = False  # --resume: a complete run of the same name is kept
     # runs the requests elsewhere (the fleet: one job per round), returns {run name: why} of those
     # that failed; None: rounds run here, through the round driver
     remote: Callable[[list[RunRequest]], dict[str, str]] | None = None
-    job_for: Callable[[str, str], RunRequest] | None = None   # (commit, run name) -> the job's request
+    job_for: Callable[[str, str], RunRequest] | None = None  # (commit, run name) -> the job's request
 
     def kernel(self, sha: str) -> tuple[GuestKernel, int | None]:
         """The commit's kernel and the objects compiled for it now (None: from the image cache)."""
@@ -98,11 +100,13 @@ class KernelMeasure:
             k = self.kernel_for(sha)
         else:
             from mmbench.kbuild.resolve import get_kernel
+
             frags = self.suite.vm.get("kernel_fragments", [])
             started = time.strftime("%Y-%m-%d %H:%M:%S")
             try:
-                k = get_kernel(KernelRequest(f"git:{self.request.repo}@{sha}").with_fragments_first(frags),
-                               self.progress.info)
+                k = get_kernel(
+                    KernelRequest(f"git:{self.request.repo}@{sha}").with_fragments_first(frags), self.progress.info
+                )
             except (UsageError, EnvironmentUnsupported) as e:
                 raise bis.MeasureFailed(f"does not build: {e}") from None
             if (k.build or {}).get("built", "") >= started:
@@ -128,12 +132,13 @@ class KernelMeasure:
             self.progress.info(f"bisect: {name} is stored complete: kept (--resume)")
         else:
             kernel, compiled = self.kernel(sha)
-            info["objects_compiled"] = compiled if compiled is not None else 0   # 0: the image was cached
+            info["objects_compiled"] = compiled if compiled is not None else 0  # 0: the image was cached
             arm = (self.arm_for or self._arm)(name, kernel)
             got = measure([arm], self.store, rounds, progress=self.progress)
             if got.status != "complete":
-                raise bis.MeasureFailed(f"the guest run {name} is {got.status}"
-                                        + (f" ({got.note})" if got.note else ""))
+                raise bis.MeasureFailed(
+                    f"the guest run {name} is {got.status}" + (f" ({got.note})" if got.note else "")
+                )
             run = got.runs[0]
         self.done[sha] = first + rounds - 1
         info["wall_s"] = round(time.monotonic() - t0, 1)
@@ -144,8 +149,14 @@ class KernelMeasure:
         --iterations 1 NAME`` with the bisection's suite, ``--set`` values and VM shape."""
         if self.job_for is not None:
             return self.job_for(sha, name)
-        return self.request.run.replace(name=name, iterations=1, results=None, force=True, quiet=True,
-                                        kernel=KernelRequest(f"git:{self.request.repo}@{sha}"))
+        return self.request.run.replace(
+            name=name,
+            iterations=1,
+            results=None,
+            force=True,
+            quiet=True,
+            kernel=KernelRequest(f"git:{self.request.repo}@{sha}"),
+        )
 
     def _remote_runs(self, sha: str, first: int, rounds: int, t0: float) -> tuple[list[Any], dict[str, Any]]:
         """``rounds`` rounds as one job each (one guest boot each, on any machine of the tag, at
@@ -174,6 +185,7 @@ class KernelMeasure:
     def values(self, runs: list[Any], entries: list[str] | None) -> dict[str, Any]:
         """The declared rows' values in ``runs`` (``entries``, or the stored primary family)."""
         from mmbench.analysis.compare.rowvalues import row_iterations
+
         return row_iterations(runs, entries)
 
     def __call__(self, sha: str, rounds: int) -> bis.Measured:
@@ -182,8 +194,9 @@ class KernelMeasure:
         rv = self.values(runs, [self.row])[self.row]
         samples = [v for r in runs for v in rv.values[r.name]]
         if len(samples) != rounds:
-            raise bis.MeasureFailed(f"{', '.join(r.name for r in runs)}: {len(samples)} of {rounds} rounds have "
-                                    f"a value of {self.row!r}")
+            raise bis.MeasureFailed(
+                f"{', '.join(r.name for r in runs)}: {len(samples)} of {rounds} rounds have a value of {self.row!r}"
+            )
         return bis.Measured(samples, [r.name for r in runs], info)
 
 
@@ -197,17 +210,23 @@ class BisectResult:
     log: bis.BisectLog
     commits: list[Commit]
     row_reason: str
-    builds: int                  # kernels built now (not from the image cache)
-    objects: int                 # objects compiled for them
+    builds: int  # kernels built now (not from the image cache)
+    objects: int  # objects compiled for them
     wall_s: float
     diffstat: str = ""
 
 
-def run_bisection(request: BisectRequest, store: Any, progress: Any, say: Callable[[str], None], *,
-                  kernel_for: Callable[[str], GuestKernel] | None = None,
-                  arm_for: Callable[[str, GuestKernel], Arm] | None = None,
-                  remote: Callable[[list[RunRequest]], dict[str, str]] | None = None,
-                  job_for: Callable[[str, str], RunRequest] | None = None) -> BisectResult:
+def run_bisection(
+    request: BisectRequest,
+    store: Any,
+    progress: Any,
+    say: Callable[[str], None],
+    *,
+    kernel_for: Callable[[str], GuestKernel] | None = None,
+    arm_for: Callable[[str, GuestKernel], Arm] | None = None,
+    remote: Callable[[list[RunRequest]], dict[str, str]] | None = None,
+    job_for: Callable[[str, str], RunRequest] | None = None,
+) -> BisectResult:
     """Bisect ``request``'s range on its row: the ends' pilot (their own runs, or 3 rounds each
     measured first) chooses the row when none is given, then the core's fresh ends and steps.
     ``say`` gets one line per event (the pilot, the row, each step's verdict)."""
@@ -222,12 +241,24 @@ def run_bisection(request: BisectRequest, store: Any, progress: Any, say: Callab
     elif request.resume:
         # stopped while measuring the ends' pilot, before the first log: the rounds stored complete
         # are kept (reuse) and the rest measured
-        say(f"--resume: no log at {log_path} yet (stopped before the pilot ended): starting, keeping the "
-            f"rounds stored complete")
+        say(
+            f"--resume: no log at {log_path} yet (stopped before the pilot ended): starting, keeping the "
+            f"rounds stored complete"
+        )
     elif log_path.exists():
         raise UsageError(f"--log {log_path}: exists; go on from it with --resume, or remove it")
-    meas = KernelMeasure(request, suite, store, progress, by_sha, kernel_for=kernel_for, arm_for=arm_for,
-                         reuse=request.resume, remote=remote, job_for=job_for)
+    meas = KernelMeasure(
+        request,
+        suite,
+        store,
+        progress,
+        by_sha,
+        kernel_for=kernel_for,
+        arm_for=arm_for,
+        reuse=request.resume,
+        remote=remote,
+        job_for=job_for,
+    )
     shas = [c.sha for c in commits]
     settings = bis.Settings(confidence=request.confidence, max_rounds=request.max_rounds)
     pilot = None
@@ -236,8 +267,9 @@ def run_bisection(request: BisectRequest, store: Any, progress: Any, say: Callab
         row = old.row
         if request.row is not None and request.row != row:
             raise UsageError(f"--row {request.row!r}: the log follows {row!r}; resume without --row or with it")
-        settings = bis.Settings(confidence=request.confidence, max_rounds=request.max_rounds,
-                                resolution=old.settings.resolution)
+        settings = bis.Settings(
+            confidence=request.confidence, max_rounds=request.max_rounds, resolution=old.settings.resolution
+        )
         for samples in log_samples(old):
             meas.done[samples.commit] = meas.done.get(samples.commit, 0) + len(samples.samples)
         reason = f"{row}: followed by the log {log_path}"
@@ -264,10 +296,13 @@ def run_bisection(request: BisectRequest, store: Any, progress: Any, say: Callab
         else:
             choice = bis.choose_row(good, bad, list(values), {e: v.resolution for e, v in values.items()})
             row, reason = choice.row, choice.reason
-        settings = bis.Settings(confidence=request.confidence, max_rounds=request.max_rounds,
-                                resolution=values[row].resolution)
-        pilot = (bis.Measured(good[row], [r.name for r in ends[0][0]], ends[0][1]),
-                 bis.Measured(bad[row], [r.name for r in ends[1][0]], ends[1][1]))
+        settings = bis.Settings(
+            confidence=request.confidence, max_rounds=request.max_rounds, resolution=values[row].resolution
+        )
+        pilot = (
+            bis.Measured(good[row], [r.name for r in ends[0][0]], ends[0][1]),
+            bis.Measured(bad[row], [r.name for r in ends[1][0]], ends[1][1]),
+        )
     meas.row = row
     say(f"row: {reason}")
     said: set[Any] = set()
@@ -290,20 +325,25 @@ def run_bisection(request: BisectRequest, store: Any, progress: Any, say: Callab
     save(log)
     out = log.outcome
     stat = diffstat(request.repo, out.first_bad) if out is not None and out.first_bad else ""
-    return BisectResult(log, commits, reason, len(meas.builds), sum(meas.builds.values()),
-                        time.monotonic() - t0, stat)
+    return BisectResult(log, commits, reason, len(meas.builds), sum(meas.builds.values()), time.monotonic() - t0, stat)
 
 
 def _ends_line(good: Any, bad: Any, c: bis.Contrast) -> str:
     """good mean (rounds) -> bad mean (rounds), the change with its interval."""
+
     def mean(x: Any) -> float:
         return sum(x.samples) / len(x.samples)
+
     pct = c.pct(c.diff)
     lo, hi = c.pct(c.low), c.pct(c.high)
-    change = (f"{pct:+.2f}% [{lo:+.2f}%, {hi:+.2f}%]" if None not in (pct, lo, hi)
-              else f"{c.diff:+.4g} [{c.low:+.4g}, {c.high:+.4g}]")
-    return (f"good {mean(good):.6g} over {len(good.samples)} rounds, bad {mean(bad):.6g} over "
-            f"{len(bad.samples)}: {change}")
+    change = (
+        f"{pct:+.2f}% [{lo:+.2f}%, {hi:+.2f}%]"
+        if None not in (pct, lo, hi)
+        else f"{c.diff:+.4g} [{c.low:+.4g}, {c.high:+.4g}]"
+    )
+    return (
+        f"good {mean(good):.6g} over {len(good.samples)} rounds, bad {mean(bad):.6g} over {len(bad.samples)}: {change}"
+    )
 
 
 def log_samples(log: bis.BisectLog) -> list[Any]:

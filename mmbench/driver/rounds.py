@@ -20,7 +20,7 @@ from mmbench.analysis.samplesize import MIN_ITERATIONS, Plan, headline_values, l
 from mmbench.errors import UsageError
 
 DEFAULT_MAX_ITERATIONS = 30
-PILOT = 3                    # rounds that size a run without a stored baseline (stored as warm-up)
+PILOT = 3  # rounds that size a run without a stored baseline (stored as warm-up)
 
 
 @dataclass
@@ -30,6 +30,7 @@ class Arm:
     suite on this machine, or a guest boot of the arm's kernel).  ``retry_panics``: a round whose
     guest kernel panicked runs once more (under TCG a guest sometimes dies of an int3 oops while
     a static key is patched, docs/kernels.md)."""
+
     name: str
     suite: Any
     run: Callable[..., str]
@@ -39,6 +40,7 @@ class Arm:
 @dataclass
 class Measured:
     """What ``measure`` did: the status, what happened, and each arm's stored run (in arm order)."""
+
     status: str
     note: str
     runs: list[Any]
@@ -52,8 +54,16 @@ def round_order(arms: list[Any], rnd: int) -> list[Any]:
 
 def measure(arms: list[Arm], store: Any, rounds: int, *, progress: Any, force: bool = True) -> Measured:
     """Each arm measured for exactly ``rounds`` rounds, counterbalanced; returns the stored runs."""
-    status, note = run_rounds(arms, store, until=None, fixed_baseline=None, max_iterations=rounds,
-                              max_time=None, force=force, progress=progress)
+    status, note = run_rounds(
+        arms,
+        store,
+        until=None,
+        fixed_baseline=None,
+        max_iterations=rounds,
+        max_time=None,
+        force=force,
+        progress=progress,
+    )
     return Measured(status, note, [store.load_run(a.name) for a in arms])
 
 
@@ -77,8 +87,17 @@ def _merge(parts: list[dict[str, list[float]]]) -> dict[str, list[float]]:
     return out
 
 
-def run_rounds(arms: list[Arm], store: Any, *, until: float | None, fixed_baseline: str | None,
-               max_iterations: int, max_time: float | None, force: bool, progress: Any) -> tuple[str, str]:
+def run_rounds(
+    arms: list[Arm],
+    store: Any,
+    *,
+    until: float | None,
+    fixed_baseline: str | None,
+    max_iterations: int,
+    max_time: float | None,
+    force: bool,
+    progress: Any,
+) -> tuple[str, str]:
     """Size the run (pilot or stored baseline), then run exactly that many measured rounds (or
     until ``max_time`` seconds); returns (status, what happened).  The last arm is the run being
     sized; with two arms the first is the baseline, run alternately.  ``until``: the target
@@ -88,6 +107,7 @@ def run_rounds(arms: list[Arm], store: Any, *, until: float | None, fixed_baseli
     workload's ``iterations`` and ``warmup`` on."""
     from mmbench.store import open_store
     from mmbench.store.transfer import join_interleaved
+
     if until is not None and max_iterations < MIN_ITERATIONS:
         raise UsageError(f"--max-iterations: at least {MIN_ITERATIONS} (fewer cannot estimate a spread)")
     configs = [(a.name, a.suite) for a in arms]
@@ -102,18 +122,22 @@ def run_rounds(arms: list[Arm], store: Any, *, until: float | None, fixed_baseli
     headline = list(configs[-1][1].headline)
     target = until if until is not None else math.inf
     plan: Plan | None = None
-    if until is None:                 # a fixed number of rounds (e.g. A/B kernels without --until)
+    if until is None:  # a fixed number of rounds (e.g. A/B kernels without --until)
         plan = Plan(max_iterations, [])
     elif fixed is not None:
         base_vals = headline_values(fixed, headline)
         plan = plan_iterations(target, max_iterations, {}, base_vals, base_fixed=True)
-        progress.info(f"--until ci<{target:g}% against {baseline} ({_count(base_vals)} iterations): "
-                      f"{plan.iterations} measured iterations planned, assuming this run varies as {baseline} does")
+        progress.info(
+            f"--until ci<{target:g}% against {baseline} ({_count(base_vals)} iterations): "
+            f"{plan.iterations} measured iterations planned, assuming this run varies as {baseline} does"
+        )
         for text in plan.notes:
             progress.info(text)
     else:
-        progress.info(f"--until ci<{target:g}%: a pilot of {PILOT} rounds sizes the run; its iterations are stored "
-                      f"as warm-up and left out of every statistic (so the decision never sees the tested data)")
+        progress.info(
+            f"--until ci<{target:g}%: a pilot of {PILOT} rounds sizes the run; its iterations are stored "
+            f"as warm-up and left out of every statistic (so the decision never sees the tested data)"
+        )
     cache = Path(os.environ.get("MMBENCH_CACHE") or Path.home() / ".cache" / "mmbench")
     parts_dir = cache / "parts" / f"{name}-{os.getpid()}"
     parts_store = open_store(parts_dir)
@@ -135,22 +159,30 @@ def run_rounds(arms: list[Arm], store: Any, *, until: float | None, fixed_baseli
                 runner = runners[run_name].run
                 st = runner(_one_round(suite, rnd == 0, pilot), part, parts_store, force=True, progress=progress)
                 why = _why(parts_store, part) if st != "complete" else ""
-                if st != "complete" and runners[run_name].retry_panics and "guest kernel panicked" in why and \
-                        retried.get(run_name, 0) < PANIC_RETRIES:
+                if (
+                    st != "complete"
+                    and runners[run_name].retry_panics
+                    and "guest kernel panicked" in why
+                    and retried.get(run_name, 0) < PANIC_RETRIES
+                ):
                     # the round runs once more, the panic is kept and said; a round that panics
                     # again, or a fourth panic of the arm, fails the run
                     retried[run_name] = retried.get(run_name, 0) + 1
                     kept = _keep_console(parts_store, part, cache)
-                    progress.warn(f"round {rnd + 1} of {run_name}: {why[2:]}; its guest console: {kept}; "
-                                  f"running the round once more")
+                    progress.warn(
+                        f"round {rnd + 1} of {run_name}: {why[2:]}; its guest console: {kept}; "
+                        f"running the round once more"
+                    )
                     part = f"{run_name}.round{rnd}.retry"
                     st = runner(_one_round(suite, rnd == 0, pilot), part, parts_store, force=True, progress=progress)
                 parts[run_name].append(part)
                 join_interleaved(parts_store, parts[run_name], store, run_name, force=True)
                 if st != "complete":
                     kept = _keep_console(parts_store, part, cache)
-                    return "failed", (f"round {rnd + 1} of {run_name} ended {st}{_why(parts_store, part)}"
-                                      + (f" (its guest console: {kept})" if kept else ""))
+                    return "failed", (
+                        f"round {rnd + 1} of {run_name} ended {st}{_why(parts_store, part)}"
+                        + (f" (its guest console: {kept})" if kept else "")
+                    )
                 if pilot:
                     pilots[run_name].append(headline_values(parts_store.load_run(part), headline, pilot=True))
             rnd += 1
@@ -169,17 +201,22 @@ def run_rounds(arms: list[Arm], store: Any, *, until: float | None, fixed_baseli
             if until is None:
                 progress.info(f"round {measured} of {plan.iterations} done ({', '.join(r for r, _ in configs)})")
                 if measured >= plan.iterations:
-                    return status, (f"ran {measured} rounds, each arm once per round "
-                                    f"({' '.join(r for r, _ in configs)})")
+                    return status, (
+                        f"ran {measured} rounds, each arm once per round ({' '.join(r for r, _ in configs)})"
+                    )
                 continue
             if measured >= plan.iterations:
                 break
             if max_time is not None and time.monotonic() - start >= max_time:
-                return status, (f"stopped at --max-time after {measured} of {plan.iterations} planned measured "
-                                f"iterations ({time.monotonic() - start:.0f} s): {_reached(store, configs, name, baseline, fixed, headline, target)}")
-        return status, (f"stopped after {measured} measured iterations as planned"
-                        + (f" (+{PILOT} pilot rounds stored as warm-up)" if fixed is None else "")
-                        + f": {_reached(store, configs, name, baseline, fixed, headline, target)}")
+                return status, (
+                    f"stopped at --max-time after {measured} of {plan.iterations} planned measured "
+                    f"iterations ({time.monotonic() - start:.0f} s): {_reached(store, configs, name, baseline, fixed, headline, target)}"
+                )
+        return status, (
+            f"stopped after {measured} measured iterations as planned"
+            + (f" (+{PILOT} pilot rounds stored as warm-up)" if fixed is None else "")
+            + f": {_reached(store, configs, name, baseline, fixed, headline, target)}"
+        )
     except BaseException:
         # Interrupted or failed mid-round: what finished stays, marked incomplete.
         for run_name, names in parts.items():
@@ -213,6 +250,7 @@ def _keep_console(parts_store: Any, part: str, cache: Path) -> Path | None:
 def _why(parts_store: Any, part: str) -> str:
     """': <reason>' from a round's stored run (its note, or its first failed iteration), or ''."""
     import json
+
     try:
         files = dict(parts_store.run_files(part))
         note = json.loads(files.get("run.json", b"{}")).get("note")
@@ -225,7 +263,7 @@ def _why(parts_store: Any, part: str) -> str:
                             break
                 if note:
                     break
-    except Exception:   # the reason is a courtesy: never hide the failure behind another
+    except Exception:  # the reason is a courtesy: never hide the failure behind another
         return ""
     return f": {note}" if note else ""
 
@@ -240,13 +278,26 @@ def _shown(new: dict[str, list[float]], base: dict[str, list[float]] | None) -> 
         u = log_cv2(v)
         ub = log_cv2(base.get(k, [])) if base is not None else None
         spread = "undefined" if u is None else f"{100 * math.sqrt(u):.2g}%"
-        out.append(f"{k} varies by {spread}" + ("" if base is None else
-                                                 f" ({'undefined' if ub is None else f'{100 * math.sqrt(ub):.2g}%'} in the baseline)"))
+        out.append(
+            f"{k} varies by {spread}"
+            + (
+                ""
+                if base is None
+                else f" ({'undefined' if ub is None else f'{100 * math.sqrt(ub):.2g}%'} in the baseline)"
+            )
+        )
     return ", ".join(out)
 
 
-def _reached(store: Any, configs: list[tuple[str, Any]], name: str, baseline: str | None, fixed: Any,
-             headline: list[str], target: float) -> str:
+def _reached(
+    store: Any,
+    configs: list[tuple[str, Any]],
+    name: str,
+    baseline: str | None,
+    fixed: Any,
+    headline: list[str],
+    target: float,
+) -> str:
     runs = {rn: store.load_run(rn) for rn, _ in configs}
     base = fixed if fixed is not None else (runs[baseline] if baseline else None)
     w = widths(runs[name], headline, base)

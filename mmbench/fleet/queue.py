@@ -33,14 +33,14 @@ STALLED_SECONDS = 4 * HEARTBEAT_SECONDS
 # heartbeat, so it is gone before 4 heartbeats pass and another agent may re-queue the job.
 FENCE_SECONDS = 3 * HEARTBEAT_SECONDS
 RECOVER_EVERY = 2 * HEARTBEAT_SECONDS
-MAX_ATTEMPTS = 2                # a job is re-queued once after its agent died, then failed
+MAX_ATTEMPTS = 2  # a job is re-queued once after its agent died, then failed
 # A job's run may take its suite's budget plus this (C builds, set-up, restore, copying results).
 JOB_ALLOWANCE_SECONDS = float(os.environ.get("MMBENCH_JOB_ALLOWANCE", "600"))
 DEFAULT_ITERATION_TIMEOUT = 7200.0
 VM_BOOT_ALLOWANCE = 120.0
 # How long an agent's run queues for the machine-wide lock (another agent's or a person's run).
 LOCK_WAIT_SECONDS = float(os.environ.get("MMBENCH_AGENT_LOCK_WAIT", str(24 * 3600)))
-EXIT_FENCED = 75                # the agent stopped itself: its job is re-queued by the others
+EXIT_FENCED = 75  # the agent stopped itself: its job is re-queued by the others
 
 ATTEMPTS_TABLE = """
 CREATE TABLE IF NOT EXISTS mmbench_job_attempts (
@@ -63,8 +63,9 @@ def _procrastinate():
         import procrastinate
         from procrastinate import PsycopgConnector
     except ImportError:
-        raise EnvironmentUnsupported("the job queue needs procrastinate: pip install 'mmbench[fleet]' "
-                                     "(scripts/setup.sh --test installs it)") from None
+        raise EnvironmentUnsupported(
+            "the job queue needs procrastinate: pip install 'mmbench[fleet]' (scripts/setup.sh --test installs it)"
+        ) from None
     return procrastinate, PsycopgConnector
 
 
@@ -85,6 +86,7 @@ def make_app(url: str):
 def ensure_schema(url: str) -> None:
     """procrastinate's tables (its own schema, applied once) and mmbench's attempts table."""
     from mmbench.store.pg import connect
+
     with connect(url) as conn, conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext('mmbench_queue_schema'))")
         cur.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")
@@ -106,28 +108,46 @@ def submit(url: str, tag: str, job: dict[str, Any]) -> int:
 
 def list_jobs(url: str) -> list[dict[str, Any]]:
     from mmbench.store.pg import connect
+
     ensure_schema(url)
     with connect(url) as conn, conn.cursor() as cur:
-        cur.execute("""
+        cur.execute(
+            """
             SELECT j.id, j.queue_name, j.status::text, j.attempts, j.args,
                    a.machine, a.started, a.finished, a.outcome, a.attempt, a.agent_pid, a.reason, a.lock_wait
               FROM procrastinate_jobs j
               LEFT JOIN LATERAL (SELECT * FROM mmbench_job_attempts x WHERE x.job_id = j.id
                                  ORDER BY x.attempt DESC LIMIT 1) a ON true
-             WHERE j.task_name = %s ORDER BY j.id""", (TASK,))
+             WHERE j.task_name = %s ORDER BY j.id""",
+            (TASK,),
+        )
         rows = cur.fetchall()
     out = []
     for jid, queue, status, attempts, args, machine, started, finished, outcome, attempt, pid, reason, wait in rows:
         job = (args or {}).get("job", {})
         shown = {"todo": "queued", "doing": "running", "succeeded": "done"}.get(status, status)
-        out.append({"id": jid, "tag": queue.split(":", 1)[-1], "status": shown, "name": job.get("name", ""),
-                    "kind": job.get("kind", "run"), "machine": machine or "", "agent_pid": pid, "attempt": attempt or 0,
-                    "started": started, "finished": finished, "outcome": outcome or "", "reason": reason or "",
-                    "lock_wait": wait})
+        out.append(
+            {
+                "id": jid,
+                "tag": queue.split(":", 1)[-1],
+                "status": shown,
+                "name": job.get("name", ""),
+                "kind": job.get("kind", "run"),
+                "machine": machine or "",
+                "agent_pid": pid,
+                "attempt": attempt or 0,
+                "started": started,
+                "finished": finished,
+                "outcome": outcome or "",
+                "reason": reason or "",
+                "lock_wait": wait,
+            }
+        )
     return out
 
 
 # -- the agent side --------------------------------------------------------------------------------
+
 
 def _die_with_parent() -> None:
     """Child processes get SIGTERM when the agent dies (even by SIGKILL), so a run never outlives
@@ -156,18 +176,23 @@ class Lease:
         self.next_check = now + HEARTBEAT_SECONDS / 2
         try:
             import psycopg
+
             with psycopg.connect(self.url, connect_timeout=max(2, int(HEARTBEAT_SECONDS))) as conn:
-                row = conn.execute("SELECT status::text, worker_id, attempts FROM procrastinate_jobs WHERE id=%s",
-                                   (self.job_id,)).fetchone()
+                row = conn.execute(
+                    "SELECT status::text, worker_id, attempts FROM procrastinate_jobs WHERE id=%s", (self.job_id,)
+                ).fetchone()
                 if row is None or row[0] != "doing" or row[1] != self.worker_id or row[2] != self.attempts:
-                    return f"job {self.job_id} is no longer this agent's (now {row and row[0]}, attempt " \
-                           f"{row and row[2] + 1}): another agent took it over"
+                    return (
+                        f"job {self.job_id} is no longer this agent's (now {row and row[0]}, attempt "
+                        f"{row and row[2] + 1}): another agent took it over"
+                    )
                 if self.worker_id is not None:
-                    conn.execute("UPDATE procrastinate_workers SET last_heartbeat = now() WHERE id=%s",
-                                 (self.worker_id,))
+                    conn.execute(
+                        "UPDATE procrastinate_workers SET last_heartbeat = now() WHERE id=%s", (self.worker_id,)
+                    )
             self.last_ok = time.monotonic()
             return None
-        except Exception as e:   # the database is out of reach: hold on until the fence
+        except Exception as e:  # the database is out of reach: hold on until the fence
             if time.monotonic() - self.last_ok > FENCE_SECONDS:
                 return f"lost the database for {time.monotonic() - self.last_ok:.0f} s ({type(e).__name__})"
             return None
@@ -186,6 +211,7 @@ class Lease:
 def _lock_owner() -> int | None:
     """The pid holding mmbench's machine-wide lock (its lock file names it), if any."""
     from mmbench.run.journal import state_dir
+
     try:
         text = (state_dir() / "journal.lock").read_text().strip()
     except OSError:
@@ -195,27 +221,46 @@ def _lock_owner() -> int | None:
 
 def _fence(proc: subprocess.Popen | None, why: str) -> None:
     """Stop the job's run and this agent now, reporting nothing: the other agents re-queue the job."""
-    print(f"mmbench agent: {why}; stopping the run and this agent (exit {EXIT_FENCED}) so the job is "
-          f"re-queued", file=sys.stderr, flush=True)
+    print(
+        f"mmbench agent: {why}; stopping the run and this agent (exit {EXIT_FENCED}) so the job is re-queued",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         if proc is not None:
-            proc.terminate()   # the run restores the machine and is marked incomplete
+            proc.terminate()  # the run restores the machine and is marked incomplete
     except OSError:
         pass
     os._exit(EXIT_FENCED)
 
 
-def _mmbench(argv: list[str], log: Any, results: str, *, limit: float | None = None,
-             lease: Lease | None = None, stats: dict[str, float] | None = None) -> int:
+def _mmbench(
+    argv: list[str],
+    log: Any,
+    results: str,
+    *,
+    limit: float | None = None,
+    lease: Lease | None = None,
+    stats: dict[str, float] | None = None,
+) -> int:
     """``mmbench ARGV`` as a child writing to the store ``results``, named in its environment
     ($MMBENCH_RESULTS), never on its command line (which every local user sees in ``ps``).  It
     queues for the machine-wide lock; ``limit`` seconds after it holds the lock it is stopped
     (JobFailed).  ``stats["lock_wait"]`` adds up the time spent queueing."""
-    env = {**os.environ, "MMBENCH_RESULTS": results, "MMBENCH_LOCK_WAIT": str(LOCK_WAIT_SECONDS),
-           "MMBENCH_PG_RETRY_FIRST": "1"}   # the server was there when the job was taken: a restart passes
+    env = {
+        **os.environ,
+        "MMBENCH_RESULTS": results,
+        "MMBENCH_LOCK_WAIT": str(LOCK_WAIT_SECONDS),
+        "MMBENCH_PG_RETRY_FIRST": "1",
+    }  # the server was there when the job was taken: a restart passes
     spawned = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "mmbench", *argv], stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=_die_with_parent, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mmbench", *argv],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_die_with_parent,
+        env=env,
+    )
     started: float | None = None
     try:
         while True:
@@ -232,8 +277,10 @@ def _mmbench(argv: list[str], log: Any, results: str, *, limit: float | None = N
                 _fence(proc, why)
             if limit is not None and started is not None and now - started > limit:
                 _stop(proc)
-                raise JobFailed(f"time limit exceeded: the run took more than {limit:.0f} s (its suite's "
-                                f"budget plus {JOB_ALLOWANCE_SECONDS:.0f} s) and was stopped")
+                raise JobFailed(
+                    f"time limit exceeded: the run took more than {limit:.0f} s (its suite's "
+                    f"budget plus {JOB_ALLOWANCE_SECONDS:.0f} s) and was stopped"
+                )
     except BaseException:
         _stop(proc)
         raise
@@ -244,7 +291,7 @@ def _stop(proc: subprocess.Popen) -> None:
         return
     proc.terminate()
     try:
-        proc.send_signal(signal.SIGCONT)   # a stopped (hung) child must run to act on SIGTERM
+        proc.send_signal(signal.SIGCONT)  # a stopped (hung) child must run to act on SIGTERM
     except OSError:
         pass
     try:
@@ -267,6 +314,7 @@ def time_limit(request: Any) -> float:
     default timeout per iteration (its run fails at once anyway, saying why)."""
     try:
         from mmbench.config.load import load_suite
+
         suite = load_suite(request.config, list(request.sets), request.iterations)
         budget = sum((w.iterations + w.warmup) * (w.timeout or DEFAULT_ITERATION_TIMEOUT) for w in suite.workloads)
         if request.kernel is not None or suite.vm.get("kernel"):
@@ -295,11 +343,14 @@ def run_job(context: Any, job: dict[str, Any]) -> None:
         # the agent's pid, so an agent killed mid-job leaves it where the next agent removes it.
         workroot = logdir.parent / "agent-work"
         _remove_dead_agents_work(workroot)
-        with open(log_path, "ab") as log, \
-                tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=_mkdir(workroot)) as tmp:
+        with (
+            open(log_path, "ab") as log,
+            tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=_mkdir(workroot)) as tmp,
+        ):
             work = Path(tmp)
             if job.get("kind", "run") == "run":
                 from mmbench.driver.jobs import local_request
+
                 request = local_request(job, work)
                 rc = _mmbench(_run_argv(request), log, results, limit=time_limit(request), lease=lease, stats=stats)
             else:
@@ -320,8 +371,17 @@ def run_job(context: Any, job: dict[str, Any]) -> None:
         # recorded only while the job is still this agent's, under the recovery lock: otherwise the
         # job was re-queued meanwhile and this agent stops without a word (the queue must not hear
         # "done" from two attempts)
-        if not _attempt_row(url, job_id, attempt, machine, outcome=outcome, reason=reason,
-                            lock_wait=stats["lock_wait"], worker_id=worker_id, attempts=context.job.attempts):
+        if not _attempt_row(
+            url,
+            job_id,
+            attempt,
+            machine,
+            outcome=outcome,
+            reason=reason,
+            lock_wait=stats["lock_wait"],
+            worker_id=worker_id,
+            attempts=context.job.attempts,
+        ):
             _fence(None, f"job {job_id} was re-queued while its run ended")
 
 
@@ -340,21 +400,28 @@ def _remove_dead_agents_work(root: Path) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _interleave(job: dict[str, Any], work: Path, results: str, log: Any, lease: Lease | None = None,
-                stats: dict[str, float] | None = None) -> int:
+def _interleave(
+    job: dict[str, Any],
+    work: Path,
+    results: str,
+    log: Any,
+    lease: Lease | None = None,
+    stats: dict[str, float] | None = None,
+) -> int:
     """Rounds of one iteration of each configuration, in the driver's round order (A B, B A, A B
     ...: a position effect in the round hits every arm), then one run per configuration."""
     from mmbench.driver.jobs import local_request
     from mmbench.driver.rounds import round_order
     from mmbench.store import open_store
     from mmbench.store.transfer import join_interleaved
+
     parts_dir = work / "parts"
     requests = [local_request(entry, work / f"config-{i}") for i, entry in enumerate(job["configs"])]
     parts: dict[str, list[str]] = {r.name: [] for r in requests}
     for rnd in range(int(job["rounds"])):
         for request in round_order(requests, rnd):
             part = f"{request.name}.round{rnd}"
-            later = () if rnd == 0 else ("warmup=0",)    # warm-ups in the first round only
+            later = () if rnd == 0 else ("warmup=0",)  # warm-ups in the first round only
             one = request.replace(name=part, iterations=1, sets=(*request.sets, *later))
             rc = _mmbench(_run_argv(one), log, str(parts_dir), limit=time_limit(one), lease=lease, stats=stats)
             if rc != 0:
@@ -384,8 +451,10 @@ def _retrying(what: str, fn: Any, seconds: float = 60.0) -> Any:
 
 def _is_connection_error(e: BaseException) -> bool:
     import psycopg
-    return isinstance(e, (psycopg.OperationalError, psycopg.InterfaceError)) or \
-        (isinstance(e, UsageError) and "cannot connect" in str(e))
+
+    return isinstance(e, (psycopg.OperationalError, psycopg.InterfaceError)) or (
+        isinstance(e, UsageError) and "cannot connect" in str(e)
+    )
 
 
 def _job_worker(url: str, job_id: int) -> int | None:
@@ -396,12 +465,23 @@ def _job_worker(url: str, job_id: int) -> int | None:
             cur.execute("SELECT worker_id FROM procrastinate_jobs WHERE id=%s", (job_id,))
             row = cur.fetchone()
             return row[0] if row else None
+
     return _retrying("reading the job's worker", read)
 
 
-def _attempt_row(url: str, job_id: int, attempt: int, machine: str, *, start: bool = False,
-                 outcome: str | None = None, reason: str | None = None, lock_wait: float | None = None,
-                 worker_id: int | None = None, attempts: int | None = None) -> bool:
+def _attempt_row(
+    url: str,
+    job_id: int,
+    attempt: int,
+    machine: str,
+    *,
+    start: bool = False,
+    outcome: str | None = None,
+    reason: str | None = None,
+    lock_wait: float | None = None,
+    worker_id: int | None = None,
+    attempts: int | None = None,
+) -> bool:
     """Record an attempt's start, or its end; the end only if the job is still the attempt's own
     (running, by ``worker_id``, ``attempts`` counted), checked under the recovery lock.  False when
     it is not."""
@@ -410,22 +490,30 @@ def _attempt_row(url: str, job_id: int, attempt: int, machine: str, *, start: bo
     def write() -> bool:
         with connect(url) as conn, conn.cursor() as cur:
             if start:
-                cur.execute("INSERT INTO mmbench_job_attempts (job_id, attempt, machine, agent_pid, started) "
-                            "VALUES (%s,%s,%s,%s,%s) ON CONFLICT (job_id, attempt) DO UPDATE SET "
-                            "machine=EXCLUDED.machine, started=EXCLUDED.started, agent_pid=EXCLUDED.agent_pid",
-                            (job_id, attempt, machine, os.getpid(), time.time()))
+                cur.execute(
+                    "INSERT INTO mmbench_job_attempts (job_id, attempt, machine, agent_pid, started) "
+                    "VALUES (%s,%s,%s,%s,%s) ON CONFLICT (job_id, attempt) DO UPDATE SET "
+                    "machine=EXCLUDED.machine, started=EXCLUDED.started, agent_pid=EXCLUDED.agent_pid",
+                    (job_id, attempt, machine, os.getpid(), time.time()),
+                )
             else:
                 cur.execute("SELECT pg_advisory_xact_lock(hashtext('mmbench_recover'))")
-                cur.execute("SELECT 1 FROM procrastinate_jobs WHERE id=%s AND status='doing' AND attempts=%s "
-                            "AND worker_id IS NOT DISTINCT FROM %s", (job_id, attempts, worker_id))
+                cur.execute(
+                    "SELECT 1 FROM procrastinate_jobs WHERE id=%s AND status='doing' AND attempts=%s "
+                    "AND worker_id IS NOT DISTINCT FROM %s",
+                    (job_id, attempts, worker_id),
+                )
                 if cur.fetchone() is None:
                     conn.rollback()
                     return False
-                cur.execute("UPDATE mmbench_job_attempts SET finished=%s, outcome=%s, reason=%s, lock_wait=%s "
-                            "WHERE job_id=%s AND attempt=%s",
-                            (time.time(), outcome, reason, lock_wait, job_id, attempt))
+                cur.execute(
+                    "UPDATE mmbench_job_attempts SET finished=%s, outcome=%s, reason=%s, lock_wait=%s "
+                    "WHERE job_id=%s AND attempt=%s",
+                    (time.time(), outcome, reason, lock_wait, job_id, attempt),
+                )
             conn.commit()
             return True
+
     return _retrying("recording the attempt", write)
 
 
@@ -435,17 +523,20 @@ async def recover_stalled(app: Any, url: str) -> list[str]:
     racing for it act on it once (a lost race is skipped, never an error)."""
     import psycopg
     from procrastinate.jobs import Status
+
     said = []
     for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_SECONDS, task_name=TASK):
         async with await psycopg.AsyncConnection.connect(url, connect_timeout=10) as conn:
             cur = conn.cursor()
             await cur.execute("SELECT pg_advisory_xact_lock(hashtext('mmbench_recover'))")
-            await cur.execute("""SELECT a.outcome FROM procrastinate_jobs j
+            await cur.execute(
+                """SELECT a.outcome FROM procrastinate_jobs j
                                   LEFT JOIN procrastinate_workers w ON w.id = j.worker_id
                                   LEFT JOIN mmbench_job_attempts a ON a.job_id = j.id AND a.attempt = j.attempts + 1
                                  WHERE j.id = %s AND j.status = 'doing' AND j.attempts = %s
                                    AND (w.id IS NULL OR w.last_heartbeat < now() - make_interval(secs => %s))""",
-                              (job.id, job.attempts, STALLED_SECONDS))
+                (job.id, job.attempts, STALLED_SECONDS),
+            )
             row = await cur.fetchone()
             if row is None:
                 await conn.rollback()
@@ -455,19 +546,30 @@ async def recover_stalled(app: Any, url: str) -> list[str]:
                 # the attempt ended and said so; only the queue never heard (its agent lost the
                 # database or died in between): finish the job as the attempt ended, never re-run it
                 await app.job_manager.finish_job_by_id_async(
-                    job.id, status=Status.SUCCEEDED if row[0] == "complete" else Status.FAILED, delete_job=False)
+                    job.id, status=Status.SUCCEEDED if row[0] == "complete" else Status.FAILED, delete_job=False
+                )
                 await conn.commit()
-                said.append(f"job {job.id}: its attempt ended ({row[0]}) but its agent stopped before telling "
-                            f"the queue; finished as {row[0]}")
+                said.append(
+                    f"job {job.id}: its attempt ended ({row[0]}) but its agent stopped before telling "
+                    f"the queue; finished as {row[0]}"
+                )
                 continue
-            await cur.execute("SELECT string_agg(machine, ', ' ORDER BY attempt) FROM mmbench_job_attempts "
-                              "WHERE job_id=%s", (job.id,))
+            await cur.execute(
+                "SELECT string_agg(machine, ', ' ORDER BY attempt) FROM mmbench_job_attempts WHERE job_id=%s", (job.id,)
+            )
             machines = (await cur.fetchone())[0] or "?"
             lost = job.attempts + 1 >= MAX_ATTEMPTS
-            await cur.execute("UPDATE mmbench_job_attempts SET finished=%s, outcome='lost', reason=%s "
-                              "WHERE job_id=%s AND attempt=%s AND finished IS NULL",
-                              (time.time(), f"its agent stopped (machines so far: {machines})"
-                               + ("; not re-queued again" if lost else "; re-queued"), job.id, job.attempts + 1))
+            await cur.execute(
+                "UPDATE mmbench_job_attempts SET finished=%s, outcome='lost', reason=%s "
+                "WHERE job_id=%s AND attempt=%s AND finished IS NULL",
+                (
+                    time.time(),
+                    f"its agent stopped (machines so far: {machines})"
+                    + ("; not re-queued again" if lost else "; re-queued"),
+                    job.id,
+                    job.attempts + 1,
+                ),
+            )
             # procrastinate's calls use the worker's own connections; this transaction's advisory
             # lock keeps every other agent's recovery waiting until they are done
             if not lost:
@@ -486,19 +588,24 @@ async def _finish_unacknowledged(app: Any, url: str) -> list[str]:
     lost the database (or died) between the two.  The job gets the outcome its attempt recorded."""
     import psycopg
     from procrastinate.jobs import Status
+
     said = []
     async with await psycopg.AsyncConnection.connect(url, connect_timeout=10) as conn:
         cur = conn.cursor()
         await cur.execute("SELECT pg_advisory_xact_lock(hashtext('mmbench_recover'))")
         # attempt N of a job runs while procrastinate counts N - 1 attempts; allow the agent a
         # stalled period (and clock skew between machines) to acknowledge it itself
-        await cur.execute("""SELECT j.id, a.outcome FROM procrastinate_jobs j
+        await cur.execute(
+            """SELECT j.id, a.outcome FROM procrastinate_jobs j
                                JOIN mmbench_job_attempts a ON a.job_id = j.id AND a.attempt = j.attempts + 1
                               WHERE j.task_name = %s AND j.status = 'doing' AND a.outcome IN ('complete', 'failed')
-                                AND a.finished < extract(epoch FROM now()) - %s""", (TASK, 2 * STALLED_SECONDS + 30))
+                                AND a.finished < extract(epoch FROM now()) - %s""",
+            (TASK, 2 * STALLED_SECONDS + 30),
+        )
         for job_id, outcome in await cur.fetchall():
             await app.job_manager.finish_job_by_id_async(
-                job_id, status=Status.SUCCEEDED if outcome == "complete" else Status.FAILED, delete_job=False)
+                job_id, status=Status.SUCCEEDED if outcome == "complete" else Status.FAILED, delete_job=False
+            )
             said.append(f"job {job_id}: its attempt ended ({outcome}) but the queue was not told; now it is")
         await conn.commit()
     return said
@@ -514,8 +621,10 @@ async def recovery_loop(app: Any, url: str, say: Any, every: float | None = None
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            say(f"stalled-job recovery: {type(e).__name__}: {' '.join(str(e).split())[:200]}; "
-                f"trying again in {every or RECOVER_EVERY:g} s")
+            say(
+                f"stalled-job recovery: {type(e).__name__}: {' '.join(str(e).split())[:200]}; "
+                f"trying again in {every or RECOVER_EVERY:g} s"
+            )
         await asyncio.sleep(every or RECOVER_EVERY)
 
 
@@ -540,7 +649,8 @@ def run_agent(url: str, tags: list[str], *, results: str | None = None, once: bo
         def stop() -> None:
             stopping.set()
             if worker is not None:
-                worker.cancel()     # procrastinate finishes the running job, then stops
+                worker.cancel()  # procrastinate finishes the running job, then stops
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop)
 
@@ -549,12 +659,25 @@ def run_agent(url: str, tags: list[str], *, results: str | None = None, once: bo
             try:
                 async with app.open_async():
                     recovering = asyncio.create_task(recovery_loop(app, url, say))
-                    worker = asyncio.create_task(app.run_worker_async(
-                        queues=queues, concurrency=1, wait=not once, name=f"mmbench-agent@{machine}",
-                        update_heartbeat_interval=HEARTBEAT_SECONDS, stalled_worker_timeout=STALLED_SECONDS,
-                        additional_context={"url": url, "machine": machine, "logdir": str(logdir),
-                                            "results": results},
-                        install_signal_handlers=False, listen_notify=True, fetch_job_polling_interval=2.0))
+                    worker = asyncio.create_task(
+                        app.run_worker_async(
+                            queues=queues,
+                            concurrency=1,
+                            wait=not once,
+                            name=f"mmbench-agent@{machine}",
+                            update_heartbeat_interval=HEARTBEAT_SECONDS,
+                            stalled_worker_timeout=STALLED_SECONDS,
+                            additional_context={
+                                "url": url,
+                                "machine": machine,
+                                "logdir": str(logdir),
+                                "results": results,
+                            },
+                            install_signal_handlers=False,
+                            listen_notify=True,
+                            fetch_job_polling_interval=2.0,
+                        )
+                    )
                     try:
                         await worker
                     except asyncio.CancelledError:
@@ -573,25 +696,32 @@ def run_agent(url: str, tags: list[str], *, results: str | None = None, once: bo
                 await asyncio.wait_for(stopping.wait(), timeout=HEARTBEAT_SECONDS)
             except asyncio.TimeoutError:
                 pass
+
     say(f"on {machine}: queues {', '.join(queues)}")
     asyncio.run(main())
 
 
-def fleet_rounds(url: str, tag: str, results: str, say: Callable[[str], None], poll: float = 2.0
-                 ) -> Callable[[list[Any]], dict[str, str]]:
+def fleet_rounds(
+    url: str, tag: str, results: str, say: Callable[[str], None], poll: float = 2.0
+) -> Callable[[list[Any]], dict[str, str]]:
     """``mmbench bisect --queue``'s rounds: requests run as fleet jobs (one each, for machines
     tagged ``tag``, into the store ``results``), waited for; returns {run name: reason} of the
     jobs that failed."""
     from mmbench.driver.jobs import job_entry
 
     def run(requests: list[Any]) -> dict[str, str]:
-        ids = {submit(url, tag, {"kind": "run", **job_entry(r), "name": r.name, "results": results}): r.name
-               for r in requests}
-        say(f"fleet: queued job(s) {', '.join(str(i) for i in ids)} ({', '.join(ids.values())}) for machines "
-            f"tagged {tag!r}")
+        ids = {
+            submit(url, tag, {"kind": "run", **job_entry(r), "name": r.name, "results": results}): r.name
+            for r in requests
+        }
+        say(
+            f"fleet: queued job(s) {', '.join(str(i) for i in ids)} ({', '.join(ids.values())}) for machines "
+            f"tagged {tag!r}"
+        )
         while True:
             jobs = {j["id"]: j for j in list_jobs(url) if j["id"] in ids}
             if len(jobs) == len(ids) and all(j["status"] not in ("queued", "running") for j in jobs.values()):
                 return {ids[i]: (j["reason"] or j["status"]) for i, j in jobs.items() if j["status"] != "done"}
             time.sleep(poll)
+
     return run

@@ -28,12 +28,12 @@ from mmbench.model.results import IterationResult, MetricDef, MetricKind, Worklo
 
 REQUIRED = ("workload", "metric", "unit", "better", "iteration", "value")
 KINDS = set(get_args(MetricKind))
-MAX_ITERATION = 1_000_000   # iteration numbers name folders (iter-N); no benchmark runs more
+MAX_ITERATION = 1_000_000  # iteration numbers name folders (iter-N); no benchmark runs more
 
 
 def read_samples_file(path: str | Path) -> list[WorkloadRun]:
     p = Path(path)
-    if p.exists() and not p.is_file():   # a directory, FIFO or device: reading could hang or mislead
+    if p.exists() and not p.is_file():  # a directory, FIFO or device: reading could hang or mislead
         raise UsageError(f"{p}: not a regular file")
     try:
         with open(p, "rb") as fh:
@@ -48,8 +48,11 @@ def read_samples_file(path: str | Path) -> list[WorkloadRun]:
             # small files stay in Python: numpy's import and a C process cost ~50 ms, more than
             # reading a few thousand samples (an import of one run was 0.11 s of its own work)
             big = p.stat().st_size >= FAST_CSV_MIN_BYTES
-            fast = (_csv_columns(p, first.decode("utf-8"))
-                    if big and (len(first) < len(head) or len(head) < 65536) else None)
+            fast = (
+                _csv_columns(p, first.decode("utf-8"))
+                if big and (len(first) < len(head) or len(head) < 65536)
+                else None
+            )
         except UnicodeDecodeError:
             raise UsageError(f"{p}: not UTF-8 text") from None
         if fast is not None:
@@ -64,7 +67,7 @@ def read_samples_file(path: str | Path) -> list[WorkloadRun]:
     return _build(p, records)
 
 
-FAST_CSV_MIN_BYTES = 1 << 20   # below this, Python's csv module reads the file
+FAST_CSV_MIN_BYTES = 1 << 20  # below this, Python's csv module reads the file
 
 
 def _csv_columns(p: Path, first: str) -> list[WorkloadRun] | None:
@@ -78,12 +81,14 @@ def _csv_columns(p: Path, first: str) -> list[WorkloadRun] | None:
     header = [h.strip().lower() for h in first.split(",")]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise UsageError(f"{p}: line 1: header lacks column(s) {', '.join(missing)} "
-                         f"(expected {','.join(REQUIRED)}[,kind])")
+        raise UsageError(
+            f"{p}: line 1: header lacks column(s) {', '.join(missing)} (expected {','.join(REQUIRED)}[,kind])"
+        )
     if len(set(header)) != len(header) or len(header) > 64:
         return None
     import numpy as np
-    from mmbench.cbuild import binary_for   # built on first use, cached by the source's hash
+    from mmbench.cbuild import binary_for  # built on first use, cached by the source's hash
+
     exe = binary_for(Path(__file__).with_name("samplecsv.c"))
     vcol = header.index("value")
     proc = subprocess.run([exe, str(p), str(len(header)), str(vcol)], capture_output=True)
@@ -93,7 +98,7 @@ def _csv_columns(p: Path, first: str) -> list[WorkloadRun] | None:
         msg = proc.stderr.decode(errors="replace").strip().splitlines()
         text = msg[-1] if msg else f"samplecsv failed ({proc.returncode})"
         m = re.match(r"^(line \d+): column (\d+): (.*)$", text)
-        if m and int(m[2]) < len(header):    # the C side knows column numbers, the header names them
+        if m and int(m[2]) < len(header):  # the C side knows column numbers, the header names them
             text = f"{m[1]}: field '{header[int(m[2])]}' {m[3]}"
         raise UsageError(f"{p}: {text}")
     data = proc.stdout
@@ -114,7 +119,7 @@ def _csv_columns(p: Path, first: str) -> list[WorkloadRun] | None:
             starts.append(row)
             lines.append(line)
             try:
-                labels.append(data[off:off + ln].decode("utf-8"))
+                labels.append(data[off : off + ln].decode("utf-8"))
             except UnicodeDecodeError:
                 raise UsageError(f"{p}: line {line}: not UTF-8 text") from None
             off += ln
@@ -166,8 +171,9 @@ def _csv_records(p: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
         raise UsageError(f"{p}: empty file (expected a header {','.join(REQUIRED)})") from None
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise UsageError(f"{p}: line 1: header lacks column(s) {', '.join(missing)} "
-                         f"(expected {','.join(REQUIRED)}[,kind])")
+        raise UsageError(
+            f"{p}: line 1: header lacks column(s) {', '.join(missing)} (expected {','.join(REQUIRED)}[,kind])"
+        )
     out = []
     for lineno, fields in enumerate(reader, start=2):
         if not fields or all(not f.strip() for f in fields):
@@ -187,7 +193,7 @@ def _json_records(p: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
         raise UsageError(f"{p}: JSON nested too deeply to be samples") from None
     if isinstance(data, dict):
         if "samples" not in data:
-            raise UsageError(f"{p}: a JSON object needs a \"samples\" list")
+            raise UsageError(f'{p}: a JSON object needs a "samples" list')
         data = data["samples"]
     if not isinstance(data, list):
         raise UsageError(f"{p}: expected a list of samples")
@@ -204,6 +210,7 @@ def _loads(text: str) -> Any:
     by json where orjson refuses it (NaN, integers beyond 64 bits, a syntax error), so the
     document means and the errors say what they always have."""
     import orjson
+
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -217,8 +224,9 @@ def _field(p: Path, where: str, rec: dict[str, Any], name: str) -> Any:
     return v
 
 
-def _check_record(p: Path, where: str, rec: dict[str, Any],
-                  known: Container[str] = ()) -> tuple[str, str, str, str, int, str]:
+def _check_record(
+    p: Path, where: str, rec: dict[str, Any], known: Container[str] = ()
+) -> tuple[str, str, str, str, int, str]:
     """(workload, metric, unit, better, iteration, kind) of one record, each checked: a one-line
     UsageError naming the file, the line or sample, and the field.  A workload name in ``known``
     was checked already."""
@@ -229,8 +237,7 @@ def _check_record(p: Path, where: str, rec: dict[str, Any],
         raise UsageError(f"{p}: {where}: field 'workload' {str(wl)[:60]!r}: {problem}")
     metric = _field(p, where, rec, "metric")
     if not isinstance(metric, str) or any(ord(c) < 32 for c in metric):
-        raise UsageError(f"{p}: {where}: field 'metric' {str(metric)[:60]!r}: expected text "
-                         f"without control characters")
+        raise UsageError(f"{p}: {where}: field 'metric' {str(metric)[:60]!r}: expected text without control characters")
     unit = rec.get("unit") if rec.get("unit") is not None else ""
     if not isinstance(unit, str) or any(ord(c) < 32 for c in unit):
         raise UsageError(f"{p}: {where}: field 'unit' {str(unit)[:60]!r}: expected text")
@@ -245,15 +252,18 @@ def _check_record(p: Path, where: str, rec: dict[str, Any],
         if not 0 <= it_no <= MAX_ITERATION:
             raise ValueError
     except (TypeError, ValueError):
-        raise UsageError(f"{p}: {where}: field 'iteration' is {raw_it!r}, expected an integer 0..{MAX_ITERATION}") from None
+        raise UsageError(
+            f"{p}: {where}: field 'iteration' is {raw_it!r}, expected an integer 0..{MAX_ITERATION}"
+        ) from None
     kind = str(rec.get("kind") or "time").strip().lower()
     if kind not in KINDS:
         raise UsageError(f"{p}: {where}: field 'kind' is {kind!r}, expected one of {', '.join(sorted(KINDS))}")
     return wl, metric, unit, better, it_no, kind
 
 
-def _declare_metric(p: Path, where: str, workloads: dict[str, WorkloadRun],
-                    checked: tuple[str, str, str, str, int, str]) -> WorkloadRun:
+def _declare_metric(
+    p: Path, where: str, workloads: dict[str, WorkloadRun], checked: tuple[str, str, str, str, int, str]
+) -> WorkloadRun:
     """The workload of a checked record (made on its first record) with the record's metric
     declared; a metric whose unit, direction or kind differs from its first record is an error."""
     wl, metric, unit, better, _, kind = checked
@@ -264,8 +274,10 @@ def _declare_metric(p: Path, where: str, workloads: dict[str, WorkloadRun],
     if md is None:
         w.metrics.append(MetricDef(metric, unit, better, kind))  # type: ignore[arg-type]
     elif (md.unit, md.better, md.kind) != (unit, better, kind):
-        raise UsageError(f"{p}: {where}: metric {metric!r} of {wl!r} has unit/better/kind "
-                         f"{unit}/{better}/{kind}, earlier {md.unit}/{md.better}/{md.kind}")
+        raise UsageError(
+            f"{p}: {where}: metric {metric!r} of {wl!r} has unit/better/kind "
+            f"{unit}/{better}/{kind}, earlier {md.unit}/{md.better}/{md.kind}"
+        )
     return w
 
 
@@ -307,7 +319,7 @@ def _build(p: Path, records: list[tuple[str, dict[str, Any]]]) -> list[WorkloadR
             itr = iters[key] = IterationResult(workload=wl, index=it_no, warmup=False, status="ok")
             w.iterations.append(itr)
         if metric not in itr.samples:
-            itr.samples[metric] = []       # its place in the iteration's metric order
+            itr.samples[metric] = []  # its place in the iteration's metric order
         pieces.setdefault((wl, it_no, metric), []).append(arr if value is None else value)
     for (wl, it_no, metric), parts in pieces.items():
         iters[(wl, it_no)].samples[metric] = _joined(parts)
@@ -323,8 +335,10 @@ def _joined(parts: list[Any]) -> Any:
         if len(parts) <= PACKED_MIN:
             return parts
         import numpy as np
+
         return np.asarray(parts, dtype=np.float64)
     import numpy as np
+
     arr = np.concatenate([x if hasattr(x, "ravel") else np.asarray([x], dtype=np.float64) for x in parts])
     return arr.tolist() if arr.size <= PACKED_MIN else arr
 
@@ -334,6 +348,7 @@ def _values(p: Path, where: str, many: Any) -> Any:
     types are checked once per distinct type (a bool or a numeric string is no sample, though
     numpy would take both)."""
     import numpy as np
+
     if not isinstance(many, list) or not many:
         raise UsageError(f"{p}: {where}: field 'values' must be a non-empty list of numbers")
     try:

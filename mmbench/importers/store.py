@@ -10,18 +10,24 @@ from mmbench.model.store import Store, copied_runs
 from mmbench.model.results import WorkloadRun
 
 
-def import_run(store: Store, name: str, workloads: list[WorkloadRun], *, source: str,
-               force: bool = False) -> Path:
-    with copied_runs():   # the source still exists: no file-by-file fsync
+def import_run(store: Store, name: str, workloads: list[WorkloadRun], *, source: str, force: bool = False) -> Path:
+    with copied_runs():  # the source still exists: no file-by-file fsync
         return _import_run(store, name, workloads, source=source, force=force)
 
 
 def _import_run(store: Store, name: str, workloads: list[WorkloadRun], *, source: str, force: bool) -> Path:
-    size = Path(source).stat().st_size if Path(source).is_file() else 0   # not read again: memory per sample
-    writer = store.create_run(name, force=force, suite_text=f"# imported from {source}\n",
-                              suite_hash="", suite_effective={"imported_from": source},
-                              fingerprint={"imported_from": source, "bytes": size}, settings={},
-                              status="running", description=f"imported from {Path(source).name}")
+    size = Path(source).stat().st_size if Path(source).is_file() else 0  # not read again: memory per sample
+    writer = store.create_run(
+        name,
+        force=force,
+        suite_text=f"# imported from {source}\n",
+        suite_hash="",
+        suite_effective={"imported_from": source},
+        fingerprint={"imported_from": source, "bytes": size},
+        settings={},
+        status="running",
+        description=f"imported from {Path(source).name}",
+    )
     with removed_on_failure(store, name):
         writer.meta["workload_order"] = [w.label for w in workloads]
         for w in workloads:
@@ -43,6 +49,6 @@ def removed_on_failure(store: Store, name: str) -> Iterator[None]:
     except BaseException:
         try:
             store.remove_run(name)
-        except Exception:   # the first failure is the one to report
+        except Exception:  # the first failure is the one to report
             pass
         raise

@@ -21,34 +21,55 @@ from typing import Any, Callable
 
 from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.kbuild import kconfig
-from mmbench.kbuild.patches import (Patch, apply_series, file_times, restore_times, revert_series,
-                                    touched_files)
-from mmbench.kbuild.source import (Source, commits_between, describe_source, kbuild_root, locked, prepare,
-                                   read_journal, write_journal)
+from mmbench.kbuild.patches import Patch, apply_series, file_times, restore_times, revert_series, touched_files
+from mmbench.kbuild.source import (
+    Source,
+    commits_between,
+    describe_source,
+    kbuild_root,
+    locked,
+    prepare,
+    read_journal,
+    write_journal,
+)
 from mmbench.kbuild.spec import SourceSpec, parse_spec
 from mmbench.kbuild.symbols import FILE as SYMBOLS_FILE, write_symbol_groups
 from mmbench.model.guest_kernel import GuestKernel
 
-FORMAT = 1                      # bump when what goes into an image changes
+FORMAT = 1  # bump when what goes into an image changes
 BASE = "tinyconfig"
-PROGRESS_EVERY = 15.0           # seconds between progress lines while compiling
+PROGRESS_EVERY = 15.0  # seconds between progress lines while compiling
 COMPILED = re.compile(r"^\s+(CC|AS|CC \[M\])\s+(\S+\.o)\s*$")
 # What kbuild needs on the host (Debian packages; scripts/setup.sh installs them).
-TOOLS = {"make": "make", "gcc": "gcc", "bison": "bison", "flex": "flex", "bc": "bc", "perl": "perl",
-         "patch": "patch", "tar": "tar", "xz": "xz-utils", "rsync": "rsync"}
+TOOLS = {
+    "make": "make",
+    "gcc": "gcc",
+    "bison": "bison",
+    "flex": "flex",
+    "bc": "bc",
+    "perl": "perl",
+    "patch": "patch",
+    "tar": "tar",
+    "xz": "xz-utils",
+    "rsync": "rsync",
+}
 HEADERS = {"/usr/include/gelf.h": "libelf-dev", "/usr/include/openssl/opensslv.h": "libssl-dev"}
 # Fixed build identity, so an unchanged tree relinks nothing (init/version.o is rebuilt when
 # the timestamp or build number in its generated header changes).
-BUILD_ENV = {"KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 2026", "KBUILD_BUILD_USER": "mmbench",
-             "KBUILD_BUILD_HOST": "mmbench", "KBUILD_BUILD_VERSION": "1"}
+BUILD_ENV = {
+    "KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 2026",
+    "KBUILD_BUILD_USER": "mmbench",
+    "KBUILD_BUILD_HOST": "mmbench",
+    "KBUILD_BUILD_VERSION": "1",
+}
 
 
 @dataclass
 class BuildRequest:
     spec: SourceSpec
     patches: list[Patch] = field(default_factory=list)
-    fragments: list[str] = field(default_factory=list)        # shipped fragment names (guest is implied)
-    kconfigs: list[Path] = field(default_factory=list)        # --kconfig FILE, in order
+    fragments: list[str] = field(default_factory=list)  # shipped fragment names (guest is implied)
+    kconfigs: list[Path] = field(default_factory=list)  # --kconfig FILE, in order
 
     def fragment_names(self) -> list[str]:
         return list(dict.fromkeys(["guest", *self.fragments]))
@@ -87,19 +108,25 @@ def compiler_version() -> str:
 
 
 def check_tools() -> None:
-    missing = sorted({pkg for tool, pkg in TOOLS.items() if shutil.which(tool) is None} |
-                     {pkg for path, pkg in HEADERS.items() if not os.path.exists(path)})
+    missing = sorted(
+        {pkg for tool, pkg in TOOLS.items() if shutil.which(tool) is None}
+        | {pkg for path, pkg in HEADERS.items() if not os.path.exists(path)}
+    )
     if missing:
-        raise EnvironmentUnsupported(f"building a kernel needs Debian's {', '.join(missing)}: "
-                                     f"scripts/setup.sh installs them")
+        raise EnvironmentUnsupported(
+            f"building a kernel needs Debian's {', '.join(missing)}: scripts/setup.sh installs them"
+        )
 
 
-def wanted_options(request: BuildRequest, version: tuple[int, int] | None) -> tuple[dict[str, str], list[dict[str, Any]]]:
+def wanted_options(
+    request: BuildRequest, version: tuple[int, int] | None
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """The options every fragment asks for from a source of ``version`` (VERSION.PATCHLEVEL: which
     ``#@ linux`` guards apply), merged in order, and a record of the fragments."""
     if version is None:
-        raise EnvironmentUnsupported(f"--kernel {request.spec.text}: cannot tell the kernel version "
-                                     f"(no VERSION/PATCHLEVEL in its Makefile)")
+        raise EnvironmentUnsupported(
+            f"--kernel {request.spec.text}: cannot tell the kernel version (no VERSION/PATCHLEVEL in its Makefile)"
+        )
     frags: list[dict[str, str]] = []
     record: list[dict[str, Any]] = []
     for name in request.fragment_names():
@@ -108,14 +135,27 @@ def wanted_options(request: BuildRequest, version: tuple[int, int] | None) -> tu
         record.append({"name": name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()})
     for path in request.kconfigs:
         frags.append(kconfig.read_fragment_file(path, version=version))
-        record.append({"name": path.name, "file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                       "options": frags[-1]})
+        record.append(
+            {
+                "name": path.name,
+                "file": str(path),
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "options": frags[-1],
+            }
+        )
     return kconfig.merge(frags), record
 
 
 def cache_key(source_key: str, wanted: dict[str, str], patches: list[Patch], compiler: str) -> str:
-    doc = {"format": FORMAT, "source": source_key, "base": BASE, "options": list(wanted.items()),
-           "patches": [p.sha256 for p in patches], "compiler": compiler, "arch": "x86_64"}
+    doc = {
+        "format": FORMAT,
+        "source": source_key,
+        "base": BASE,
+        "options": list(wanted.items()),
+        "patches": [p.sha256 for p in patches],
+        "compiler": compiler,
+        "arch": "x86_64",
+    }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -132,8 +172,15 @@ def _fmt(seconds: float) -> str:
     return f"{int(seconds) // 60}:{int(seconds) % 60:02d}"
 
 
-def _make(src: Path, obj: Path, targets: list[str], log_file: Path, log: Callable[[str], None],
-          phase: str, expect: int | None = None) -> tuple[int, list[str], float]:
+def _make(
+    src: Path,
+    obj: Path,
+    targets: list[str],
+    log_file: Path,
+    log: Callable[[str], None],
+    phase: str,
+    expect: int | None = None,
+) -> tuple[int, list[str], float]:
     """Run make; returns (status, objects compiled, seconds).  Progress to ``log`` every 15 s."""
     jobs = os.cpu_count() or 1
     argv = ["make", "-C", str(src), f"O={obj}", f"-j{jobs}", *targets]
@@ -183,7 +230,7 @@ def _first_error(log_file: Path) -> str:
         for line in lines:
             if re.search(pat, line):
                 return line.strip()[:240]
-    return (lines[-1].strip()[:240] if lines else "")
+    return lines[-1].strip()[:240] if lines else ""
 
 
 def _recover(source: Source, log: Callable[[str], None]) -> None:
@@ -206,8 +253,10 @@ def _recover(source: Source, log: Callable[[str], None]) -> None:
             log(f"kernel build: {e}; resetting the worktree to its commit")
             subprocess.run(["git", "-C", str(source.path), "reset", "--quiet", "--hard"], capture_output=True)
         else:
-            raise EnvironmentUnsupported(f"{e}; the tree was left patched by a stopped build: put it right "
-                                         f"by hand, then remove {kbuild_root() / 'applied' / (source.id + '.json')}")
+            raise EnvironmentUnsupported(
+                f"{e}; the tree was left patched by a stopped build: put it right "
+                f"by hand, then remove {kbuild_root() / 'applied' / (source.id + '.json')}"
+            )
     write_journal(source, [])
 
 
@@ -239,7 +288,7 @@ def build_kernel(request: BuildRequest, log: Callable[[str], None]) -> BuiltKern
         return hit
     check_tools()
     with locked(source, log):
-        hit = load_cached(key)            # another process may have built it while we waited
+        hit = load_cached(key)  # another process may have built it while we waited
         if hit is not None:
             return hit
         _recover(source, log)
@@ -247,8 +296,14 @@ def build_kernel(request: BuildRequest, log: Callable[[str], None]) -> BuiltKern
         return _build_locked(request, source, wanted, frag_record, key, log)
 
 
-def _build_locked(request: BuildRequest, source: Source, wanted: dict[str, str], frag_record: list[dict[str, Any]],
-                  key: str, log: Callable[[str], None]) -> BuiltKernel:
+def _build_locked(
+    request: BuildRequest,
+    source: Source,
+    wanted: dict[str, str],
+    frag_record: list[dict[str, Any]],
+    key: str,
+    log: Callable[[str], None],
+) -> BuiltKernel:
     vanilla_obj = objdir_for(source, request)
     vanilla_obj.mkdir(parents=True, exist_ok=True)
     obj = vanilla_obj
@@ -258,8 +313,10 @@ def _build_locked(request: BuildRequest, source: Source, wanted: dict[str, str],
     logs = kbuild_root() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log_file = logs / f"{key}.log"
-    log_file.write_text(f"mmbench kernel build {key}: {source.label}, patches "
-                        f"{[p.name for p in request.patches]}, fragments {request.fragment_names()}\n")
+    log_file.write_text(
+        f"mmbench kernel build {key}: {source.label}, patches "
+        f"{[p.name for p in request.patches]}, fragments {request.fragment_names()}\n"
+    )
     t_start = time.monotonic()
     applied: list[Patch] = []
     times = file_times(source.path, request.patches)
@@ -268,36 +325,54 @@ def _build_locked(request: BuildRequest, source: Source, wanted: dict[str, str],
         if request.patches:
             log(f"kernel build: applying {len(request.patches)} patch(es) to {source.path}")
             kconfig_touched = any(Path(f).name.startswith("Kconfig") for p in request.patches for f in touched_files(p))
-            applied = apply_series(source.path, request.patches, source.label,
-                                   on_applied=lambda ps: write_journal(source, ps, times))
+            applied = apply_series(
+                source.path, request.patches, source.label, on_applied=lambda ps: write_journal(source, ps, times)
+            )
         t_cfg = time.monotonic()
         final = _configure(source, obj, wanted, log_file, log, fresh_base=kconfig_touched)
         cfg_s = time.monotonic() - t_cfg
         # objects a full build of this tree has (this fragment set's, else another's): the progress total
-        expect = _read_int(obj / ".mmbench-objects") or max(
-            [n for n in (_read_int(f) for f in obj.parent.glob("*/.mmbench-objects")) if n] or [0]) or None
-        log(f"kernel build: compiling in {obj} ({'about ' + str(expect) + ' objects if cold' if expect else 'cold: ~1,300 objects, minutes'})")
+        expect = (
+            _read_int(obj / ".mmbench-objects")
+            or max([n for n in (_read_int(f) for f in obj.parent.glob("*/.mmbench-objects")) if n] or [0])
+            or None
+        )
+        log(
+            f"kernel build: compiling in {obj} ({'about ' + str(expect) + ' objects if cold' if expect else 'cold: ~1,300 objects, minutes'})"
+        )
         rc, compiled, make_s = _make(source.path, obj, ["bzImage"], log_file, log, "compiling", expect)
         if rc != 0:
             why = _failure(rc, log_file)
             if request.patches and rc > 0:
-                raise UsageError(f"the kernel with patches {[p.name for p in request.patches]} does not build: "
-                                 f"{why} (full log: {log_file})")
+                raise UsageError(
+                    f"the kernel with patches {[p.name for p in request.patches]} does not build: "
+                    f"{why} (full log: {log_file})"
+                )
             raise EnvironmentUnsupported(f"kernel build failed: {why} (full log: {log_file})")
         total_objects = sum(1 for _ in obj.rglob("*.o"))
         if expect is None or total_objects > expect:
             (obj / ".mmbench-objects").write_text(f"{total_objects}\n")
         release = (obj / "include" / "config" / "kernel.release").read_text().strip()
         meta = {
-            "key": key, "release": release, "built": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "source": source.provenance, "source_label": source.label, "spec": request.spec.text,
+            "key": key,
+            "release": release,
+            "built": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "source": source.provenance,
+            "source_label": source.label,
+            "spec": request.spec.text,
             "patches": [p.record() for p in request.patches],
-            "fragments": frag_record, "base": BASE, "options": wanted,
+            "fragments": frag_record,
+            "base": BASE,
+            "options": wanted,
             "config_sha256": hashlib.sha256(final.encode()).hexdigest(),
-            "compiler": compiler_version(), "objdir": str(obj),
-            "objects_compiled": len(compiled), "objects_total": total_objects,
-            "config_s": round(cfg_s, 1), "make_s": round(make_s, 1),
-            "total_s": round(time.monotonic() - t_start, 1), "log": str(log_file),
+            "compiler": compiler_version(),
+            "objdir": str(obj),
+            "objects_compiled": len(compiled),
+            "objects_total": total_objects,
+            "config_s": round(cfg_s, 1),
+            "make_s": round(make_s, 1),
+            "total_s": round(time.monotonic() - t_start, 1),
+            "log": str(log_file),
         }
         out = images_root() / key
         tmp = out.with_name(f".{key}.tmp{os.getpid()}")
@@ -311,8 +386,10 @@ def _build_locked(request: BuildRequest, source: Source, wanted: dict[str, str],
         (tmp / "build.json").write_text(json.dumps(meta, indent=1) + "\n")
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
-        log(f"kernel build: {release} built in {_fmt(meta['total_s'])} ({len(compiled)} of {total_objects} "
-            f"objects compiled)")
+        log(
+            f"kernel build: {release} built in {_fmt(meta['total_s'])} ({len(compiled)} of {total_objects} "
+            f"objects compiled)"
+        )
         return BuiltKernel(key, out, meta, False)
     finally:
         if applied:
@@ -354,13 +431,18 @@ def _sync_objects(vanilla: Path, patched: Path, log: Callable[[str], None]) -> N
     patched.mkdir(parents=True, exist_ok=True)
     # --modify-window=-1: times compared to the nanosecond (a build within the same second as the
     # vanilla one leaves objects of the same size and second)
-    proc = subprocess.run(["rsync", "-a", "--delete", "--modify-window=-1", f"{vanilla}/", f"{patched}/"], capture_output=True, text=True)
+    proc = subprocess.run(
+        ["rsync", "-a", "--delete", "--modify-window=-1", f"{vanilla}/", f"{patched}/"], capture_output=True, text=True
+    )
     if proc.returncode != 0:
-        raise EnvironmentUnsupported(f"cannot copy the object tree {vanilla} to {patched}: "
-                                     f"{proc.stderr.strip()[-200:]}")
+        raise EnvironmentUnsupported(
+            f"cannot copy the object tree {vanilla} to {patched}: {proc.stderr.strip()[-200:]}"
+        )
     moved = _relocate_tool_records(vanilla, patched)
-    log(f"kernel build: patched object tree {patched.name} synced from the vanilla one in "
-        f"{time.monotonic() - t0:.1f} s ({moved} host-tool build records pointed at it)")
+    log(
+        f"kernel build: patched object tree {patched.name} synced from the vanilla one in "
+        f"{time.monotonic() - t0:.1f} s ({moved} host-tool build records pointed at it)"
+    )
 
 
 def _relocate_tool_records(vanilla: Path, patched: Path) -> int:
@@ -394,8 +476,9 @@ def _read_int(path: Path) -> int | None:
         return None
 
 
-def _configure(source: Source, obj: Path, wanted: dict[str, str], log_file: Path, log: Callable[[str], None],
-               fresh_base: bool) -> str:
+def _configure(
+    source: Source, obj: Path, wanted: dict[str, str], log_file: Path, log: Callable[[str], None], fresh_base: bool
+) -> str:
     """tinyconfig (cached per source version) + the fragments → olddefconfig → the final .config;
     an option a fragment asked for that kconfig dropped fails the build, each named with why."""
     base_file = obj / f".mmbench-{BASE}-{hashlib.sha256(source.key.encode()).hexdigest()[:12]}"
@@ -420,8 +503,10 @@ def _configure(source: Source, obj: Path, wanted: dict[str, str], log_file: Path
     if problems:
         for line in problems:
             log(f"kernel config: {line}")
-        raise UsageError(f"kernel config: {len(problems)} option(s) the fragments asked for were dropped by "
-                         f"olddefconfig: " + "; ".join(problems))
+        raise UsageError(
+            f"kernel config: {len(problems)} option(s) the fragments asked for were dropped by "
+            f"olddefconfig: " + "; ".join(problems)
+        )
     return final
 
 
@@ -438,10 +523,12 @@ def list_builds() -> list[BuiltKernel]:
     return sorted(out, key=lambda b: str(b.meta.get("built", "")), reverse=True)
 
 
-def request_from_args(spec_text: str, patch_items: list[tuple[str, str]], fragments: list[str],
-                      kconfigs: list[str]) -> BuildRequest:
+def request_from_args(
+    spec_text: str, patch_items: list[tuple[str, str]], fragments: list[str], kconfigs: list[str]
+) -> BuildRequest:
     """Command-line values → a request (every input read and checked now: bad input is exit 2)."""
     from mmbench.kbuild.patches import read_series
+
     spec = parse_spec(spec_text)
     for name in fragments:
         kconfig.fragment_path(name)
@@ -467,5 +554,12 @@ def record_commits(meta: dict[str, Any], other: dict[str, Any]) -> None:
 def guest_kernel(built: BuiltKernel, spec_text: str) -> GuestKernel:
     """What the VM runner boots: the cached image, its config and its provenance (no modules:
     the guest fragment builds everything in)."""
-    return GuestKernel(spec_text, built.image, built.release, None, built.config, build=dict(built.meta),
-                       symbols=ensure_symbol_groups(built))
+    return GuestKernel(
+        spec_text,
+        built.image,
+        built.release,
+        None,
+        built.config,
+        build=dict(built.meta),
+        symbols=ensure_symbol_groups(built),
+    )

@@ -39,8 +39,10 @@ def shipped_fragments() -> list[str]:
 def fragment_path(name: str, flag: str = "--fragment") -> Path:
     """A shipped fragment's file; a name is never a path (files come with ``--kconfig FILE``)."""
     if not NAME.match(name or ""):
-        raise UsageError(f"{flag} {name!r}: not a fragment name (shipped: {', '.join(shipped_fragments())}; "
-                         f"a file of your own is given with --kconfig FILE)")
+        raise UsageError(
+            f"{flag} {name!r}: not a fragment name (shipped: {', '.join(shipped_fragments())}; "
+            f"a file of your own is given with --kconfig FILE)"
+        )
     path = SHIPPED / f"{name}.config"
     if not path.is_file():
         raise UsageError(f"{flag} {name}: no such shipped fragment (shipped: {', '.join(shipped_fragments())})")
@@ -61,8 +63,10 @@ def _guard(text: str, where: str) -> list[tuple[str, tuple[int, int]]] | None:
             break
         conds.append((m.group(1), (int(m.group(2)), int(m.group(3)))))
     if not conds:
-        raise UsageError(f"{where}: not a version guard (expected '#@ linux >= X.Y', '#@ linux < X.Y', "
-                         f"'#@ linux >= X.Y, < X.Y' or '#@ end'): {('#@' + text)[:60]!r}")
+        raise UsageError(
+            f"{where}: not a version guard (expected '#@ linux >= X.Y', '#@ linux < X.Y', "
+            f"'#@ linux >= X.Y, < X.Y' or '#@ end'): {('#@' + text)[:60]!r}"
+        )
     return conds
 
 
@@ -86,8 +90,9 @@ def parse_fragment(text: str, where: str, version: tuple[int, int] | None = None
         m = LINE_SET.match(line)
         if m:
             if not m.group(2):
-                raise UsageError(f"{where}:{n}: {m.group(1)}= has no value (write '# {m.group(1)} is not set' "
-                                 f"to turn it off)")
+                raise UsageError(
+                    f"{where}:{n}: {m.group(1)}= has no value (write '# {m.group(1)} is not set' to turn it off)"
+                )
             if active:
                 out[m.group(1)] = m.group(2)
             continue
@@ -97,8 +102,9 @@ def parse_fragment(text: str, where: str, version: tuple[int, int] | None = None
                 out[m.group(1)] = "n"
             continue
         if line and not line.startswith("#"):
-            raise UsageError(f"{where}:{n}: not a config line (expected CONFIG_X=value or "
-                             f"'# CONFIG_X is not set'): {line[:60]!r}")
+            raise UsageError(
+                f"{where}:{n}: not a config line (expected CONFIG_X=value or '# CONFIG_X is not set'): {line[:60]!r}"
+            )
     return out
 
 
@@ -121,8 +127,9 @@ def merge(fragments: list[dict[str, str]]) -> dict[str, str]:
 
 def config_values(text: str) -> dict[str, str]:
     """A ``.config``'s options (``n`` for "is not set"; absent options are not listed)."""
-    return parse_fragment("\n".join(l for l in text.splitlines() if LINE_SET.match(l.strip())
-                                    or LINE_UNSET.match(l.strip())), ".config")
+    return parse_fragment(
+        "\n".join(l for l in text.splitlines() if LINE_SET.match(l.strip()) or LINE_UNSET.match(l.strip())), ".config"
+    )
 
 
 def apply_to_config(base: str, wanted: dict[str, str]) -> str:
@@ -147,7 +154,8 @@ def _same(want: str, got: str | None) -> bool:
 @dataclass
 class Symbol:
     """What the Kconfig files say about one option (all its definitions together)."""
-    deps: list[str] = field(default_factory=list)       # each definition's conditions, joined by &&
+
+    deps: list[str] = field(default_factory=list)  # each definition's conditions, joined by &&
     prompt: bool = False
     selected_by: list[str] = field(default_factory=list)
     choice: bool = False
@@ -170,10 +178,10 @@ def read_kconfig(srctree: Path, arch: str = "x86") -> dict[str, Symbol]:
         if path in seen:
             return
         seen.add(path)
-        conds = list(outer)           # if/menu/choice conditions in force
-        stack: list[int] = []         # len(conds) when each if/menu/choice opened
-        block: tuple[str, list[str]] | None = None   # current config symbol and its own deps
-        menu_open = False             # a menu/choice whose `depends on` lines follow
+        conds = list(outer)  # if/menu/choice conditions in force
+        stack: list[int] = []  # len(conds) when each if/menu/choice opened
+        block: tuple[str, list[str]] | None = None  # current config symbol and its own deps
+        menu_open = False  # a menu/choice whose `depends on` lines follow
         in_help = False
         in_choice = 0
 
@@ -205,7 +213,7 @@ def read_kconfig(srctree: Path, arch: str = "x86") -> dict[str, Symbol]:
             if not stripped or stripped.startswith("#"):
                 continue
             word, _, rest = stripped.replace("\t", " ").partition(" ")
-            if "#" in rest and '"' not in rest:   # a trailing comment (select NLS  # for UTF-8)
+            if "#" in rest and '"' not in rest:  # a trailing comment (select NLS  # for UTF-8)
                 rest = rest.split("#", 1)[0]
             rest = rest.strip()
             if word in ("help", "---help---"):
@@ -237,7 +245,7 @@ def read_kconfig(srctree: Path, arch: str = "x86") -> dict[str, Symbol]:
             if word in ("endif", "endmenu", "endchoice"):
                 close()
                 if stack:
-                    del conds[stack.pop():]
+                    del conds[stack.pop() :]
                 in_choice -= word == "endchoice"
                 menu_open = False
                 continue
@@ -246,7 +254,7 @@ def read_kconfig(srctree: Path, arch: str = "x86") -> dict[str, Symbol]:
                 menu_open = False
                 continue
             if word == "depends" and rest.startswith("on "):
-                expr = rest[len("on "):].strip()
+                expr = rest[len("on ") :].strip()
                 if block is not None:
                     block[1].append(expr)
                 elif menu_open:
@@ -291,7 +299,7 @@ def evaluate(expr: str, values: dict[str, str]) -> int:
     pos = 0
 
     def atom(tok: str) -> str:
-        if tok.startswith(("\"", "'")):
+        if tok.startswith(('"', "'")):
             return tok[1:-1]
         if tok in ("y", "m", "n"):
             return tok
@@ -353,11 +361,13 @@ def _symbols_in(expr: str) -> list[str]:
 
 def explain(option: str, want: str, syms: dict[str, Symbol], values: dict[str, str]) -> str:
     """Why kconfig did not give ``option`` the value ``want``, in a few words."""
-    name = option[len("CONFIG_"):]
+    name = option[len("CONFIG_") :]
     sym = syms.get(name)
     if sym is None or not sym.deps:
-        return ("no such option in this source's Kconfig (misspelt, or not in this kernel version: a fragment "
-                "gives an option per version under '#@ linux < X.Y' / '#@ linux >= X.Y')")
+        return (
+            "no such option in this source's Kconfig (misspelt, or not in this kernel version: a fragment "
+            "gives an option per version under '#@ linux < X.Y' / '#@ linux >= X.Y')"
+        )
     if want == "n":
         on = [s for s in sym.selected_by if evaluate(s, values) > 0]
         if on:
@@ -380,8 +390,9 @@ def explain(option: str, want: str, syms: dict[str, Symbol], values: dict[str, s
     return "kconfig chose another value (a range or a default that overrides it)"
 
 
-def dropped(wanted: dict[str, str], final_text: str, srctree: Path | None,
-            syms: dict[str, Symbol] | None = None) -> list[str]:
+def dropped(
+    wanted: dict[str, str], final_text: str, srctree: Path | None, syms: dict[str, Symbol] | None = None
+) -> list[str]:
     """One line per option the fragments asked for that the final .config does not have."""
     final = config_values(final_text)
     bad = [k for k, v in wanted.items() if not _same(v, final.get(k))]
@@ -389,7 +400,7 @@ def dropped(wanted: dict[str, str], final_text: str, srctree: Path | None,
         return []
     if syms is None:
         syms = read_kconfig(srctree) if srctree is not None else {}
-    values = {k[len("CONFIG_"):]: v for k, v in final.items()}
+    values = {k[len("CONFIG_") :]: v for k, v in final.items()}
     out = []
     for k in bad:
         got = final.get(k, "n")

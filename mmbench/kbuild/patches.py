@@ -31,12 +31,12 @@ SUBJECT_TAG = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
 
 @dataclass(frozen=True)
 class Patch:
-    name: str          # the file's stem, or STEM/N for the N-th message of an mbox
-    file: str          # the path it was read from, as given
+    name: str  # the file's stem, or STEM/N for the N-th message of an mbox
+    file: str  # the path it was read from, as given
     subject: str
     sha256: str
-    text: bytes        # what GNU patch reads
-    strip: int = 1     # -pN
+    text: bytes  # what GNU patch reads
+    strip: int = 1  # -pN
 
     def record(self) -> dict[str, str]:
         """Provenance: what the run's fingerprint keeps of this patch."""
@@ -47,7 +47,7 @@ def _stem(path: Path) -> str:
     name = path.name
     for ext in (".patch", ".diff", ".mbox", ".eml"):
         if name.endswith(ext):
-            return name[:-len(ext)]
+            return name[: -len(ext)]
     return name
 
 
@@ -141,8 +141,11 @@ def read_series(items: list[tuple[str, str]]) -> list[Patch]:
 
 def _patch_cmd(src: Path, p: Patch, *extra: str) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(["patch", f"-p{p.strip}", "--batch", "--fuzz=0", "--no-backup-if-mismatch",
-                               "-d", str(src), *extra], input=p.text, capture_output=True)
+        return subprocess.run(
+            ["patch", f"-p{p.strip}", "--batch", "--fuzz=0", "--no-backup-if-mismatch", "-d", str(src), *extra],
+            input=p.text,
+            capture_output=True,
+        )
     except FileNotFoundError:
         raise EnvironmentUnsupported("building with patches needs GNU patch: scripts/setup.sh installs it") from None
 
@@ -164,7 +167,7 @@ def _failure(out: str) -> str:
         elif "Reversed (or previously applied) patch detected" in line:
             problems.append(f"{file}: already applied (or reversed)")
         elif line.startswith("patch: **** "):
-            problems.append(line[len("patch: **** "):].strip())
+            problems.append(line[len("patch: **** ") :].strip())
     if not problems:
         problems = [l.strip() for l in out.splitlines() if l.strip()][-1:] or ["patch failed"]
     shown = "; ".join(dict.fromkeys(problems))
@@ -182,7 +185,7 @@ def touched_files(p: Patch) -> list[str]:
         for header in (new, old):
             path = header[4:].split("\t", 1)[0].strip()
             if path != "/dev/null":
-                parts = Path(path).parts[p.strip:]
+                parts = Path(path).parts[p.strip :]
                 if parts:
                     out.append(str(Path(*parts)))
                 break
@@ -216,8 +219,9 @@ def restore_times(src: Path, times: FileTimes) -> None:
                 pass
 
 
-def apply_series(src: Path, patches: list[Patch], source_name: str,
-                 on_applied: "callable[[list[Patch]], None] | None" = None) -> list[Patch]:
+def apply_series(
+    src: Path, patches: list[Patch], source_name: str, on_applied: "callable[[list[Patch]], None] | None" = None
+) -> list[Patch]:
     """Apply every patch in order; a patch that does not apply takes the earlier ones off again
     and raises a UsageError naming the patch, the file and the hunk."""
     applied: list[Patch] = []
@@ -228,14 +232,17 @@ def apply_series(src: Path, patches: list[Patch], source_name: str,
             if on_applied:
                 on_applied([])
             why = _failure(dry.stdout.decode(errors="replace") + dry.stderr.decode(errors="replace"))
-            raise UsageError(f"--patch {p.file}: does not apply to {source_name} (patch {i} of {len(patches)}, "
-                             f"{p.subject!r}): {why}")
+            raise UsageError(
+                f"--patch {p.file}: does not apply to {source_name} (patch {i} of {len(patches)}, {p.subject!r}): {why}"
+            )
         if on_applied:  # journaled before the tree changes: a killed build is put back next time
             on_applied(applied + [p])
         real = _patch_cmd(src, p, "--forward")
         if real.returncode != 0:
-            raise EnvironmentUnsupported(f"--patch {p.file}: applied in a dry run but not for real: "
-                                         f"{_failure(real.stdout.decode(errors='replace'))}")
+            raise EnvironmentUnsupported(
+                f"--patch {p.file}: applied in a dry run but not for real: "
+                f"{_failure(real.stdout.decode(errors='replace'))}"
+            )
         applied.append(p)
     return applied
 
@@ -244,10 +251,13 @@ def revert_series(src: Path, applied: list[Patch]) -> None:
     """Take ``applied`` off again, last first (the files get new times: restore_times puts the old
     ones back where no object tree was built from the patched files; kbuild/build.py)."""
     for p in reversed(applied):
-        if _patch_cmd(src, p, "--reverse", "--dry-run", "--force").returncode != 0 and \
-                _patch_cmd(src, p, "--forward", "--dry-run").returncode == 0:
-            continue   # already off (a build stopped while taking its series off)
+        if (
+            _patch_cmd(src, p, "--reverse", "--dry-run", "--force").returncode != 0
+            and _patch_cmd(src, p, "--forward", "--dry-run").returncode == 0
+        ):
+            continue  # already off (a build stopped while taking its series off)
         proc = _patch_cmd(src, p, "--reverse", "--remove-empty-files")
         if proc.returncode != 0:
             raise EnvironmentUnsupported(
-                f"cannot take patch {p.name} off {src} again: {_failure(proc.stdout.decode(errors='replace'))}")
+                f"cannot take patch {p.name} off {src} again: {_failure(proc.stdout.decode(errors='replace'))}"
+            )

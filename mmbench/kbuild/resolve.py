@@ -18,14 +18,17 @@ def builds_from_source(request: KernelRequest) -> bool:
     return is_build_spec(request.spec)
 
 
-def kernel_request(spec: str | None, patches: list[tuple[str, str]], fragments: list[str],
-                   kconfigs: list[str]) -> KernelRequest | None:
+def kernel_request(
+    spec: str | None, patches: list[tuple[str, str]], fragments: list[str], kconfigs: list[str]
+) -> KernelRequest | None:
     """``--kernel`` with its --patch/--series/--kconfig/--fragment values as a request (None without
     ``--kernel``); the build inputs go only with a kernel built from source (exit 2 naming them)."""
     given = [f for f, v in (("--patch/--series", patches), ("--kconfig", kconfigs), ("--fragment", fragments)) if v]
     if given and not (spec and is_build_spec(spec)):
-        raise UsageError(f"{given[0]} goes with a kernel built from source: --kernel source, tree:PATH or "
-                         f"git:PATH@REF (got {'--kernel ' + spec if spec else 'no --kernel'})")
+        raise UsageError(
+            f"{given[0]} goes with a kernel built from source: --kernel source, tree:PATH or "
+            f"git:PATH@REF (got {'--kernel ' + spec if spec else 'no --kernel'})"
+        )
     if spec is None:
         return None
     return KernelRequest(spec, tuple(patches), tuple(fragments), tuple(kconfigs))
@@ -34,6 +37,7 @@ def kernel_request(spec: str | None, patches: list[tuple[str, str]], fragments: 
 def build_request(request: KernelRequest):
     """The build a source request asks for, every input read and checked now (bad input is exit 2)."""
     from mmbench.kbuild.build import request_from_args
+
     return request_from_args(request.spec, list(request.patches), list(request.fragments), list(request.kconfigs))
 
 
@@ -41,20 +45,25 @@ def get_kernel(request: KernelRequest, log: Callable[[str], None]) -> GuestKerne
     """The kernel to boot: built (or found in the image cache), fetched, or found on disk."""
     if builds_from_source(request):
         from mmbench.kbuild.build import build_kernel, guest_kernel
+
         return guest_kernel(build_kernel(build_request(request), log), request.spec)
     if request.patches or request.kconfigs:
         raise UsageError(f"--patch/--series/--kconfig go with a kernel built from source (got --kernel {request.spec})")
     from mmbench.kbuild.prebuilt import resolve_prebuilt
+
     return resolve_prebuilt(request.spec)
 
 
 def plan_line(request: KernelRequest) -> str:
     """``--check``'s line for a source request: its patches, fragments and image cache key (nothing built)."""
     from mmbench.kbuild.build import plan
+
     build = build_request(request)
     key = plan(build)[3]
-    return (f"kernel {request.spec}: {len(build.patches)} patch(es), fragments {'+'.join(build.fragment_names())}: "
-            f"cache key {key}")
+    return (
+        f"kernel {request.spec}: {len(build.patches)} patch(es), fragments {'+'.join(build.fragment_names())}: "
+        f"cache key {key}"
+    )
 
 
 def record_pair_commits(base: GuestKernel, new: GuestKernel, log: Callable[[str], None]) -> None:
@@ -63,6 +72,7 @@ def record_pair_commits(base: GuestKernel, new: GuestKernel, log: Callable[[str]
     if not base.build or not new.build:
         return
     from mmbench.kbuild.build import record_commits
+
     base.build, new.build = dict(base.build), dict(new.build)
     record_commits(new.build, base.build)
     record_commits(base.build, new.build)
@@ -70,8 +80,10 @@ def record_pair_commits(base: GuestKernel, new: GuestKernel, log: Callable[[str]
         commits = gk.build.get("commits")
         if commits is not None:
             other = gk.build["commits_base"]["describe"] or gk.build["commits_base"]["commit"][:12]
-            log(f"kernel {gk.spec}: {len(commits)} commit(s) not in {other}"
-                + "".join(f"\n  {c['commit'][:12]} {c['subject']}" for c in commits[-20:]))
+            log(
+                f"kernel {gk.spec}: {len(commits)} commit(s) not in {other}"
+                + "".join(f"\n  {c['commit'][:12]} {c['subject']}" for c in commits[-20:])
+            )
 
 
 def pack_inputs(request: KernelRequest) -> dict | None:
@@ -80,7 +92,7 @@ def pack_inputs(request: KernelRequest) -> dict | None:
     None when the request has no build inputs."""
     if not request.has_build_inputs:
         return None
-    build_request(request)   # every input read and checked here
+    build_request(request)  # every input read and checked here
     packed: list[dict] = []
     for kind, value in request.patches:
         path = Path(value).expanduser()
@@ -90,13 +102,20 @@ def pack_inputs(request: KernelRequest) -> dict | None:
                 rel = line.split("#", 1)[0].split()
                 if rel:
                     if ".." in Path(rel[0]).parts or Path(rel[0]).is_absolute():
-                        raise UsageError(f"--series {path}: {rel[0]}: submit sends patches beside the series "
-                                         f"file; give paths inside its folder")
+                        raise UsageError(
+                            f"--series {path}: {rel[0]}: submit sends patches beside the series "
+                            f"file; give paths inside its folder"
+                        )
                     files[rel[0]] = (path.parent / rel[0]).read_bytes().decode("latin-1")
         packed.append({"kind": kind, "name": path.name, "files": files})
-    return {"patches": packed, "fragments": list(request.fragments),
-            "kconfigs": [{"name": Path(k).name, "text": Path(k).expanduser().read_bytes().decode("latin-1")}
-                         for k in request.kconfigs]}
+    return {
+        "patches": packed,
+        "fragments": list(request.fragments),
+        "kconfigs": [
+            {"name": Path(k).name, "text": Path(k).expanduser().read_bytes().decode("latin-1")}
+            for k in request.kconfigs
+        ],
+    }
 
 
 def unpack_inputs(request: KernelRequest, packed: dict | None, workdir: Path) -> KernelRequest:

@@ -40,12 +40,13 @@ def kbuild_root() -> Path:
 @dataclass
 class Source:
     """A prepared source tree."""
-    id: str                        # names its lock, journal and object trees
+
+    id: str  # names its lock, journal and object trees
     path: Path
     spec: SourceSpec
     provenance: dict[str, Any] = field(default_factory=dict)
-    key: str = ""                  # the source's part of the image cache key
-    linux: tuple[int, int] | None = None   # VERSION.PATCHLEVEL: which fragment guards apply
+    key: str = ""  # the source's part of the image cache key
+    linux: tuple[int, int] | None = None  # VERSION.PATCHLEVEL: which fragment guards apply
 
     @property
     def label(self) -> str:
@@ -61,8 +62,10 @@ class Source:
 def _git(args: list[str], cwd: Path, what: str) -> str:
     proc = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True)
     if proc.returncode != 0:
-        raise UsageError(f"{what}: git {' '.join(args[:3])} failed: "
-                         f"{(proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ['?']}")
+        raise UsageError(
+            f"{what}: git {' '.join(args[:3])} failed: "
+            f"{(proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ['?']}"
+        )
     return proc.stdout.strip()
 
 
@@ -81,8 +84,10 @@ def makefile_version(text: str) -> str:
         m = re.match(r"^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION)\s*=\s*(\S*)", line)
         if m:
             vals[m.group(1)] = m.group(2)
-    return f"{vals.get('VERSION', '?')}.{vals.get('PATCHLEVEL', '?')}.{vals.get('SUBLEVEL', '?')}" \
-           f"{vals.get('EXTRAVERSION', '')}"
+    return (
+        f"{vals.get('VERSION', '?')}.{vals.get('PATCHLEVEL', '?')}.{vals.get('SUBLEVEL', '?')}"
+        f"{vals.get('EXTRAVERSION', '')}"
+    )
 
 
 def major_minor(version: str) -> tuple[int, int] | None:
@@ -116,8 +121,7 @@ def _git_state(path: Path, what: str) -> dict[str, Any]:
     untracked files that are not ignored), so two builds of one dirty tree are told apart."""
     describe = _git(["describe", "--tags", "--always", "--dirty", "--abbrev=12"], path, what)
     commit = _git(["rev-parse", "HEAD"], path, what)
-    h = hashlib.sha256(subprocess.run(["git", "-C", str(path), "diff", "HEAD", "--binary"],
-                                      capture_output=True).stdout)
+    h = hashlib.sha256(subprocess.run(["git", "-C", str(path), "diff", "HEAD", "--binary"], capture_output=True).stdout)
     untracked = _git(["ls-files", "--others", "--exclude-standard", "-z"], path, what)
     for rel in sorted(u for u in untracked.split("\0") if u):
         h.update(rel.encode() + b"\0")
@@ -167,24 +171,27 @@ def describe_source(spec: SourceSpec) -> Source:
     """What a spec names and its version, without changing anything (enough for the cache key)."""
     if spec.kind == "package":
         tar = package_tarball(spec)
-        package = tar.name[:-len(".tar.xz")]
+        package = tar.name[: -len(".tar.xz")]
         version = _dpkg_version(package)
         if not version:  # not installed by dpkg: the tarball's size and time stand for its version
             st = tar.stat()
             version = f"tarball-{st.st_size}-{int(st.st_mtime)}"
         sid = re.sub(r"[^A-Za-z0-9.+_-]", "_", f"{package}_{version}")
         prov = {"kind": "package", "package": package, "version": version, "tarball": str(tar)}
-        return Source(sid, kbuild_root() / "src" / sid, spec, prov, f"package:{package}={version}",
-                      major_minor(package))
+        return Source(
+            sid, kbuild_root() / "src" / sid, spec, prov, f"package:{package}={version}", major_minor(package)
+        )
     assert spec.path is not None
     pid = hashlib.sha256(str(spec.path).encode()).hexdigest()[:12]
     if spec.kind == "tree":
         _check_kernel_tree(spec.path, spec.text)
         if (spec.path / ".config").exists() or (spec.path / "include" / "config").exists():
-            raise UsageError(f"--kernel {spec.text}: the tree has been configured and built in place "
-                             f"(.config); mmbench builds out of tree (O=) and kbuild refuses a tree that is "
-                             f"not clean: run 'make mrproper' there, or boot its own build with "
-                             f"--kernel {spec.path}")
+            raise UsageError(
+                f"--kernel {spec.text}: the tree has been configured and built in place "
+                f"(.config); mmbench builds out of tree (O=) and kbuild refuses a tree that is "
+                f"not clean: run 'make mrproper' there, or boot its own build with "
+                f"--kernel {spec.path}"
+            )
         prov: dict[str, Any] = {"kind": "tree", "path": str(spec.path), "kernelversion": kernel_version(spec.path)}
         if _is_git(spec.path):
             prov.update(_git_state(spec.path, f"--kernel {spec.text}"))
@@ -197,27 +204,55 @@ def describe_source(spec: SourceSpec) -> Source:
     if not spec.path.exists():
         raise UsageError(f"--kernel {spec.text}: {spec.path}: no such repository")
     _git(["rev-parse", "--git-dir"], spec.path, f"--kernel {spec.text}: not a git repository")
-    proc = subprocess.run(["git", "-C", str(spec.path), "rev-parse", "--verify", "--quiet", f"{spec.ref}^{{commit}}"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "-C", str(spec.path), "rev-parse", "--verify", "--quiet", f"{spec.ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
-        raise UsageError(f"--kernel {spec.text}: {spec.ref!r} is not a commit, tag or branch of {spec.path} "
-                         f"(nothing is fetched: fetch it there first)")
+        raise UsageError(
+            f"--kernel {spec.text}: {spec.ref!r} is not a commit, tag or branch of {spec.path} "
+            f"(nothing is fetched: fetch it there first)"
+        )
     commit = proc.stdout.strip()
-    describe = subprocess.run(["git", "-C", str(spec.path), "describe", "--tags", "--always", "--abbrev=12", commit],
-                              capture_output=True, text=True).stdout.strip() or commit[:12]
-    makefile = subprocess.run(["git", "-C", str(spec.path), "show", f"{commit}:Makefile"],
-                              capture_output=True, text=True, errors="replace").stdout
-    prov = {"kind": "git", "repo": str(spec.path), "ref": spec.ref, "commit": commit, "describe": describe,
-            "kernelversion": makefile_version(makefile) if makefile else ""}
-    return Source(f"git-{pid}", kbuild_root() / "src" / f"git-{pid}", spec, prov, f"git:{commit}",
-                  major_minor(prov["kernelversion"]))
+    describe = (
+        subprocess.run(
+            ["git", "-C", str(spec.path), "describe", "--tags", "--always", "--abbrev=12", commit],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        or commit[:12]
+    )
+    makefile = subprocess.run(
+        ["git", "-C", str(spec.path), "show", f"{commit}:Makefile"], capture_output=True, text=True, errors="replace"
+    ).stdout
+    prov = {
+        "kind": "git",
+        "repo": str(spec.path),
+        "ref": spec.ref,
+        "commit": commit,
+        "describe": describe,
+        "kernelversion": makefile_version(makefile) if makefile else "",
+    }
+    return Source(
+        f"git-{pid}",
+        kbuild_root() / "src" / f"git-{pid}",
+        spec,
+        prov,
+        f"git:{commit}",
+        major_minor(prov["kernelversion"]),
+    )
 
 
 def commits_between(repo: Path, base: str, commit: str, limit: int = 200) -> list[dict[str, str]]:
     """The commits in ``base..commit`` of ``repo``, oldest first, each {"commit", "subject"}: what a
     kernel built at ``commit`` has that one built at ``base`` has not (at most ``limit``, the newest)."""
-    proc = subprocess.run(["git", "-C", str(repo), "log", "--reverse", "--format=%H%x00%s", f"{base}..{commit}"],
-                          capture_output=True, text=True, errors="replace")
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "log", "--reverse", "--format=%H%x00%s", f"{base}..{commit}"],
+        capture_output=True,
+        text=True,
+        errors="replace",
+    )
     if proc.returncode != 0:
         return []
     rows = [line.split("\0", 1) for line in proc.stdout.splitlines() if "\0" in line]
@@ -236,8 +271,9 @@ def prepare(source: Source, log: Callable[[str], None]) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         t0 = time.monotonic()
-        proc = subprocess.run(["tar", "-xf", str(tar), "-C", str(tmp), "--strip-components=1"],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["tar", "-xf", str(tar), "-C", str(tmp), "--strip-components=1"], capture_output=True, text=True
+        )
         if proc.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             raise EnvironmentUnsupported(f"cannot unpack {tar}: {proc.stderr.strip()[-200:]}")
@@ -254,8 +290,9 @@ def prepare(source: Source, log: Callable[[str], None]) -> None:
             log(f"kernel build: a worktree of {spec.path} at {source.provenance['describe']} in {source.path}")
             shutil.rmtree(source.path, ignore_errors=True)
             _git(["worktree", "prune"], spec.path, f"--kernel {spec.text}")
-            _git(["worktree", "add", "--detach", "--force", str(source.path), commit], spec.path,
-                 f"--kernel {spec.text}")
+            _git(
+                ["worktree", "add", "--detach", "--force", str(source.path), commit], spec.path, f"--kernel {spec.text}"
+            )
         else:
             if _git(["status", "--porcelain", "--untracked-files=no"], source.path, f"--kernel {spec.text}"):
                 # left changed by a build killed before its patches came off (the journal could not
@@ -264,8 +301,9 @@ def prepare(source: Source, log: Callable[[str], None]) -> None:
             _git(["checkout", "--quiet", "--detach", commit], source.path, f"--kernel {spec.text}")
         _check_kernel_tree(source.path, spec.text)
         # what is compiled, as `git describe --dirty` sees the worktree (clean: the patches come later)
-        source.provenance["describe"] = _git(["describe", "--tags", "--always", "--dirty", "--abbrev=12"],
-                                             source.path, f"--kernel {spec.text}")
+        source.provenance["describe"] = _git(
+            ["describe", "--tags", "--always", "--dirty", "--abbrev=12"], source.path, f"--kernel {spec.text}"
+        )
 
 
 @contextmanager
@@ -301,24 +339,42 @@ def write_journal(source: Source, applied: list[Any], times: dict[str, Any] | No
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"patches": [{"name": p.name, "file": p.file, "subject": p.subject, "sha256": p.sha256,
-                                            "strip": p.strip, "text": p.text.decode("latin-1")} for p in applied],
-                               "times": times or {}}))
+    tmp.write_text(
+        json.dumps(
+            {
+                "patches": [
+                    {
+                        "name": p.name,
+                        "file": p.file,
+                        "subject": p.subject,
+                        "sha256": p.sha256,
+                        "strip": p.strip,
+                        "text": p.text.decode("latin-1"),
+                    }
+                    for p in applied
+                ],
+                "times": times or {},
+            }
+        )
+    )
     os.replace(tmp, path)
 
 
 def read_journal(source: Source) -> tuple[list[Any], dict[str, Any]]:
     """(patches left applied, the touched files' times from before them)."""
     from mmbench.kbuild.patches import Patch
+
     path = journal_path(source)
     if not path.exists():
         return [], {}
     try:
         doc = json.loads(path.read_text())
-        if isinstance(doc, list):   # written before the times were kept
+        if isinstance(doc, list):  # written before the times were kept
             doc = {"patches": doc}
-        patches = [Patch(i["name"], i["file"], i["subject"], i["sha256"], i["text"].encode("latin-1"), i["strip"])
-                   for i in doc["patches"]]
+        patches = [
+            Patch(i["name"], i["file"], i["subject"], i["sha256"], i["text"].encode("latin-1"), i["strip"])
+            for i in doc["patches"]
+        ]
         times = {k: tuple(v) if v else None for k, v in (doc.get("times") or {}).items()}
         return patches, times
     except (OSError, ValueError, KeyError, TypeError):

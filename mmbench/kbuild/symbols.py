@@ -112,16 +112,22 @@ def group_ranges(objdir: Path) -> tuple[list[tuple[int, int, int, str]], dict[st
 def write_symbol_groups(objdir: Path, out: Path, release: str = "") -> dict[str, object]:
     """Write ``out`` (the plugin's ranges file) from a kernel's object tree; returns its record."""
     ranges, per_group, notes = group_ranges(objdir)
-    lines = [f"# mmbench mm-symbols {FORMAT}: kernel function groups of {release or objdir}",
-             f"# groups {len(GROUPS)}"]
-    lines += [f"# group {n} {name}: {' '.join(objs)} ({per_group.get(name, 0)} functions)"
-              for n, (name, objs) in enumerate(GROUPS, start=1)]
+    lines = [f"# mmbench mm-symbols {FORMAT}: kernel function groups of {release or objdir}", f"# groups {len(GROUPS)}"]
+    lines += [
+        f"# group {n} {name}: {' '.join(objs)} ({per_group.get(name, 0)} functions)"
+        for n, (name, objs) in enumerate(GROUPS, start=1)
+    ]
     lines += [f"{g} {s:x} {e:x} {name}" for g, s, e, name in ranges]
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text("\n".join(lines) + "\n")
     tmp.replace(out)
-    return {"file": out.name, "format": FORMAT, "groups": [g for g, _ in GROUPS],
-            "functions": per_group, "notes": notes}
+    return {
+        "file": out.name,
+        "format": FORMAT,
+        "groups": [g for g, _ in GROUPS],
+        "functions": per_group,
+        "notes": notes,
+    }
 
 
 def read_group_names(path: Path) -> list[str]:
@@ -129,7 +135,7 @@ def read_group_names(path: Path) -> list[str]:
     names: dict[int, str] = {}
     for line in path.read_text().splitlines():
         if line.startswith("# group ") and ":" in line:
-            head = line[len("# group "):].split(":", 1)[0]
+            head = line[len("# group ") :].split(":", 1)[0]
             num, _, name = head.partition(" ")
             if num.isdigit():
                 names[int(num)] = name

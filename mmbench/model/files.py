@@ -38,7 +38,7 @@ from typing import Any, Callable, NoReturn, Protocol
 from mmbench.errors import UsageError
 from mmbench.model.store_format import MAX_ITERATION_INDEX, STORE_FORMAT
 
-MAX_FILE_BYTES = 256 << 20   # no stored JSON file is this large; a bigger one is not ours
+MAX_FILE_BYTES = 256 << 20  # no stored JSON file is this large; a bigger one is not ours
 
 
 def iteration_index_problem(index: Any) -> str | None:
@@ -89,7 +89,7 @@ def _nearest(path: str | Path, roots: Any) -> Any:
     text, best, value = str(path), -1, None
     for root, v in roots.items():
         r = str(root)
-        if len(r) > best and text.startswith(r) and text[len(r):len(r) + 1] == os.sep:
+        if len(r) > best and text.startswith(r) and text[len(r) : len(r) + 1] == os.sep:
             best, value = len(r), (root, v)
     return value
 
@@ -143,7 +143,7 @@ def _way_out(folder: str | Path, root: tuple[Path, str]) -> tuple[Path, str] | N
     """The first folder between the results directory and ``folder`` (inclusive) that is a symlink
     leading out of it, with where it leads; None when there is none.  One lstat a folder, once."""
     key = str(root[0])
-    for part in str(folder)[len(key) + 1:].split(os.sep):
+    for part in str(folder)[len(key) + 1 :].split(os.sep):
         if not part:
             continue
         key = f"{key}{os.sep}{part}"
@@ -152,7 +152,7 @@ def _way_out(folder: str | Path, root: tuple[Path, str]) -> tuple[Path, str] | N
         try:
             st = os.lstat(key)
         except OSError:
-            return None          # (opening the file says what is wrong)
+            return None  # (opening the file says what is wrong)
         if stat.S_ISLNK(st.st_mode):
             real = os.path.realpath(key)
             if not _inside(real, root[1]):
@@ -163,9 +163,15 @@ def _way_out(folder: str | Path, root: tuple[Path, str]) -> tuple[Path, str] | N
     return None
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symlink"),
-          (stat.S_ISREG, "a regular file"))
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symlink"),
+    (stat.S_ISREG, "a regular file"),
+)
 
 
 def file_kind(mode: int) -> str:
@@ -201,8 +207,9 @@ def read_regular(path: Path, *, limit: int = MAX_FILE_BYTES, size: int | None = 
     elif root is not None:
         out = _way_out(os.path.dirname(where), root)
         if out is not None:
-            raise StoreError(f"{where}: reached through {out[0]}, a symlink to {out[1]}, outside the results "
-                             f"directory; not read")
+            raise StoreError(
+                f"{where}: reached through {out[0]}, a symlink to {out[1]}, outside the results directory; not read"
+            )
     try:
         fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
@@ -236,8 +243,10 @@ def read_regular(path: Path, *, limit: int = MAX_FILE_BYTES, size: int | None = 
 
 def _wrong_size(where: str, have: int, want: int) -> NoReturn:
     if have > want:
-        raise StoreError(f"{where}: {have} bytes where result.json's references cover {want}: "
-                         f"{have - want} stray byte(s) after the samples (damaged or appended to)")
+        raise StoreError(
+            f"{where}: {have} bytes where result.json's references cover {want}: "
+            f"{have - want} stray byte(s) after the samples (damaged or appended to)"
+        )
     raise StoreError(f"{where}: {have} bytes where result.json's references cover {want} (truncated?)")
 
 
@@ -302,7 +311,7 @@ def seal_of(doc: dict[str, Any], name: str) -> str:
     body = {k: v for k, v in doc.items() if k != SEAL and k not in skip}
     try:
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False, default=json_default)
-    except TypeError:   # keys of several types (sort_keys cannot order them): as JSON would read them back
+    except TypeError:  # keys of several types (sort_keys cannot order them): as JSON would read them back
         body = json.loads(json.dumps(body, default=json_default))
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return blake2b(text.encode(), digest_size=16).hexdigest()
@@ -321,8 +330,10 @@ def seal_problem(data: Any, name: str) -> str | None:
         return None
     want = data[SEAL]
     if not isinstance(want, str) or want != seal_of(data, name):
-        return ("its content does not match the BLAKE2b digest it was stored with (damaged on disk, or "
-                f"edited by hand; {VERIFY_HINT})")
+        return (
+            "its content does not match the BLAKE2b digest it was stored with (damaged on disk, or "
+            f"edited by hand; {VERIFY_HINT})"
+        )
     return None
 
 
@@ -394,6 +405,7 @@ def validate(path: Path, data: Any, kind: str) -> dict[str, Any]:
     """``data`` (read from ``path``) validated as ``kind``: the document in JSON form."""
     from pydantic import ValidationError
     from mmbench.model.stored import MODELS
+
     if not isinstance(data, dict):
         raise StoreError(f"{path}: expected a JSON object, found {type(data).__name__} (a foreign file?)")
     try:
@@ -444,6 +456,7 @@ def pack_iteration_samples(samples: dict[str, Any]) -> tuple[dict[str, Any], byt
             out[name] = pack_samples(values)
             continue
         import numpy as np
+
         arr = np.ascontiguousarray(values, dtype="<f8")
         out[name] = ref = {"file": "", "offset": at, "count": int(arr.size)}
         refs.append(ref)
@@ -482,6 +495,7 @@ def samples_from_bytes(raw: bytes | None, where: str, name: str | None = None, c
     ``count`` samples when given, and when ``name`` is given, bytes whose BLAKE2b is the digest
     the name holds (one pass over the bytes: 8 MB, a million samples, in about 10 ms)."""
     import numpy as np
+
     if raw is None:
         raise StoreError(f"{where}: missing (its result.json keeps samples there)")
     if count is not None and len(raw) != count * 8:
@@ -494,20 +508,31 @@ def samples_from_bytes(raw: bytes | None, where: str, name: str | None = None, c
             raise StoreError(f"{where}: not a sidecar name (samples-<16 hex digits>.f8)")
         got = sidecar_digest(raw)
         if got != name[8:24]:
-            raise StoreError(f"{where}: its bytes do not match the BLAKE2b digest in its name (they hash "
-                             f"to {got}): damaged; {VERIFY_HINT}")
+            raise StoreError(
+                f"{where}: its bytes do not match the BLAKE2b digest in its name (they hash "
+                f"to {got}): damaged; {VERIFY_HINT}"
+            )
     return np.frombuffer(raw, dtype="<f8")
 
 
-SampleFiles = Callable[[str, int], Any]   # a sidecar's name, its samples → the samples (read_samples_file)
+SampleFiles = Callable[[str, int], Any]  # a sidecar's name, its samples → the samples (read_samples_file)
 
 
 def _reference(stored: dict[str, Any], where: str, metric: str) -> tuple[str, int, int]:
     file, offset, count = stored.get("file"), stored.get("offset"), stored.get("count")
-    if (not isinstance(file, str) or not SAMPLES_FILE.fullmatch(file) or type(offset) is not int
-            or type(count) is not int or offset < 0 or count < 0 or set(stored) - {"file", "offset", "count"}):
-        raise StoreError(f"{where}: samples.{metric}: {json.dumps(stored)[:120]} is not a place "
-                         f"in this iteration's samples-<digest>.f8")
+    if (
+        not isinstance(file, str)
+        or not SAMPLES_FILE.fullmatch(file)
+        or type(offset) is not int
+        or type(count) is not int
+        or offset < 0
+        or count < 0
+        or set(stored) - {"file", "offset", "count"}
+    ):
+        raise StoreError(
+            f"{where}: samples.{metric}: {json.dumps(stored)[:120]} is not a place "
+            f"in this iteration's samples-<digest>.f8"
+        )
     return file, offset, count
 
 
@@ -518,18 +543,23 @@ def _tiled(spans: list[tuple[int, int, str]], file: str, where: str) -> int:
     at, last = 0, None
     for offset, count, metric in sorted(spans):
         if offset < at:
-            raise StoreError(f"{where}: samples.{metric}: samples {offset}..{offset + count} of {file} overlap "
-                             f"samples.{last[2]}'s {last[0]}..{last[0] + last[1]} (two metrics cannot share "
-                             f"samples: damaged or edited)")
+            raise StoreError(
+                f"{where}: samples.{metric}: samples {offset}..{offset + count} of {file} overlap "
+                f"samples.{last[2]}'s {last[0]}..{last[0] + last[1]} (two metrics cannot share "
+                f"samples: damaged or edited)"
+            )
         if offset > at:
-            raise StoreError(f"{where}: samples.{metric} starts at sample {offset} of {file}, but no metric holds "
-                             f"samples {at}..{offset} (damaged or edited)")
+            raise StoreError(
+                f"{where}: samples.{metric} starts at sample {offset} of {file}, but no metric holds "
+                f"samples {at}..{offset} (damaged or edited)"
+            )
         at, last = offset + count, (offset, count, metric)
     return at
 
 
-def unpack_samples(stored: Any, sidecar: SampleFiles | None = None, where: str = "result.json",
-                   metric: str = "") -> Any:
+def unpack_samples(
+    stored: Any, sidecar: SampleFiles | None = None, where: str = "result.json", metric: str = ""
+) -> Any:
     """A metric's stored samples back to floats: a list (``null`` is NaN) or a float64 array,
     from the sidecar ``sidecar`` reads by name, or from format 1's base64."""
     return samples_from_json({metric: stored}, sidecar, where)[metric]
@@ -539,16 +569,19 @@ def _list_or_base64(stored: Any, where: str, metric: str) -> Any:
     if isinstance(stored, dict):
         import binascii
         import numpy as np
+
         try:
             return np.frombuffer(base64.b64decode(stored["f8"], validate=True), dtype="<f8")
         except (binascii.Error, ValueError, TypeError):
-            raise StoreError(f"{where}: samples.{metric}: \"f8\" is not base64 of whole float64 "
-                             f"samples (damaged?)") from None
+            raise StoreError(
+                f'{where}: samples.{metric}: "f8" is not base64 of whole float64 samples (damaged?)'
+            ) from None
     return [math.nan if v is None else float(v) for v in stored]
 
 
-def samples_from_json(samples: dict[str, Any], sidecar: SampleFiles | None = None,
-                      where: str = "result.json") -> dict[str, Any]:
+def samples_from_json(
+    samples: dict[str, Any], sidecar: SampleFiles | None = None, where: str = "result.json"
+) -> dict[str, Any]:
     """Stored samples back to floats: a list (``null`` is NaN) or a float64 array, from a sidecar
     that ``sidecar`` reads by name (and number of samples), or from format 1's base64.  The
     references into each sidecar must cover it exactly, one metric per sample (checked before it
@@ -567,7 +600,7 @@ def samples_from_json(samples: dict[str, Any], sidecar: SampleFiles | None = Non
             raise StoreError(f"{where}: samples.{spans[0][2]}: kept in {file}, which was not given")
         data = sidecar(file, total)
         for offset, count, metric in spans:
-            out[metric] = data[offset:offset + count]
+            out[metric] = data[offset : offset + count]
     return {metric: out[metric] for metric in samples}
 
 
@@ -579,6 +612,7 @@ def sidecar_reader(folder: Path) -> SampleFiles:
         if name not in cache:
             cache[name] = read_samples_file(folder / name, count)
         return cache[name]
+
     return read
 
 

@@ -20,10 +20,10 @@ def in_guest() -> bool:
 
 # The TCG instruction-counting plugin (vm/insn_plugin.c) and the guest's insn-count monitor meet
 # here: the VM runner sets these in the guest's environment when it loads the plugin.
-INSN_LOG_ENV = "MMBENCH_INSN_LOG"          # the plugin's log: a host path the guest sees too
-INSN_MARKS_ENV = "MMBENCH_INSN_MARKS"      # the user address the plugin watches (hex)
-INSN_GROUPS_ENV = "MMBENCH_INSN_GROUPS"    # the kernel function groups, in plugin order, ';'-separated
-INSN_MARKS = 0x4D4D42000000                # that address: 4096 slots of 16 bytes, well inside user space
+INSN_LOG_ENV = "MMBENCH_INSN_LOG"  # the plugin's log: a host path the guest sees too
+INSN_MARKS_ENV = "MMBENCH_INSN_MARKS"  # the user address the plugin watches (hex)
+INSN_GROUPS_ENV = "MMBENCH_INSN_GROUPS"  # the kernel function groups, in plugin order, ';'-separated
+INSN_MARKS = 0x4D4D42000000  # that address: 4096 slots of 16 bytes, well inside user space
 INSN_MARK_STRIDE = 16
 INSN_MARK_SLOTS = 4096
-GUEST_CLOCK_ENV = "MMBENCH_GUEST_CLOCK"     # "instructions:NS" on the instruction clock, else unset
+GUEST_CLOCK_ENV = "MMBENCH_GUEST_CLOCK"  # "instructions:NS" on the instruction clock, else unset

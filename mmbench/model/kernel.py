@@ -48,7 +48,7 @@ def read_vmstat(path: str = "/proc/vmstat") -> str:
 def parse_vmstat(text: str) -> dict[str, int]:
     """/proc/vmstat text → counter name → value; malformed lines are skipped."""
     parts = text.split()
-    if len(parts) % 2 == 0:   # the fast path a sampling monitor takes every interval
+    if len(parts) % 2 == 0:  # the fast path a sampling monitor takes every interval
         try:
             return dict(zip(parts[0::2], map(int, parts[1::2])))
         except ValueError:
@@ -138,6 +138,7 @@ def running_config() -> set[str] | None:
     """The running kernel's config lines (``/proc/config.gz``, CONFIG_IKCONFIG_PROC), or None when
     the kernel does not expose it."""
     import gzip
+
     try:
         with gzip.open("/proc/config.gz", "rt") as fh:
             return {line.strip() for line in fh}

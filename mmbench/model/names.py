@@ -15,7 +15,7 @@ import unicodedata
 
 from mmbench.errors import UsageError
 
-MAX_BYTES = 200   # well under NAME_MAX (255), leaving room for ".NAME.incoming-PID" and suffixes
+MAX_BYTES = 200  # well under NAME_MAX (255), leaving room for ".NAME.incoming-PID" and suffixes
 RESERVED = {"index.sqlite", "index.sqlite-journal", "index.sqlite-wal", "index.sqlite-shm"}
 
 

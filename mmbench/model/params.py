@@ -70,8 +70,7 @@ def _convert(kind: ParamKind, value: Any, budget: int | None) -> Any:
     raise ValueError(f"unknown parameter kind {kind}")
 
 
-def resolve_params(declared: dict[str, Param], given: dict[str, Any], budget: int | None,
-                   where: str) -> dict[str, Any]:
+def resolve_params(declared: dict[str, Param], given: dict[str, Any], budget: int | None, where: str) -> dict[str, Any]:
     """Validate ``given`` against ``declared`` and fill defaults.
 
     ``where`` prefixes every error, e.g. "suite.toml: workload.faultin.params".
@@ -79,8 +78,10 @@ def resolve_params(declared: dict[str, Param], given: dict[str, Any], budget: in
     out: dict[str, Any] = {}
     for key in given:
         if key not in declared:
-            raise UsageError(f"{where}.{key}: unknown parameter{close_match(key, list(declared))}; "
-                             f"known: {', '.join(sorted(declared)) or 'none'}")
+            raise UsageError(
+                f"{where}.{key}: unknown parameter{close_match(key, list(declared))}; "
+                f"known: {', '.join(sorted(declared)) or 'none'}"
+            )
     for key, p in declared.items():
         raw = given.get(key, p.default)
         if raw is None:
@@ -95,7 +96,7 @@ def resolve_params(declared: dict[str, Param], given: dict[str, Any], budget: in
             bad = [v for v in vals if v not in p.choices]
             if bad:
                 raise UsageError(f"{where}.{key}: {bad[0]!r} is not one of {list(p.choices)}")
-        for v in (val if isinstance(val, list) else [val]):
+        for v in val if isinstance(val, list) else [val]:
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 if p.minimum is not None and v < p.minimum:
                     raise UsageError(f"{where}.{key}: {raw!r} is below the minimum {p.minimum:g}")

@@ -58,10 +58,10 @@ COUNTERS: dict[str, list[str]] = {
     # pgmigrate_fail (3.8, counted for every migration, not only compaction's).
     "pgmigrate_success": ["pgmigrate_success", "compact_pages_moved"],
     "pgmigrate_fail": ["pgmigrate_fail", "compact_pagemigrate_failed"],
-    "compact_isolated": ["compact_isolated"],                 # 3.8
-    "compact_migrate_scanned": ["compact_migrate_scanned"],   # 3.8
-    "compact_free_scanned": ["compact_free_scanned"],         # 3.8
-    "compact_daemon_wake": ["compact_daemon_wake"],           # 4.6 (kcompactd)
+    "compact_isolated": ["compact_isolated"],  # 3.8
+    "compact_migrate_scanned": ["compact_migrate_scanned"],  # 3.8
+    "compact_free_scanned": ["compact_free_scanned"],  # 3.8
+    "compact_daemon_wake": ["compact_daemon_wake"],  # 4.6 (kcompactd)
     # pgscan_{anon,file} / pgsteal_{anon,file}: 5.8.  They count every reclaim (kswapd, direct,
     # memcg limit, khugepaged, proactive); memcg limit reclaim moves only these.
     "pgscan_anon": ["pgscan_anon"],
@@ -72,14 +72,14 @@ COUNTERS: dict[str, list[str]] = {
     # reclaim counted as direct reclaim (Debian's 6.1.192 has neither counter)
     "pgscan_khugepaged": ["pgscan_khugepaged"],
     "pgsteal_khugepaged": ["pgsteal_khugepaged"],
-    "pgscan_proactive": ["pgscan_proactive"],                 # 6.15 (memory.reclaim et al.)
-    "pgsteal_proactive": ["pgsteal_proactive"],               # 6.15
+    "pgscan_proactive": ["pgscan_proactive"],  # 6.15 (memory.reclaim et al.)
+    "pgsteal_proactive": ["pgsteal_proactive"],  # 6.15
     # workingset_refault (4.x, file pages only) split into _anon and _file in 5.9.
     "workingset_refault_anon": ["workingset_refault_anon"],
     "workingset_refault_file": ["workingset_refault_file", "workingset_refault"],
-    "zswpin": ["zswpin"],                                     # 5.19 (zswap counters)
+    "zswpin": ["zswpin"],  # 5.19 (zswap counters)
     "zswpout": ["zswpout"],
-    "zswpwb": ["zswpwb"],                                     # 6.8 (zswap writeback to swap)
+    "zswpwb": ["zswpwb"],  # 6.8 (zswap writeback to swap)
     # 6.12 ("mm: store zero pages to be swapped out in a bitmap"): a zero-filled anonymous page is
     # swapped out without I/O, counted here and not in pswpout (swapped in: swpin_zero, not pswpin)
     "swpout_zero": ["swpout_zero"],
@@ -89,8 +89,8 @@ COUNTERS: dict[str, list[str]] = {
     "numa_interleave": ["numa_interleave"],
     "numa_local": ["numa_local"],
     "numa_other": ["numa_other"],
-    "numa_pte_updates": ["numa_pte_updates"],                 # 3.8 (automatic NUMA balancing)
-    "numa_huge_pte_updates": ["numa_huge_pte_updates"],       # 3.13
+    "numa_pte_updates": ["numa_pte_updates"],  # 3.8 (automatic NUMA balancing)
+    "numa_huge_pte_updates": ["numa_huge_pte_updates"],  # 3.13
     "numa_hint_faults": ["numa_hint_faults"],
     "numa_hint_faults_local": ["numa_hint_faults_local"],
     "numa_pages_migrated": ["numa_pages_migrated"],
@@ -102,39 +102,64 @@ PGSTEAL_OLD = [f"pgsteal_{z}" for z in ZONES]
 
 # -- rows whose meaning changed --------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class MeaningChange:
     """From kernel ``since`` (major, minor) on, ``rows`` (vmstat rows, by name) count something
     else than before: a comparison of runs on both sides of ``since`` says so on each row."""
+
     since: tuple[int, int]
     rows: tuple[str, ...]
     what: str
 
 
 ROW_MEANING_CHANGES: list[MeaningChange] = [
-    MeaningChange((6, 2), ("Direct pages scanned", "Direct pages reclaimed", "Direct efficiency %",
-                           "Direct velocity", "Percentage direct scans"),
-                  "from 6.2 khugepaged's reclaim is counted in pgscan/pgsteal_khugepaged, before it in the "
-                  "direct counters (\"mm: vmscan: split khugepaged stats from direct reclaim stats\")"),
-    MeaningChange((6, 7), ("Zswap ins", "Zswap outs"),
-                  "zswap's default pool is zsmalloc from 6.7, zbud before (\"zswap: change zswap's default "
-                  "allocator to zsmalloc\"); the pool each run used is its fingerprint's zswap.zpool"),
-    MeaningChange((6, 8), ("THP fault alloc", "THP fault fallback"),
-                  "from 6.8 (multi-size THP) these count PMD-size THPs only; a smaller size enabled in "
-                  "/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/enabled is counted in that size's "
-                  "stats/anon_fault_alloc and anon_fault_fallback"),
-    MeaningChange((6, 11), ("THP split",),
-                  "from 6.11 thp_split_page counts splits of PMD-size folios only, before it every large "
-                  "folio's (\"mm: add per-order mTHP split counters\")"),
-    MeaningChange((6, 12), ("Swap Outs", "Swap Ins", "Page writes anon", "Page writes file"),
-                  "from 6.12 a zero-filled page is swapped without I/O and counted in swpout_zero/swpin_zero "
-                  "(rows \"Swap outs zero-filled\", \"Swap ins zero-filled\"), not in pswpout/pswpin, while "
-                  "nr_vmscan_write still counts it, so Page writes file (nr_vmscan_write - pswpout) includes "
-                  "such pages (\"mm: store zero pages to be swapped out in a bitmap\")"),
-    MeaningChange((6, 15), ("Memcg limit pages scanned", "Memcg limit pages reclaimed"),
-                  "from 6.15 proactive reclaim (memory.reclaim) is counted in pgscan/pgsteal_proactive and "
-                  "left out of these rows (all - kswapd - direct - khugepaged - proactive); before it, it is "
-                  "part of them"),
+    MeaningChange(
+        (6, 2),
+        (
+            "Direct pages scanned",
+            "Direct pages reclaimed",
+            "Direct efficiency %",
+            "Direct velocity",
+            "Percentage direct scans",
+        ),
+        "from 6.2 khugepaged's reclaim is counted in pgscan/pgsteal_khugepaged, before it in the "
+        'direct counters ("mm: vmscan: split khugepaged stats from direct reclaim stats")',
+    ),
+    MeaningChange(
+        (6, 7),
+        ("Zswap ins", "Zswap outs"),
+        "zswap's default pool is zsmalloc from 6.7, zbud before (\"zswap: change zswap's default "
+        "allocator to zsmalloc\"); the pool each run used is its fingerprint's zswap.zpool",
+    ),
+    MeaningChange(
+        (6, 8),
+        ("THP fault alloc", "THP fault fallback"),
+        "from 6.8 (multi-size THP) these count PMD-size THPs only; a smaller size enabled in "
+        "/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/enabled is counted in that size's "
+        "stats/anon_fault_alloc and anon_fault_fallback",
+    ),
+    MeaningChange(
+        (6, 11),
+        ("THP split",),
+        "from 6.11 thp_split_page counts splits of PMD-size folios only, before it every large "
+        'folio\'s ("mm: add per-order mTHP split counters")',
+    ),
+    MeaningChange(
+        (6, 12),
+        ("Swap Outs", "Swap Ins", "Page writes anon", "Page writes file"),
+        "from 6.12 a zero-filled page is swapped without I/O and counted in swpout_zero/swpin_zero "
+        '(rows "Swap outs zero-filled", "Swap ins zero-filled"), not in pswpout/pswpin, while '
+        "nr_vmscan_write still counts it, so Page writes file (nr_vmscan_write - pswpout) includes "
+        'such pages ("mm: store zero pages to be swapped out in a bitmap")',
+    ),
+    MeaningChange(
+        (6, 15),
+        ("Memcg limit pages scanned", "Memcg limit pages reclaimed"),
+        "from 6.15 proactive reclaim (memory.reclaim) is counted in pgscan/pgsteal_proactive and "
+        "left out of these rows (all - kswapd - direct - khugepaged - proactive); before it, it is "
+        "part of them",
+    ),
 ]
 
 
@@ -215,10 +240,12 @@ PER_PAGE_TRACEPOINTS = ("vmscan:mm_vmscan_write_folio", "vmscan:mm_vmscan_writep
 # usec_delayed, fallback_order, change_ownership, parent_pid, child_pid) changed between 6.1, 6.12
 # and 6.18; an event a row counts and a kernel lacks is named in that run's notes.
 
+
 @dataclass(frozen=True)
 class TracepointChange:
     """``event`` (or its ``field``) is in the kernels ``present`` and not in ``absent``
     (releases measured: 6.1.192, 6.12.117, 6.18)."""
+
     event: str
     field: str | None
     present: tuple[str, ...]
@@ -238,15 +265,22 @@ TRACEPOINT_CHANGES: list[TracepointChange] = [
     TracepointChange("vmscan:mm_vmscan_lru_isolate", "isolate_mode", ("6.1.192",), ("6.12.117", "6.18")),
     TracepointChange("huge_memory:mm_khugepaged_scan_pmd", "writable", ("6.1.192", "6.12.117"), ("6.18",)),
     TracepointChange("huge_memory:mm_collapse_huge_page_isolate", "writable", ("6.1.192", "6.12.117"), ("6.18",)),
-    TracepointChange("sched:sched_process_fork", "char parent_comm[16]", ("6.1.192", "6.12.117"), ("6.18",),
-                     "6.18 has __data_loc char[] parent_comm and child_comm; the decoders read both"),
+    TracepointChange(
+        "sched:sched_process_fork",
+        "char parent_comm[16]",
+        ("6.1.192", "6.12.117"),
+        ("6.18",),
+        "6.18 has __data_loc char[] parent_comm and child_comm; the decoders read both",
+    ),
 ]
 
 
 def tracepoint_change(event: str) -> TracepointChange | None:
     """The entry for an event that some measured kernels lack (``group:name``, or ``name``)."""
-    return next((c for c in TRACEPOINT_CHANGES if c.field is None and
-                 (c.event == event or c.event.endswith(":" + event))), None)
+    return next(
+        (c for c in TRACEPOINT_CHANGES if c.field is None and (c.event == event or c.event.endswith(":" + event))), None
+    )
+
 
 # Classes of mm code for the irqsoff-sections monitor's rows: function names (fnmatch patterns) of
 # Debian's 6.1.192 source, by the file that defines them (mm/compaction.c; mm/page_alloc.c;
@@ -258,26 +292,90 @@ def tracepoint_change(event: str) -> TracepointChange | None:
 # compaction_alloc_noprof() in 6.12.117; __alloc_pages_noprof()), 6.10 made release_freepages()
 # release_free_list() and added free_unref_folios().
 IRQSOFF_MM_CLASSES: dict[str, tuple[str, ...]] = {
-    "compaction": ("compaction_alloc", "compaction_alloc_noprof", "compaction_free", "isolate_freepages*",
-                   "fast_isolate_*", "isolate_migratepages*", "compact_*", "__compact_*", "kcompactd*",
-                   "split_map_pages", "release_freepages", "release_free_list", "suitable_migration_*"),
-    "page-alloc": ("rmqueue*", "__rmqueue*", "free_pcppages_bulk", "free_one_page", "free_unref_page*",
-                   "free_unref_folios",
-                   "__free_pages_ok", "__free_one_page", "get_page_from_freelist", "__alloc_pages*",
-                   "drain_pages*", "drain_local_pages*", "steal_suitable_fallback", "move_freepages*",
-                   "reserve_highatomic_pageblock", "unreserve_highatomic_pageblock", "__isolate_free_page",
-                   "__putback_isolated_page", "zone_pcp_*", "free_pcp_prepare"),
-    "reclaim-lru": ("shrink_*", "__remove_mapping", "isolate_lru_*", "move_folios_to_lru", "folio_isolate_lru",
-                    "folio_batch_move_lru", "lru_add_*", "lru_note_cost*", "folio_putback_lru",
-                    "__folio_putback_lru", "putback_lru_page", "check_move_unevictable_*", "lru_deactivate*",
-                    "lru_lazyfree*", "folio_activate*", "release_pages", "__page_cache_release"),
-    "pagecache-wb": ("__filemap_add_folio", "filemap_*", "__filemap_*", "folio_end_writeback",
-                     "__folio_end_writeback", "__folio_start_writeback", "__folio_mark_dirty",
-                     "folio_mark_dirty", "__set_page_dirty*", "delete_from_page_cache*",
-                     "replace_page_cache*", "folio_wait_writeback", "test_clear_page_writeback",
-                     "__delete_from_page_cache", "page_cache_delete*", "remove_mapping"),
-    "memcg": ("mem_cgroup_*", "__mem_cgroup_*", "charge_memcg", "uncharge_*", "__mod_memcg_*",
-              "memcg_*", "__count_memcg_events", "obj_cgroup_*"),
+    "compaction": (
+        "compaction_alloc",
+        "compaction_alloc_noprof",
+        "compaction_free",
+        "isolate_freepages*",
+        "fast_isolate_*",
+        "isolate_migratepages*",
+        "compact_*",
+        "__compact_*",
+        "kcompactd*",
+        "split_map_pages",
+        "release_freepages",
+        "release_free_list",
+        "suitable_migration_*",
+    ),
+    "page-alloc": (
+        "rmqueue*",
+        "__rmqueue*",
+        "free_pcppages_bulk",
+        "free_one_page",
+        "free_unref_page*",
+        "free_unref_folios",
+        "__free_pages_ok",
+        "__free_one_page",
+        "get_page_from_freelist",
+        "__alloc_pages*",
+        "drain_pages*",
+        "drain_local_pages*",
+        "steal_suitable_fallback",
+        "move_freepages*",
+        "reserve_highatomic_pageblock",
+        "unreserve_highatomic_pageblock",
+        "__isolate_free_page",
+        "__putback_isolated_page",
+        "zone_pcp_*",
+        "free_pcp_prepare",
+    ),
+    "reclaim-lru": (
+        "shrink_*",
+        "__remove_mapping",
+        "isolate_lru_*",
+        "move_folios_to_lru",
+        "folio_isolate_lru",
+        "folio_batch_move_lru",
+        "lru_add_*",
+        "lru_note_cost*",
+        "folio_putback_lru",
+        "__folio_putback_lru",
+        "putback_lru_page",
+        "check_move_unevictable_*",
+        "lru_deactivate*",
+        "lru_lazyfree*",
+        "folio_activate*",
+        "release_pages",
+        "__page_cache_release",
+    ),
+    "pagecache-wb": (
+        "__filemap_add_folio",
+        "filemap_*",
+        "__filemap_*",
+        "folio_end_writeback",
+        "__folio_end_writeback",
+        "__folio_start_writeback",
+        "__folio_mark_dirty",
+        "folio_mark_dirty",
+        "__set_page_dirty*",
+        "delete_from_page_cache*",
+        "replace_page_cache*",
+        "folio_wait_writeback",
+        "test_clear_page_writeback",
+        "__delete_from_page_cache",
+        "page_cache_delete*",
+        "remove_mapping",
+    ),
+    "memcg": (
+        "mem_cgroup_*",
+        "__mem_cgroup_*",
+        "charge_memcg",
+        "uncharge_*",
+        "__mod_memcg_*",
+        "memcg_*",
+        "__count_memcg_events",
+        "obj_cgroup_*",
+    ),
 }
 
 # Paths inside a class whose IRQs-off sections get rows of their own, as kernel people name them

@@ -17,6 +17,7 @@ class KernelRequest:
     """A kernel under test: ``spec`` as the user wrote it (``debian:PKG``, an image path or build
     tree, or a source to build: ``source``, ``tree:PATH``, ``git:PATH@REF``) and, for a source, the
     patches (``("patch"|"series", FILE)``, in order), shipped fragments and ``--kconfig`` files."""
+
     spec: str
     patches: tuple[tuple[str, str], ...] = ()
     fragments: tuple[str, ...] = ()
@@ -32,13 +33,18 @@ class KernelRequest:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "KernelRequest":
-        return cls(spec=d["spec"], patches=tuple((str(k), str(v)) for k, v in d.get("patches", ())),
-                   fragments=tuple(d.get("fragments", ())), kconfigs=tuple(d.get("kconfigs", ())))
+        return cls(
+            spec=d["spec"],
+            patches=tuple((str(k), str(v)) for k, v in d.get("patches", ())),
+            fragments=tuple(d.get("fragments", ())),
+            kconfigs=tuple(d.get("kconfigs", ())),
+        )
 
 
 @dataclass(frozen=True)
 class VmShape:
     """The ``--vm-*`` flags: the guest's shape and clock, overriding the suite's ``[vm]`` table."""
+
     memory: str | None = None
     cpus: int | None = None
     numa: int | None = None
@@ -51,16 +57,17 @@ class RunRequest:
     the rounds and their stopping rule, and how to report.  ``baseline_kernel`` makes it an A/B of
     kernels; ``until_pct`` sizes the run adaptively; ``baseline_sets`` runs the baseline
     configuration alternately."""
+
     config: str
     name: str
     sets: tuple[str, ...] = ()
     iterations: int | None = None
     force: bool = False
-    results: str | None = None            # as given (None: $MMBENCH_RESULTS or ./results, read when used)
+    results: str | None = None  # as given (None: $MMBENCH_RESULTS or ./results, read when used)
     kernel: KernelRequest | None = None
     baseline_kernel: KernelRequest | None = None
     vm: VmShape = field(default_factory=VmShape)
-    until_pct: float | None = None        # --until ci<PCT%
+    until_pct: float | None = None  # --until ci<PCT%
     baseline: str | None = None
     baseline_sets: tuple[str, ...] = ()
     max_iterations: int | None = None
@@ -72,8 +79,13 @@ class RunRequest:
     def vm_sets(self) -> list[str]:
         """``--kernel`` and ``--vm-*`` as the ``[vm]`` table's keys, as ``--set`` would give them."""
         out = []
-        for key, value in (("kernel", self.kernel.spec if self.kernel else None), ("memory", self.vm.memory),
-                           ("cpus", self.vm.cpus), ("numa", self.vm.numa), ("clock", self.vm.clock)):
+        for key, value in (
+            ("kernel", self.kernel.spec if self.kernel else None),
+            ("memory", self.vm.memory),
+            ("cpus", self.vm.cpus),
+            ("numa", self.vm.numa),
+            ("clock", self.vm.clock),
+        ):
             if value is not None:
                 out.append(f"vm.{key}={value}")
         return out
@@ -115,8 +127,12 @@ class RunRequest:
             out += ["--iterations", str(self.iterations)]
         out += _kernel_argv(self.kernel, "")
         out += _kernel_argv(self.baseline_kernel, "baseline-")
-        for flag, value in (("--vm-memory", self.vm.memory), ("--vm-cpus", self.vm.cpus),
-                            ("--vm-numa", self.vm.numa), ("--vm-clock", self.vm.clock)):
+        for flag, value in (
+            ("--vm-memory", self.vm.memory),
+            ("--vm-cpus", self.vm.cpus),
+            ("--vm-numa", self.vm.numa),
+            ("--vm-clock", self.vm.clock),
+        ):
             if value is not None:
                 out += [flag, str(value)]
         if self.until_pct is not None:
@@ -129,8 +145,16 @@ class RunRequest:
             out += ["--max-iterations", str(self.max_iterations)]
         if self.max_time_s is not None:
             out += ["--max-time", f"{_number(self.max_time_s)}s"]
-        out += [flag for flag, on in (("--force", self.force), ("--check", self.check), ("--quiet", self.quiet),
-                                      ("--json-log", self.json_log)) if on]
+        out += [
+            flag
+            for flag, on in (
+                ("--force", self.force),
+                ("--check", self.check),
+                ("--quiet", self.quiet),
+                ("--json-log", self.json_log),
+            )
+            if on
+        ]
         return [*out, self.name]
 
 
@@ -140,7 +164,7 @@ def _kernel_argv(kernel: KernelRequest | None, prefix: str) -> list[str]:
     out = [f"--{prefix}kernel", kernel.spec]
     for kind, path in kernel.patches:
         out += [f"--{prefix}{kind}", path]
-    if not prefix:   # fragments and --kconfig are the run's, for both kernels
+    if not prefix:  # fragments and --kconfig are the run's, for both kernels
         for path in kernel.kconfigs:
             out += ["--kconfig", path]
         for name in kernel.fragments:
@@ -160,6 +184,7 @@ class BisectRequest:
     suite and VM shape each commit is measured with (``run``: a request without a kernel), the row
     to follow (None: the primary row that moved most between the ends), the per-step confidence
     and rounds, the log that keeps every measured round, and the ends' own runs if given."""
+
     repo: str
     good: str
     bad: str
@@ -167,10 +192,10 @@ class BisectRequest:
     row: str | None = None
     confidence: float = 0.95
     max_rounds: int = 10
-    log: str | None = None               # None: bisect-GOOD-BAD.json in the current directory
+    log: str | None = None  # None: bisect-GOOD-BAD.json in the current directory
     resume: bool = False
     good_runs: tuple[str, ...] = ()
     bad_runs: tuple[str, ...] = ()
     json_out: bool = False
-    queue: str | None = None             # the lab's PostgreSQL: each round a fleet job there
-    machines: str | None = None          # the tag of the machines that take them
+    queue: str | None = None  # the lab's PostgreSQL: each round a fleet job there
+    machines: str | None = None  # the tag of the machines that take them

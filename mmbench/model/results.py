@@ -46,22 +46,37 @@ class MetricDef:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        if d["resolution"] is None:      # stated only when a metric states one
+        if d["resolution"] is None:  # stated only when a metric states one
             del d["resolution"]
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "MetricDef":
-        return cls(**{k: d[k] for k in ("name", "unit", "better", "kind", "mean", "description", "resolution")
-                      if k in d})
+        return cls(
+            **{k: d[k] for k in ("name", "unit", "better", "kind", "mean", "description", "resolution") if k in d}
+        )
 
 
 # The resolution of a metric that states none, by unit: a clock's nanosecond in the metric's time
 # unit, one event or page of a count, 0.01 of a percentage (its printed precision).  Rates, sizes
 # and other units: none beyond float noise (significance.REL_TOL of the value).
 _TIME_UNITS = {"ns": 1.0, "us": 1e-3, "µs": 1e-3, "ms": 1e-6, "s": 1e-9}
-_COUNT_UNITS = {"events", "pages", "faults", "stalls", "runs", "sections", "passes", "ops", "thps", "wakes",
-                "allocations", "instructions", "calls", "iterations"}
+_COUNT_UNITS = {
+    "events",
+    "pages",
+    "faults",
+    "stalls",
+    "runs",
+    "sections",
+    "passes",
+    "ops",
+    "thps",
+    "wakes",
+    "allocations",
+    "instructions",
+    "calls",
+    "iterations",
+}
 
 
 def default_resolution(unit: str, kind: str = "time") -> float:
@@ -172,8 +187,11 @@ def summarise_rounds(fp: dict[str, Any]) -> dict[str, Any]:
         seen = list(dict.fromkeys(str(f.get(k)) for f in flat))
         if len(seen) > 1:
             drift.append(f"{k} ({' -> '.join(s[:40] for s in seen[:4])}{' ...' if len(seen) > 4 else ''})")
-    text = f"{len(rounds)} rounds, " + ("no drift" if not drift else f"drifted: {'; '.join(drift[:8])}"
-                                        + (f"; and {len(drift) - 8} more" if len(drift) > 8 else ""))
+    text = f"{len(rounds)} rounds, " + (
+        "no drift"
+        if not drift
+        else f"drifted: {'; '.join(drift[:8])}" + (f"; and {len(drift) - 8} more" if len(drift) > 8 else "")
+    )
     return {**{k: v for k, v in fp.items() if k != "rounds"}, "rounds": text}
 
 

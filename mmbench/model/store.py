@@ -70,9 +70,18 @@ class RunWriter(ABC):
 
 class Store(ABC):
     @abstractmethod
-    def create_run(self, name: str, *, force: bool, suite_text: str, suite_hash: str,
-                   suite_effective: dict[str, Any], fingerprint: dict[str, Any],
-                   settings: dict[str, Any], status: str = "running") -> RunWriter: ...
+    def create_run(
+        self,
+        name: str,
+        *,
+        force: bool,
+        suite_text: str,
+        suite_hash: str,
+        suite_effective: dict[str, Any],
+        fingerprint: dict[str, Any],
+        settings: dict[str, Any],
+        status: str = "running",
+    ) -> RunWriter: ...
 
     @abstractmethod
     def load_run(self, name: str) -> RunRecord: ...
@@ -95,8 +104,12 @@ class Store(ABC):
                     docs[rel] = json.loads(data)
                 elif rel.count("/") == 1 and rel.endswith("/workload.json"):
                     workloads.append(json.loads(data))
-            out[name] = run_summary(docs.get("run.json", {}), docs.get("fingerprint.json", {}),
-                                    docs.get("suite-effective.json", {}), workloads)
+            out[name] = run_summary(
+                docs.get("run.json", {}),
+                docs.get("fingerprint.json", {}),
+                docs.get("suite-effective.json", {}),
+                workloads,
+            )
         return out
 
 
@@ -121,9 +134,11 @@ def copy_runs(src: Store, dst: Store, names: list[str], *, force: bool = False) 
 def is_store_document(rel: str) -> bool:
     """Is ``rel`` (a path in a run folder) one of the JSON documents the store seals?"""
     parts = rel.split("/")
-    return (rel in ("run.json", "fingerprint.json", "suite-effective.json")
-            or (len(parts) == 2 and parts[1] == "workload.json")
-            or (len(parts) == 3 and parts[1].startswith("iter-") and parts[2] == "result.json"))
+    return (
+        rel in ("run.json", "fingerprint.json", "suite-effective.json")
+        or (len(parts) == 2 and parts[1] == "workload.json")
+        or (len(parts) == 3 and parts[1].startswith("iter-") and parts[2] == "result.json")
+    )
 
 
 def reseal_documents(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
@@ -134,6 +149,7 @@ def reseal_documents(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
     (``copy_runs`` does) or made the changes itself; anything that is not a JSON object is left
     for the reader to name."""
     from mmbench.model.files import SEAL, seal, seal_problem
+
     out = []
     for rel, data in files:
         if is_store_document(rel):
@@ -150,16 +166,22 @@ def reseal_documents(files: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
 
 def _unsealed(doc: dict[str, Any]) -> dict[str, Any]:
     from mmbench.model.files import SEAL
+
     return {k: v for k, v in doc.items() if k != SEAL} if isinstance(doc, dict) else doc
 
 
-def run_summary(meta: dict[str, Any], fingerprint: dict[str, Any], effective: dict[str, Any],
-                workloads: list[dict[str, Any]]) -> dict[str, Any]:
+def run_summary(
+    meta: dict[str, Any], fingerprint: dict[str, Any], effective: dict[str, Any], workloads: list[dict[str, Any]]
+) -> dict[str, Any]:
     """What ``history`` needs of a run, from its small documents (run.json, fingerprint.json,
     suite-effective.json, each workload.json): the fingerprint without the per-round copies of an
     interleaved run, the run's metadata, the effective suite, and each metric's unit."""
     meta, fingerprint, effective = _unsealed(meta), _unsealed(fingerprint), _unsealed(effective)
     fp = {k: v for k, v in fingerprint.items() if k != "rounds"}
-    units = {f"{w.get('label')}.{m.get('name')}": m.get("unit", "")
-             for w in workloads for m in w.get("metrics", []) if isinstance(m, dict)}
+    units = {
+        f"{w.get('label')}.{m.get('name')}": m.get("unit", "")
+        for w in workloads
+        for m in w.get("metrics", [])
+        if isinstance(m, dict)
+    }
     return {"meta": meta, "fingerprint": fp, "effective": effective, "units": units}

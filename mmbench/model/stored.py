@@ -45,8 +45,10 @@ class RunMeta(_Stored):
     @classmethod
     def _known_format(cls, v: int) -> int:
         if v > STORE_FORMAT:
-            raise ValueError(f"written by a newer mmbench (store format {v}; this one reads up to "
-                             f"{STORE_FORMAT}): upgrade mmbench to read it")
+            raise ValueError(
+                f"written by a newer mmbench (store format {v}; this one reads up to "
+                f"{STORE_FORMAT}): upgrade mmbench to read it"
+            )
         return v
 
 
@@ -96,6 +98,7 @@ class ResultFile(_Stored):
 
 class SummaryFile(_Stored):
     """A monitor's ``summary.json`` cache (mmbench/monitors/base.py)."""
+
     version: int
     monitor: str
     notes: list[str] = []
@@ -103,5 +106,9 @@ class SummaryFile(_Stored):
 
 
 # The document kinds ``files.read_checked`` knows, by the name callers use.
-MODELS: dict[str, type[_Stored]] = {"run": RunMeta, "workload": WorkloadFile, "result": ResultFile,
-                                    "summary": SummaryFile}
+MODELS: dict[str, type[_Stored]] = {
+    "run": RunMeta,
+    "workload": WorkloadFile,
+    "result": ResultFile,
+    "summary": SummaryFile,
+}

@@ -11,8 +11,7 @@ from pathlib import Path
 from mmbench.errors import UsageError
 
 
-def read_user_file(path: Path, flag: str, what: str, *, binary_ok: bool = False,
-                   regular_only: bool = False) -> bytes:
+def read_user_file(path: Path, flag: str, what: str, *, binary_ok: bool = False, regular_only: bool = False) -> bytes:
     """The bytes of ``path``, given as ``flag`` (``--config``, ``analyze irqsoff:``) for ``what``
     (``a TOML suite``, ``a patch``).  A NUL byte makes it a binary file unless ``binary_ok``;
     ``regular_only`` refuses a FIFO or a device, which could block or never end."""

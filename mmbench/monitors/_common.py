@@ -21,7 +21,7 @@ def read_text(path: str | os.PathLike, bufsize: int = 1 << 16) -> str:
             if not b:
                 break
             chunks.append(b)
-            if len(b) < bufsize // 2:   # seq_file hands out whole pages; a short read is the end
+            if len(b) < bufsize // 2:  # seq_file hands out whole pages; a short read is the end
                 b2 = os.read(fd, bufsize)
                 if not b2:
                     break

@@ -31,7 +31,7 @@ class ToolTextMonitor(Monitor):
     journaled, so a killed run's restore kills it too)."""
 
     tool: str = ""
-    package: str = ""   # the Debian package that installs ``tool``
+    package: str = ""  # the Debian package that installs ``tool``
 
     def unavailable_reason(self) -> str | None:
         if not shutil.which(self.tool):

@@ -21,12 +21,12 @@ from mmbench.model.results import MetricDef
 
 @dataclass
 class MonitorContext:
-    outdir: Path                         # this iteration's folder for this monitor
-    interval: float                      # seconds
+    outdir: Path  # this iteration's folder for this monitor
+    interval: float  # seconds
     params: dict[str, Any]
-    sandbox_paths: dict[str, Path]       # controller name ("memory", "unified", ...) → cgroup dir
+    sandbox_paths: dict[str, Path]  # controller name ("memory", "unified", ...) → cgroup dir
     sandbox_pids: Callable[[], list[int]]
-    journal: Any                         # run.journal.Journal: record every tracefs/sysfs change
+    journal: Any  # run.journal.Journal: record every tracefs/sysfs change
     log: Callable[[str], None] = print
     extra: dict[str, Any] = field(default_factory=dict)
     # Compiles a C source beside the monitor's module (built once, cached) → program path.
@@ -42,10 +42,10 @@ class SeriesSpec:
     key: str
     title: str
     unit: str
-    columns: tuple[str, ...]           # summed
+    columns: tuple[str, ...]  # summed
     mode: Literal["gauge", "rate", "psi"] = "gauge"
     scale: float = 1.0
-    minus: tuple[str, ...] = ()        # subtracted (rate mode)
+    minus: tuple[str, ...] = ()  # subtracted (rate mode)
 
 
 @dataclass
@@ -69,6 +69,7 @@ def load_summary(cls: type["Monitor"], outdir: Path, meta: dict[str, Any]) -> Mo
     """
     import json
     import os
+
     cache = Path(outdir) / SUMMARY_CACHE
     try:
         st = cache.stat()
@@ -76,20 +77,31 @@ def load_summary(cls: type["Monitor"], outdir: Path, meta: dict[str, Any]) -> Mo
         if st.st_mtime_ns >= newest:
             # validated (model/files.py): a damaged or foreign cache is recomputed, never misread
             from mmbench.model.files import read_checked
+
             data = read_checked(cache, "summary")
             if data["version"] == SUMMARY_VERSION and data["monitor"] == getattr(cls, "name", ""):
-                return MonitorSummary(metrics=[(MetricDef.from_dict(m), v) for m, v in data["metrics"]],
-                                      notes=data["notes"])
+                return MonitorSummary(
+                    metrics=[(MetricDef.from_dict(m), v) for m, v in data["metrics"]], notes=data["notes"]
+                )
     except (OSError, UsageError):
         pass
     summary = cls.summarise(outdir, meta)
     try:
         tmp = cache.with_name(f".{SUMMARY_CACHE}.{os.getpid()}")
-        tmp.write_text(json.dumps({"version": SUMMARY_VERSION, "monitor": getattr(cls, "name", ""), "notes": summary.notes,
-                                   "metrics": [(m.to_dict(), [float(x) for x in v]) for m, v in summary.metrics]}))
+        tmp.write_text(
+            json.dumps(
+                {
+                    "version": SUMMARY_VERSION,
+                    "monitor": getattr(cls, "name", ""),
+                    "notes": summary.notes,
+                    "metrics": [(m.to_dict(), [float(x) for x in v]) for m, v in summary.metrics],
+                }
+            )
+        )
         os.replace(tmp, cache)
         from mmbench.model.files import read_checked
-        read_checked(cache, "summary")   # its verdict recorded now: the next compare skips pydantic
+
+        read_checked(cache, "summary")  # its verdict recorded now: the next compare skips pydantic
     except (OSError, ValueError, UsageError):
         pass  # a read-only store still compares, just slower
     return summary
@@ -102,7 +114,7 @@ class Monitor:
     summary: ClassVar[str] = ""
     default_interval: ClassVar[float] = 1.0
     params: ClassVar[dict[str, Param]] = {}
-    series: ClassVar[tuple[SeriesSpec, ...]] = ()   # what the report graphs (sampling monitors)
+    series: ClassVar[tuple[SeriesSpec, ...]] = ()  # what the report graphs (sampling monitors)
     # The metric names its summary can produce, as fnmatch patterns (case-insensitive): what a
     # suite's `[suite] primary` may name from this monitor (config/primary.py).  Keep them
     # matching when a row is added or renamed.
@@ -127,8 +139,9 @@ class Monitor:
         return MonitorSummary()
 
     @classmethod
-    def finish_deferred(cls, outdir: Path, meta: dict[str, Any], binary: Callable[[Path], str] | None
-                        ) -> dict[str, Any]:
+    def finish_deferred(
+        cls, outdir: Path, meta: dict[str, Any], binary: Callable[[Path], str] | None
+    ) -> dict[str, Any]:
         """Work ``stop`` left for later (in a VM guest, mm-trace leaves decoding to the host): done
         on the host once the guest has powered off; returns the iteration's new metadata."""
         return meta
@@ -160,6 +173,7 @@ class SamplingMonitor(Monitor):
     @classmethod
     def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
         from mmbench.monitors._common import load_tsv, tsv_of
+
         cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
         if not len(arr):
             return MonitorSummary(notes=["no samples were recorded"])
@@ -169,6 +183,7 @@ class SamplingMonitor(Monitor):
     def load_columns(cls, outdir: Path, meta: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """Time and every column of the monitor's tsv as numpy arrays (for graphs)."""
         from mmbench.monitors._common import load_tsv, tsv_of
+
         cols, arr = load_tsv(tsv_of(outdir, meta, cls.name))
         return arr[:, 0], {c: arr[:, i + 1] for i, c in enumerate(cols)}
 
@@ -179,6 +194,7 @@ class SamplingMonitor(Monitor):
 
     def start(self, ctx: MonitorContext) -> None:
         import time
+
         self._ctx = ctx
         ctx.outdir.mkdir(parents=True, exist_ok=True)
         self.setup(ctx)
@@ -190,6 +206,7 @@ class SamplingMonitor(Monitor):
 
     def _write(self) -> None:
         import time
+
         t = time.monotonic() - self._t0
         row = self.sample()
         if self._columns is None:

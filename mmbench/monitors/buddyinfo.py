@@ -52,8 +52,9 @@ class Buddyinfo(SamplingMonitor):
             scope, _, o = c.rpartition(".o")
             order = int(o)
             if scope == "all":
-                out.metrics.append((gauge_metric(f"Free blocks order {order}", "blocks", "higher", kind="count"),
-                                    clean(arr[:, i])))
+                out.metrics.append(
+                    (gauge_metric(f"Free blocks order {order}", "blocks", "higher", kind="count"), clean(arr[:, i]))
+                )
                 if order >= pb_order:
                     high += arr[:, i] * (PAGE_KB << order) / 1024.0
             else:

@@ -29,8 +29,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from mmbench.model.guest import (INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARK_SLOTS, INSN_MARK_STRIDE,
-                           INSN_MARKS_ENV)
+from mmbench.model.guest import INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARK_SLOTS, INSN_MARK_STRIDE, INSN_MARKS_ENV
 from mmbench.model.results import MetricDef
 from mmbench.monitors.base import SUMMARY_CACHE, Monitor, MonitorContext, MonitorSummary, load_summary
 
@@ -38,9 +37,21 @@ ENV_LOG, ENV_MARKS, ENV_GROUPS = INSN_LOG_ENV, INSN_MARKS_ENV, INSN_GROUPS_ENV
 MARK_STRIDE, MARK_SLOTS = INSN_MARK_STRIDE, INSN_MARK_SLOTS
 
 # /proc/vmstat counters read at both marks: the work the per-work rows divide by
-WORK_COUNTERS = ("pgalloc_dma", "pgalloc_dma32", "pgalloc_normal", "pgalloc_movable", "pgalloc_high",
-                 "pgfault", "pgmajfault", "pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged",
-                 "compact_migrate_scanned", "compact_free_scanned", "thp_fault_alloc")
+WORK_COUNTERS = (
+    "pgalloc_dma",
+    "pgalloc_dma32",
+    "pgalloc_normal",
+    "pgalloc_movable",
+    "pgalloc_high",
+    "pgfault",
+    "pgmajfault",
+    "pgscan_kswapd",
+    "pgscan_direct",
+    "pgscan_khugepaged",
+    "compact_migrate_scanned",
+    "compact_free_scanned",
+    "thp_fault_alloc",
+)
 
 
 def _vmstat_work() -> dict[str, int]:
@@ -58,7 +69,7 @@ class _Marker:
 
     _calls: list[Callable[[], None]] = []
     _base: int = 0
-    issued = 0                      # requests issued by this process, in order
+    issued = 0  # requests issued by this process, in order
 
     @classmethod
     def request(cls, base: int) -> int:
@@ -73,8 +84,7 @@ class _Marker:
     def _map(cls, base: int) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_long]
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
         libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         size = MARK_STRIDE * MARK_SLOTS
         prot_rw, prot_rx = 0x1 | 0x2, 0x1 | 0x4
@@ -82,7 +92,7 @@ class _Marker:
         addr = libc.mmap(base, size, prot_rw, map_private_anon_fixed_noreplace, -1, 0)
         if addr in (None, ctypes.c_void_p(-1).value) or addr != base:
             raise OSError(ctypes.get_errno(), f"cannot map the instruction plugin's page at {base:#x}")
-        ctypes.memset(addr, 0xC3, size)          # every byte `ret`: each slot is a one-instruction call
+        ctypes.memset(addr, 0xC3, size)  # every byte `ret`: each slot is a one-instruction call
         if libc.mprotect(addr, size, prot_rx) != 0:
             raise OSError(ctypes.get_errno(), "mprotect of the instruction plugin's page failed")
         proto = ctypes.CFUNCTYPE(None)
@@ -93,8 +103,12 @@ class _Marker:
 def pmu_counts_supported() -> bool:
     """perf can count instructions:k and instructions:u on this machine (a hardware PMU)."""
     try:
-        p = subprocess.run(["perf", "stat", "-x,", "-e", "instructions:k,instructions:u", "true"],
-                           capture_output=True, text=True, timeout=20)
+        p = subprocess.run(
+            ["perf", "stat", "-x,", "-e", "instructions:k,instructions:u", "true"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return p.returncode == 0 and "<not supported>" not in p.stderr and "instructions" in p.stderr
@@ -103,17 +117,18 @@ def pmu_counts_supported() -> bool:
 class InsnCount(Monitor):
     name = "insn-count"
     summary = "instructions executed in kernel and user mode, per CPU, per kernel subsystem and per page of mm work"
-    innermost = True            # started after and stopped before the others: the counts bracket the workload
-    row_patterns = ("Kernel instructions*", "User instructions*", "* instructions per *",
-                    "Instructions*")
+    innermost = True  # started after and stopped before the others: the counts bracket the workload
+    row_patterns = ("Kernel instructions*", "User instructions*", "* instructions per *", "Instructions*")
 
     def unavailable_reason(self) -> str | None:
         if os.environ.get(ENV_LOG):
             return None
         if pmu_counts_supported():
             return None
-        return ("no instruction counts here: this is not a TCG guest booted by mmbench with its counting "
-                "plugin, and perf finds no hardware counters (instructions:k/u not supported)")
+        return (
+            "no instruction counts here: this is not a TCG guest booted by mmbench with its counting "
+            "plugin, and perf finds no hardware counters (instructions:k/u not supported)"
+        )
 
     def start(self, ctx: MonitorContext) -> None:
         self._ctx = ctx
@@ -124,9 +139,21 @@ class InsnCount(Monitor):
             self._base = int(os.environ.get(ENV_MARKS, "0"), 16)
             self._seq0 = _Marker.request(self._base)
             return
-        self._perf = subprocess.Popen(["perf", "stat", "-a", "-A", "-x,", "-e", "instructions:k,instructions:u",
-                                       "-o", str(ctx.outdir / "perf-insn.csv")],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._perf = subprocess.Popen(
+            [
+                "perf",
+                "stat",
+                "-a",
+                "-A",
+                "-x,",
+                "-e",
+                "instructions:k,instructions:u",
+                "-o",
+                str(ctx.outdir / "perf-insn.csv"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         ctx.journal.record("process", pid=self._perf.pid)
 
     def stop(self) -> dict[str, Any]:
@@ -134,8 +161,13 @@ class InsnCount(Monitor):
         if self._log:
             seq1 = _Marker.request(self._base)
             work1 = _vmstat_work()
-            meta.update(source="tcg-plugin", deferred="counts", log=self._log, marks=[self._seq0, seq1],
-                        groups=[g for g in os.environ.get(ENV_GROUPS, "").split(";") if g])
+            meta.update(
+                source="tcg-plugin",
+                deferred="counts",
+                log=self._log,
+                marks=[self._seq0, seq1],
+                groups=[g for g in os.environ.get(ENV_GROUPS, "").split(";") if g],
+            )
         else:
             self._perf.send_signal(signal.SIGINT)
             try:
@@ -153,8 +185,9 @@ class InsnCount(Monitor):
         return meta
 
     @classmethod
-    def finish_deferred(cls, outdir: Path, meta: dict[str, Any], binary: Callable[[Path], str] | None
-                        ) -> dict[str, Any]:
+    def finish_deferred(
+        cls, outdir: Path, meta: dict[str, Any], binary: Callable[[Path], str] | None
+    ) -> dict[str, Any]:
         """Read the plugin's two log lines of this iteration (on the host, after the guest powered off)."""
         if meta.get("deferred") != "counts":
             return meta
@@ -219,8 +252,8 @@ def counts_between(start: list[int], end: list[int], groups: list[str]) -> dict[
         raise ValueError("the plugin's two lines do not match (vCPUs or groups differ)")
     cpus = []
     for v in range(n):
-        a = start[1 + v * width: 1 + (v + 1) * width]
-        b = end[1 + v * width: 1 + (v + 1) * width]
+        a = start[1 + v * width : 1 + (v + 1) * width]
+        b = end[1 + v * width : 1 + (v + 1) * width]
         d = [y - x for x, y in zip(a, b)]
         cpus.append({"user": d[0], "kernel": d[1], "groups": dict(zip(groups, d[2:]))})
     return {"source": "tcg-plugin", "cpus": cpus, "groups": groups}
@@ -239,9 +272,14 @@ def _perf_counts(csv: Path) -> dict[str, Any]:
             raise ValueError(f"perf could not count {p[3]} on {p[0]}: {p[1]}") from None
         mode = "kernel" if p[3].endswith(":k") else "user"
         per.setdefault(p[0], {})[mode] = value
-    return {"source": "perf", "groups": [],
-            "cpus": [{"user": c.get("user", 0), "kernel": c.get("kernel", 0), "groups": {}}
-                     for _, c in sorted(per.items(), key=lambda kv: int(kv[0][3:]))]}
+    return {
+        "source": "perf",
+        "groups": [],
+        "cpus": [
+            {"user": c.get("user", 0), "kernel": c.get("kernel", 0), "groups": {}}
+            for _, c in sorted(per.items(), key=lambda kv: int(kv[0][3:]))
+        ],
+    }
 
 
 def _write_counts(outdir: Path, counts: dict[str, Any]) -> None:
@@ -271,30 +309,59 @@ def insn_metrics(counts: dict[str, Any], work: dict[str, int]) -> tuple[list[tup
     ]
     if len(cpus) > 1:
         for i, c in enumerate(cpus):
-            rows.append((_count(f"Kernel instructions, {where} {i}", f"kernel mode, {where} {i}"), [float(c["kernel"])]))
+            rows.append(
+                (_count(f"Kernel instructions, {where} {i}", f"kernel mode, {where} {i}"), [float(c["kernel"])])
+            )
             rows.append((_count(f"User instructions, {where} {i}", f"user mode, {where} {i}"), [float(c["user"])]))
     groups = counts.get("groups") or []
     by_group = {g: float(sum(c["groups"].get(g, 0) for c in cpus)) for g in groups}
     for g in groups:
-        rows.append((_count(f"Kernel instructions: {g}", f"kernel instructions in the {g} functions "
-                            "(kbuild/symbols.py lists their objects)"), [by_group[g]]))
+        rows.append(
+            (
+                _count(
+                    f"Kernel instructions: {g}",
+                    f"kernel instructions in the {g} functions (kbuild/symbols.py lists their objects)",
+                ),
+                [by_group[g]],
+            )
+        )
     notes: list[str] = []
     if not groups and counts.get("source") == "tcg-plugin":
         notes.append("no per-subsystem split: the kernel was not built by mmbench (no System.map and objects)")
     pages = sum(v for k, v in work.items() if k.startswith("pgalloc_"))
     scanned = work.get("pgscan_kswapd", 0) + work.get("pgscan_direct", 0) + work.get("pgscan_khugepaged", 0)
     compact = work.get("compact_migrate_scanned", 0) + work.get("compact_free_scanned", 0)
-    ratios = [("Kernel instructions per page allocated", kernel, pages, "pages allocated (pgalloc_*)"),
-              ("Kernel instructions per fault", kernel, work.get("pgfault", 0), "page faults (pgfault)")]
+    ratios = [
+        ("Kernel instructions per page allocated", kernel, pages, "pages allocated (pgalloc_*)"),
+        ("Kernel instructions per fault", kernel, work.get("pgfault", 0), "page faults (pgfault)"),
+    ]
     if "page allocator" in by_group:
-        ratios.append(("Page allocator instructions per page allocated", by_group["page allocator"], pages,
-                       "pages allocated (pgalloc_*)"))
+        ratios.append(
+            (
+                "Page allocator instructions per page allocated",
+                by_group["page allocator"],
+                pages,
+                "pages allocated (pgalloc_*)",
+            )
+        )
     if "reclaim" in by_group:
-        ratios.append(("Reclaim instructions per page scanned", by_group["reclaim"], scanned,
-                       "pages scanned by reclaim (pgscan_*)"))
+        ratios.append(
+            (
+                "Reclaim instructions per page scanned",
+                by_group["reclaim"],
+                scanned,
+                "pages scanned by reclaim (pgscan_*)",
+            )
+        )
     if "compaction" in by_group:
-        ratios.append(("Compaction instructions per page scanned", by_group["compaction"], compact,
-                       "pages scanned by compaction (compact_*_scanned)"))
+        ratios.append(
+            (
+                "Compaction instructions per page scanned",
+                by_group["compaction"],
+                compact,
+                "pages scanned by compaction (compact_*_scanned)",
+            )
+        )
     for name, num, den, what in ratios:
         if den > 0:
             rows.append((_per(name, "instructions", f"{name.split(' per ')[0]} / {what}"), [num / den]))

@@ -23,8 +23,7 @@ from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, is_mounted, 
 from mmbench.model.kernel import running_config, write_knob
 from mmbench.model.results import MetricDef
 
-UNAVAILABLE = ("this kernel has no irqsoff tracer (CONFIG_IRQSOFF_TRACER); IRQs-off offenders are "
-               "not recorded")
+UNAVAILABLE = "this kernel has no irqsoff tracer (CONFIG_IRQSOFF_TRACER); IRQs-off offenders are not recorded"
 
 
 class Irqsoff(Monitor):
@@ -32,7 +31,7 @@ class Irqsoff(Monitor):
     row_patterns = ("IRQs-off *",)
     summary = "worst IRQs-off sections per interval from the irqsoff tracer, with stacks"
     default_interval = 1.0
-    root: Path = TRACEFS          # tests point this at a fake tracefs
+    root: Path = TRACEFS  # tests point this at a fake tracefs
 
     def unavailable_reason(self) -> str | None:
         path = self.root / "available_tracers"
@@ -106,9 +105,18 @@ class Irqsoff(Monitor):
             return out
         traces = parse(path.read_text(errors="replace"))
         if traces:
-            out.metrics.append((MetricDef("IRQs-off worst section (us)", "us", "lower", kind="latency",
-                                          description="worst IRQs-off section of each interval"),
-                                [float(t.latency_us) for t in traces]))
+            out.metrics.append(
+                (
+                    MetricDef(
+                        "IRQs-off worst section (us)",
+                        "us",
+                        "lower",
+                        kind="latency",
+                        description="worst IRQs-off section of each interval",
+                    ),
+                    [float(t.latency_us) for t in traces],
+                )
+            )
             top = max(traces, key=lambda t: t.latency_us)
             caller = attribute(top).caller or UNATTRIBUTED
             out.notes.append(f"worst: {caller} ({top.started}..{top.ended}) {top.latency_us} us")

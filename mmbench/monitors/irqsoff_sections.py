@@ -33,18 +33,25 @@ from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
 from mmbench.monitors.trace import irqsoff_sections as sections
 from mmbench.monitors.trace.tracefs import TRACEFS, ensure_mounted, is_mounted, unmount
 
-UNAVAILABLE = ("this kernel has no preemptirq tracepoints or hist triggers (CONFIG_TRACE_IRQFLAGS via "
-               "CONFIG_IRQSOFF_TRACER, and CONFIG_HIST_TRIGGERS); IRQs-off sections are not counted")
+UNAVAILABLE = (
+    "this kernel has no preemptirq tracepoints or hist triggers (CONFIG_TRACE_IRQFLAGS via "
+    "CONFIG_IRQSOFF_TRACER, and CONFIG_HIST_TRIGGERS); IRQs-off sections are not counted"
+)
 REPORT_FILE = "sections-report.txt"
 
 
 class IrqsoffSections(Monitor):
     name = "irqsoff-sections"
-    row_patterns = ("IRQs-off sections", "IRQs-off time (ms)", "IRQs-off longest * section (us)",
-                    "IRQs-off * time (us)", "IRQs-off * sections over * us")
+    row_patterns = (
+        "IRQs-off sections",
+        "IRQs-off time (ms)",
+        "IRQs-off longest * section (us)",
+        "IRQs-off * time (us)",
+        "IRQs-off * sections over * us",
+    )
     summary = "every IRQs-off section (preemptirq + hist triggers), by the mm code that held IRQs off"
     default_interval = 1.0
-    root: Path = TRACEFS          # tests point this at a fake tracefs
+    root: Path = TRACEFS  # tests point this at a fake tracefs
 
     def unavailable_reason(self) -> str | None:
         if os.geteuid() != 0:
@@ -53,11 +60,12 @@ class IrqsoffSections(Monitor):
             # not mounted before start mounts it: the kernel's own config says (CONFIG_IKCONFIG_PROC)
             config = running_config()
             if config is None:
-                return None          # unknown until mounted: start finds out and says so
+                return None  # unknown until mounted: start finds out and says so
             ok = "CONFIG_HIST_TRIGGERS=y" in config and "CONFIG_TRACE_IRQFLAGS=y" in config
         else:
-            ok = ((self.root / "events" / "preemptirq" / "irq_disable").is_dir()
-                  and (self.root / "synthetic_events").exists())
+            ok = (self.root / "events" / "preemptirq" / "irq_disable").is_dir() and (
+                self.root / "synthetic_events"
+            ).exists()
         return None if ok else UNAVAILABLE
 
     def start(self, ctx: MonitorContext) -> None:
@@ -82,15 +90,27 @@ class IrqsoffSections(Monitor):
         # (trigger file, line, text the kernel's listing of it contains), in the order they are set;
         # they come off in the reverse order: each refers to those set before it
         triggers = [
-            (ev_dir / "preemptirq" / "irq_disable" / "trigger",
-             "hist:keys=common_cpu:ts0=common_timestamp.usecs,dc=caller_offs,dp=parent_offs", "ts0="),
-            (ev_dir / "preemptirq" / "irq_enable" / "trigger",
-             f"hist:keys=common_cpu:lat=common_timestamp.usecs-$ts0:"
-             f"onmatch(preemptirq.irq_disable).trace({ev},$lat,$dc,$dp)", "onmatch("),
-            (ev_dir / "synthetic" / ev / "trigger",
-             "hist:keys=caller,parent,lat.log2:vals=hitcount,lat:sort=caller,parent:size=16384", "lat.log2"),
-            (ev_dir / "synthetic" / ev / "trigger",
-             "hist:keys=caller,parent:lm=lat:onmax($lm).save(lat):size=8192", "onmax("),
+            (
+                ev_dir / "preemptirq" / "irq_disable" / "trigger",
+                "hist:keys=common_cpu:ts0=common_timestamp.usecs,dc=caller_offs,dp=parent_offs",
+                "ts0=",
+            ),
+            (
+                ev_dir / "preemptirq" / "irq_enable" / "trigger",
+                f"hist:keys=common_cpu:lat=common_timestamp.usecs-$ts0:"
+                f"onmatch(preemptirq.irq_disable).trace({ev},$lat,$dc,$dp)",
+                "onmatch(",
+            ),
+            (
+                ev_dir / "synthetic" / ev / "trigger",
+                "hist:keys=caller,parent,lat.log2:vals=hitcount,lat:sort=caller,parent:size=16384",
+                "lat.log2",
+            ),
+            (
+                ev_dir / "synthetic" / ev / "trigger",
+                "hist:keys=caller,parent:lm=lat:onmax($lm).save(lat):size=8192",
+                "onmax(",
+            ),
         ]
         self._set: list[tuple[Path, str]] = []
         for path, line, present in triggers:
@@ -98,14 +118,14 @@ class IrqsoffSections(Monitor):
             try:
                 _append(path, line)
             except OSError as e:
-                if "onmax" in line:      # the exact longest is optional: bucket bounds instead
+                if "onmax" in line:  # the exact longest is optional: bucket bounds instead
                     self._errors.append(f"onmax histogram refused ({e}): longest sections are bucket bounds")
                     continue
                 raise
             self._set.append((path, line))
 
     def _make_instance(self, inst: Path) -> None:
-        inst.mkdir()      # the kernel fills it with events/ (tests override this for a fake tracefs)
+        inst.mkdir()  # the kernel fills it with events/ (tests override this for a fake tracefs)
 
     def stop(self) -> dict[str, Any]:
         out = self._ctx.outdir
@@ -153,29 +173,75 @@ class IrqsoffSections(Monitor):
             out.notes.append("no IRQs-off section was counted: the hist triggers saw nothing")
             return out
         offs = sections.offenders(hist, symbols)
-        out.metrics.append((MetricDef("IRQs-off sections", "sections", "lower", kind="count",
-                                      description="IRQs-off sections counted (every one)"),
-                            [float(sum(o.count for o in offs))]))
-        out.metrics.append((MetricDef("IRQs-off time (ms)", "ms", "lower", kind="time",
-                                      description="summed length of every IRQs-off section"),
-                            [sum(o.total_us for o in offs) / 1000.0]))
+        out.metrics.append(
+            (
+                MetricDef(
+                    "IRQs-off sections",
+                    "sections",
+                    "lower",
+                    kind="count",
+                    description="IRQs-off sections counted (every one)",
+                ),
+                [float(sum(o.count for o in offs))],
+            )
+        )
+        out.metrics.append(
+            (
+                MetricDef(
+                    "IRQs-off time (ms)",
+                    "ms",
+                    "lower",
+                    kind="time",
+                    description="summed length of every IRQs-off section",
+                ),
+                [sum(o.total_us for o in offs) / 1000.0],
+            )
+        )
         for c in IRQSOFF_MM_CLASSES:
             group = [o for o in offs if o.mm_class == c]
             total = float(sum(o.total_us for o in group))
-            out.metrics.append((MetricDef(f"IRQs-off {c} time (us)", "us", "lower", kind="time",
-                                          description=f"summed IRQs-off sections held by {c} code"), [total]))
+            out.metrics.append(
+                (
+                    MetricDef(
+                        f"IRQs-off {c} time (us)",
+                        "us",
+                        "lower",
+                        kind="time",
+                        description=f"summed IRQs-off sections held by {c} code",
+                    ),
+                    [total],
+                )
+            )
             if group:
                 lead = max(group, key=lambda o: o.longest_us)
-                out.metrics.append((MetricDef(f"IRQs-off longest {c} section (us)", "us", "lower",
-                                              kind="time", description=f"longest IRQs-off section held by {c} code"),
-                                    [float(lead.longest_us)]))
+                out.metrics.append(
+                    (
+                        MetricDef(
+                            f"IRQs-off longest {c} section (us)",
+                            "us",
+                            "lower",
+                            kind="time",
+                            description=f"longest IRQs-off section held by {c} code",
+                        ),
+                        [float(lead.longest_us)],
+                    )
+                )
                 out.notes.append(f"longest {c}: {lead.who} {lead.longest_us} us")
             out.metrics.append(_long_sections(c, group))
         for path in IRQSOFF_MM_PATHS:
             group = [o for o in offs if sections.mm_path(o.who) == path]
-            out.metrics.append((MetricDef(f"IRQs-off {path} time (us)", "us", "lower", kind="time",
-                                          description=f"summed IRQs-off sections held by the {path}"),
-                                [float(sum(o.total_us for o in group))]))
+            out.metrics.append(
+                (
+                    MetricDef(
+                        f"IRQs-off {path} time (us)",
+                        "us",
+                        "lower",
+                        kind="time",
+                        description=f"summed IRQs-off sections held by the {path}",
+                    ),
+                    [float(sum(o.total_us for o in group))],
+                )
+            )
             out.metrics.append(_long_sections(path, group))
         if hist.dropped:
             out.notes.append(f"{hist.dropped} sections dropped (the kernel's histogram was full)")
@@ -188,8 +254,16 @@ def _long_sections(name: str, group: list[sections.Offender]) -> tuple[MetricDef
     """The row counting ``name``'s sections longer than ``sections.LONG_SECTION_US``."""
     us = sections.LONG_SECTION_US
     n = sum(sections.sections_over(o.buckets, us) for o in group)
-    return (MetricDef(f"IRQs-off {name} sections over {us} us", "sections", "lower", kind="count",
-                      description=f"IRQs-off sections held by {name} code longer than {us} us"), [float(n)])
+    return (
+        MetricDef(
+            f"IRQs-off {name} sections over {us} us",
+            "sections",
+            "lower",
+            kind="count",
+            description=f"IRQs-off sections held by {name} code longer than {us} us",
+        ),
+        [float(n)],
+    )
 
 
 def _append(path: Path, line: str) -> None:
@@ -206,4 +280,6 @@ def _append(path: Path, line: str) -> None:
             except OSError:
                 pass
             break
-        raise OSError(e.errno, f"{path}: {line!r} refused: {e.strerror}" + (f" (error_log: {why})" if why else "")) from None
+        raise OSError(
+            e.errno, f"{path}: {line!r} refused: {e.strerror}" + (f" (error_log: {why})" if why else "")
+        ) from None

@@ -71,7 +71,7 @@ def tick_cpu_seconds(pid: int) -> float:
 def stat_cpu_seconds(stat: bytes) -> float:
     """utime + stime of a /proc/PID/stat line, in seconds.  The fields are counted after the last
     ")" because comm may itself hold spaces and parentheses."""
-    fields = stat[stat.rindex(b")") + 2:].split()
+    fields = stat[stat.rindex(b")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
@@ -97,7 +97,7 @@ class Kthreads(SamplingMonitor):
         meta = super().stop()
         meta["threads"] = getattr(self, "_threads", {})
         clock = os.environ.get(GUEST_CLOCK_ENV, "")
-        if clock.startswith("instructions:"):   # "instructions:NS" (ns of guest time per instruction)
+        if clock.startswith("instructions:"):  # "instructions:NS" (ns of guest time per instruction)
             meta["ns_per_instruction"] = int(clock.split(":", 1)[1])
         return meta
 
@@ -109,15 +109,47 @@ class Kthreads(SamplingMonitor):
         t = arr[:, 0]
         for i, c in enumerate(cols, start=1):
             d = np.diff(arr[:, i])
-            out.metrics.append((MetricDef(f"{c} CPU %", "%", "lower", kind="percent", mean="amean",
-                                          description=f"CPU used by {c} per interval"), interval_share(t, arr[:, i])))
+            out.metrics.append(
+                (
+                    MetricDef(
+                        f"{c} CPU %",
+                        "%",
+                        "lower",
+                        kind="percent",
+                        mean="amean",
+                        description=f"CPU used by {c} per interval",
+                    ),
+                    interval_share(t, arr[:, i]),
+                )
+            )
             total = np.nansum(d[d >= 0])
-            out.metrics.append((MetricDef(f"{c} CPU (s)", "s", "lower", kind="time", mean="amean",
-                                          description=f"CPU seconds used by {c} during the iteration"), [float(total)]))
+            out.metrics.append(
+                (
+                    MetricDef(
+                        f"{c} CPU (s)",
+                        "s",
+                        "lower",
+                        kind="time",
+                        mean="amean",
+                        description=f"CPU seconds used by {c} during the iteration",
+                    ),
+                    [float(total)],
+                )
+            )
             ns = meta.get("ns_per_instruction")
             if ns:
-                out.metrics.append((MetricDef(f"{c} instructions", "instructions", "lower", kind="count", mean="amean",
-                                              description=f"instructions {c} executed: its run time on the guest's "
-                                                          f"instruction clock ({ns} ns each)"),
-                                    [float(round(total * 1e9 / ns))]))
+                out.metrics.append(
+                    (
+                        MetricDef(
+                            f"{c} instructions",
+                            "instructions",
+                            "lower",
+                            kind="count",
+                            mean="amean",
+                            description=f"instructions {c} executed: its run time on the guest's "
+                            f"instruction clock ({ns} ns each)",
+                        ),
+                        [float(round(total * 1e9 / ns))],
+                    )
+                )
         return out

@@ -21,13 +21,34 @@ from mmbench.model.quirks import CGROUP_FILES, cgroup_file
 from mmbench.monitors._common import clean, gauge_metric, rate_metric, rates, read_text
 from mmbench.monitors.base import SeriesSpec, MonitorContext, MonitorSummary, SamplingMonitor
 
-COUNTER_PREFIXES = ("pg", "workingset_", "thp_", "zswpin", "zswpout", "zswpwb", "swpin", "swpout",
-                    "failcnt", "events.", "oom_kill")
+COUNTER_PREFIXES = (
+    "pg",
+    "workingset_",
+    "thp_",
+    "zswpin",
+    "zswpout",
+    "zswpwb",
+    "swpin",
+    "swpout",
+    "failcnt",
+    "events.",
+    "oom_kill",
+)
 # memory.stat entries a comparison shows (the .tsv keeps all): v1 names, then v2 names
-SIZE_SUMMARY = ("cache", "rss", "rss_huge", "dirty", "writeback", "swap",
-                "anon", "file", "anon_thp", "file_dirty", "file_writeback")
-RATE_SUMMARY = ("pgfault", "pgmajfault", "pgscan", "pgsteal", "workingset_refault_anon",
-                "workingset_refault_file")
+SIZE_SUMMARY = (
+    "cache",
+    "rss",
+    "rss_huge",
+    "dirty",
+    "writeback",
+    "swap",
+    "anon",
+    "file",
+    "anon_thp",
+    "file_dirty",
+    "file_writeback",
+)
+RATE_SUMMARY = ("pgfault", "pgmajfault", "pgscan", "pgsteal", "workingset_refault_anon", "workingset_refault_file")
 
 
 def is_counter(name: str) -> bool:
@@ -103,8 +124,9 @@ class Memcg(SamplingMonitor):
             out.metrics.append((rate_metric("Limit hits (events.max/s)", "/s"), clean(rates(t, col("events.max")))))
         for k in ("oom.oom_kill", "events.oom_kill"):
             if k in cols:
-                out.metrics.append((gauge_metric("OOM kills", "kills", kind="count"),
-                                    [float(np.nanmax(col(k)) - np.nanmin(col(k)))]))
+                out.metrics.append(
+                    (gauge_metric("OOM kills", "kills", kind="count"), [float(np.nanmax(col(k)) - np.nanmin(col(k)))])
+                )
         for c in cols:
             if not c.startswith("stat."):
                 continue

@@ -15,20 +15,39 @@ from mmbench.model.kernel import parse_meminfo
 from mmbench.monitors._common import clean, gauge_metric, read_text
 from mmbench.monitors.base import SeriesSpec, MonitorSummary, SamplingMonitor
 
-SUMMARY_FIELDS = ["MemFree", "MemAvailable", "Cached", "Buffers", "Active(file)", "Inactive(file)",
-                  "Active(anon)", "Inactive(anon)", "AnonPages", "AnonHugePages", "Shmem", "Mapped",
-                  "Dirty", "Writeback", "Slab", "SReclaimable", "SUnreclaim", "PageTables",
-                  "SwapCached", "Zswap", "HugePages_Free"]
+SUMMARY_FIELDS = [
+    "MemFree",
+    "MemAvailable",
+    "Cached",
+    "Buffers",
+    "Active(file)",
+    "Inactive(file)",
+    "Active(anon)",
+    "Inactive(anon)",
+    "AnonPages",
+    "AnonHugePages",
+    "Shmem",
+    "Mapped",
+    "Dirty",
+    "Writeback",
+    "Slab",
+    "SReclaimable",
+    "SUnreclaim",
+    "PageTables",
+    "SwapCached",
+    "Zswap",
+    "HugePages_Free",
+]
 
 
 class Meminfo(SamplingMonitor):
     name = "meminfo"
     series = (
         SeriesSpec("free", "Free memory (MemFree)", "MiB", ("MemFree",), scale=1 / 1024),
-        SeriesSpec("available", "Available memory (MemAvailable)", "MiB", ("MemAvailable",),
-                   scale=1 / 1024),
-        SeriesSpec("file", "File pages (Active+Inactive file)", "MiB", ("Active(file)", "Inactive(file)"),
-                   scale=1 / 1024),
+        SeriesSpec("available", "Available memory (MemAvailable)", "MiB", ("MemAvailable",), scale=1 / 1024),
+        SeriesSpec(
+            "file", "File pages (Active+Inactive file)", "MiB", ("Active(file)", "Inactive(file)"), scale=1 / 1024
+        ),
         SeriesSpec("anon", "Anon pages (AnonPages)", "MiB", ("AnonPages",), scale=1 / 1024),
         SeriesSpec("thp", "Anon THP (AnonHugePages)", "MiB", ("AnonHugePages",), scale=1 / 1024),
     )

@@ -31,7 +31,7 @@ def parse(lines: list[str]) -> tuple[list[str], list[tuple[str, list[float]]]]:
             continue
         f = line.split()
         if "CPU" in f and any(x.startswith("%") for x in f):
-            cols = f[f.index("CPU") + 1:]
+            cols = f[f.index("CPU") + 1 :]
             continue
         if cols is None:
             raise ValueError(f"line {n}: data before mpstat's header line '... CPU %usr ...'")
@@ -39,7 +39,7 @@ def parse(lines: list[str]) -> tuple[list[str], list[tuple[str, list[float]]]]:
             raise ValueError(f"line {n}: {len(f)} fields, expected a time, the CPU and {len(cols)} values")
         cpu = f[-len(cols) - 1]
         try:
-            vals = [float(x) for x in f[-len(cols):]]
+            vals = [float(x) for x in f[-len(cols) :]]
         except ValueError:
             raise ValueError(f"line {n}: expected {len(cols)} numbers after the CPU") from None
         if cpu != "all" and not cpu.isdigit():
@@ -70,8 +70,9 @@ class Mpstat(ToolTextMonitor):
         out = MonitorSummary()
         for i, c in enumerate(cols):
             better = "higher" if c == "%idle" else "lower"
-            out.metrics.append((MetricDef(f"all {c}", "%", better, "percent", "amean", f"{c} of all CPUs"),
-                                [v[i] for v in alls]))
+            out.metrics.append(
+                (MetricDef(f"all {c}", "%", better, "percent", "amean", f"{c} of all CPUs"), [v[i] for v in alls])
+            )
         if "%idle" in cols:
             # the interval's rows: from one "all" row to the next
             idle = cols.index("%idle")
@@ -85,6 +86,17 @@ class Mpstat(ToolTextMonitor):
                 else:
                     cur.append(v[idle])
             if busiest:
-                out.metrics.append((MetricDef("max-cpu %busy", "%", "lower", "percent", "amean",
-                                              "100 - %idle of the busiest CPU in each interval"), busiest))
+                out.metrics.append(
+                    (
+                        MetricDef(
+                            "max-cpu %busy",
+                            "%",
+                            "lower",
+                            "percent",
+                            "amean",
+                            "100 - %idle of the busiest CPU in each interval",
+                        ),
+                        busiest,
+                    )
+                )
         return out

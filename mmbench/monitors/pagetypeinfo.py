@@ -66,8 +66,10 @@ class Pagetypeinfo(SamplingMonitor):
                 out.metrics.append((gauge_metric(f"Pageblocks {mtype}", "blocks", kind="count"), clean(v)))
         capped = sorted(m for (kind, m), v in sums.items() if kind == "capped" and np.nanmax(v) > 0)
         if capped:
-            out.notes.append(f"Free {', '.join(capped)} (MiB) are lower bounds: a free list longer than 100,000 "
-                             "pages is printed as '>100000' by the kernel (5.5+) and counted as 100,000")
+            out.notes.append(
+                f"Free {', '.join(capped)} (MiB) are lower bounds: a free list longer than 100,000 "
+                "pages is printed as '>100000' by the kernel (5.5+) and counted as 100,000"
+            )
         for (kind, mtype), v in sorted(sums.items()):
             if kind == "free":
                 out.metrics.append((gauge_metric(f"Free {mtype} (MiB)", "MiB", "higher"), clean(v * 4 / 1024.0)))

@@ -31,17 +31,24 @@ from mmbench.monitors.trace.tracefs import ensure_mounted, unmount
 from mmbench.model.results import MetricDef
 
 SOFTWARE = ["task-clock", "page-faults", "major-faults", "context-switches", "cpu-migrations"]
-TRACEPOINTS = ["vmscan:mm_vmscan_direct_reclaim_begin", "vmscan:mm_vmscan_memcg_reclaim_begin",
-               "vmscan:mm_vmscan_kswapd_wake", "vmscan:mm_vmscan_write_folio",
-               "compaction:mm_compaction_begin", "kmem:mm_page_alloc_extfrag",
-               "huge_memory:mm_collapse_huge_page", "oom:mark_victim"]
+TRACEPOINTS = [
+    "vmscan:mm_vmscan_direct_reclaim_begin",
+    "vmscan:mm_vmscan_memcg_reclaim_begin",
+    "vmscan:mm_vmscan_kswapd_wake",
+    "vmscan:mm_vmscan_write_folio",
+    "compaction:mm_compaction_begin",
+    "kmem:mm_page_alloc_extfrag",
+    "huge_memory:mm_collapse_huge_page",
+    "oom:mark_victim",
+]
 
 
 @cache
 def hardware_supported() -> bool:
     try:
-        p = subprocess.run(["perf", "stat", "-x,", "-e", "instructions", "true"], capture_output=True,
-                           text=True, timeout=20)
+        p = subprocess.run(
+            ["perf", "stat", "-x,", "-e", "instructions", "true"], capture_output=True, text=True, timeout=20
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return p.returncode == 0 and "<not supported>" not in p.stderr and "instructions" in p.stderr
@@ -86,8 +93,18 @@ class PerfStat(Monitor):
             events += ["instructions", "cycles"]
         else:
             self.notes.append("no hardware counters here (perf says instructions are not supported)")
-        argv = ["perf", "stat", "-x,", "-I", str(max(100, int((ctx.interval or 1.0) * 1000))),
-                "-o", str(ctx.outdir / "perf-stat.csv"), "-a", "-e", ",".join(events)]
+        argv = [
+            "perf",
+            "stat",
+            "-x,",
+            "-I",
+            str(max(100, int((ctx.interval or 1.0) * 1000))),
+            "-o",
+            str(ctx.outdir / "perf-stat.csv"),
+            "-a",
+            "-e",
+            ",".join(events),
+        ]
         uni = (ctx.sandbox_paths or {}).get("unified")
         mnt = _cgroup2_mount()
         self.cgroup = None
@@ -96,10 +113,13 @@ class PerfStat(Monitor):
             argv += ["-G", ",".join([rel] * len(events))]
             self.cgroup = rel
         else:
-            self.notes.append("counted system-wide: the sandbox has no cgroup v2 directory and no v1 "
-                              "perf_event hierarchy is mounted, so perf cannot filter by cgroup")
-        self._proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
-                                      stderr=open(ctx.outdir / "perf-stat.stderr", "w"))
+            self.notes.append(
+                "counted system-wide: the sandbox has no cgroup v2 directory and no v1 "
+                "perf_event hierarchy is mounted, so perf cannot filter by cgroup"
+            )
+        self._proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=open(ctx.outdir / "perf-stat.stderr", "w")
+        )
         ctx.journal.record("process", pid=self._proc.pid)
         self.events = events
 
@@ -113,11 +133,18 @@ class PerfStat(Monitor):
             self._proc.kill()
             self._proc.wait()
         if self._proc.returncode not in (0, -signal.SIGINT, 130):
-            errors.append(f"perf stat exited with {self._proc.returncode}: "
-                          + (self._ctx.outdir / "perf-stat.stderr").read_text()[-300:])
+            errors.append(
+                f"perf stat exited with {self._proc.returncode}: "
+                + (self._ctx.outdir / "perf-stat.stderr").read_text()[-300:]
+            )
         unmount(self._mounted)
-        return {"files": ["perf-stat.csv"], "events": self.events, "cgroup": self.cgroup,
-                "notes": self.notes, "errors": errors}
+        return {
+            "files": ["perf-stat.csv"],
+            "events": self.events,
+            "cgroup": self.cgroup,
+            "notes": self.notes,
+            "errors": errors,
+        }
 
     @classmethod
     def summarise(cls, outdir: Path, meta: dict[str, Any]) -> MonitorSummary:
@@ -136,15 +163,25 @@ class PerfStat(Monitor):
                 t = float(p[0])
                 v = float(p[1])
             except ValueError:
-                continue      # <not counted> / <not supported>
+                continue  # <not counted> / <not supported>
             series.setdefault(p[3], []).append((t, v))
         for ev, pts in series.items():
             t = np.array([x[0] for x in pts])
             v = np.array([x[1] for x in pts])
             dt = np.diff(np.concatenate([[0.0], t]))
             unit = "ms/s" if ev == "task-clock" else "/s"
-            out.metrics.append((MetricDef(f"{ev} rate", unit, "lower", kind="rate", mean="amean"),
-                                clean(v / np.where(dt > 0, dt, np.nan))))
-            out.metrics.append((MetricDef(f"{ev} total", "msec" if ev == "task-clock" else "events", "lower",
-                                          kind="count", mean="amean"), [float(v.sum())]))
+            out.metrics.append(
+                (
+                    MetricDef(f"{ev} rate", unit, "lower", kind="rate", mean="amean"),
+                    clean(v / np.where(dt > 0, dt, np.nan)),
+                )
+            )
+            out.metrics.append(
+                (
+                    MetricDef(
+                        f"{ev} total", "msec" if ev == "task-clock" else "events", "lower", kind="count", mean="amean"
+                    ),
+                    [float(v.sum())],
+                )
+            )
         return out

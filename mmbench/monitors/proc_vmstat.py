@@ -23,8 +23,15 @@ from mmbench.model.kernel import parse_vmstat
 from mmbench.model.results import MetricDef
 
 # nr_* entries that are event counters, not gauges
-NR_COUNTERS = {"nr_vmscan_write", "nr_vmscan_immediate_reclaim", "nr_dirtied", "nr_written",
-               "nr_throttled_written", "nr_foll_pin_acquired", "nr_foll_pin_released"}
+NR_COUNTERS = {
+    "nr_vmscan_write",
+    "nr_vmscan_immediate_reclaim",
+    "nr_dirtied",
+    "nr_written",
+    "nr_throttled_written",
+    "nr_foll_pin_acquired",
+    "nr_foll_pin_released",
+}
 OTHER_GAUGES = {"workingset_nodes"}
 
 
@@ -45,8 +52,17 @@ RATES: list[tuple[str, list[str]]] = [
     ("Swap ins", ["pswpin"]),
     ("Swap outs", ["pswpout"]),
     # allocstall became per zone (allocstall_dma32, _normal, _movable) in 4.8: summed
-    ("Allocation stalls", ["allocstall", "allocstall_dma", "allocstall_dma32", "allocstall_normal",
-                           "allocstall_movable", "allocstall_device"]),
+    (
+        "Allocation stalls",
+        [
+            "allocstall",
+            "allocstall_dma",
+            "allocstall_dma32",
+            "allocstall_normal",
+            "allocstall_movable",
+            "allocstall_device",
+        ],
+    ),
     ("Workingset refaults", ["workingset_refault", "workingset_refault_anon", "workingset_refault_file"]),
     ("THP fault alloc", ["thp_fault_alloc"]),
     ("THP fault fallback", ["thp_fault_fallback"]),
@@ -73,12 +89,22 @@ class ProcVmstat(SamplingMonitor):
         SeriesSpec("kswapd-steal", "kswapd steal rate", "pages/s", ("pgsteal_kswapd",), "rate"),
         SeriesSpec("direct-scan", "Direct reclaim scan rate", "pages/s", ("pgscan_direct",), "rate"),
         SeriesSpec("direct-steal", "Direct reclaim steal rate", "pages/s", ("pgsteal_direct",), "rate"),
-        SeriesSpec("memcg-scan", "Memcg limit reclaim scan rate", "pages/s",
-                   ("pgscan_anon", "pgscan_file"), "rate",
-                   minus=("pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged", "pgscan_proactive")),
-        SeriesSpec("memcg-steal", "Memcg limit reclaim steal rate", "pages/s",
-                   ("pgsteal_anon", "pgsteal_file"), "rate",
-                   minus=("pgsteal_kswapd", "pgsteal_direct", "pgsteal_khugepaged", "pgsteal_proactive")),
+        SeriesSpec(
+            "memcg-scan",
+            "Memcg limit reclaim scan rate",
+            "pages/s",
+            ("pgscan_anon", "pgscan_file"),
+            "rate",
+            minus=("pgscan_kswapd", "pgscan_direct", "pgscan_khugepaged", "pgscan_proactive"),
+        ),
+        SeriesSpec(
+            "memcg-steal",
+            "Memcg limit reclaim steal rate",
+            "pages/s",
+            ("pgsteal_anon", "pgsteal_file"),
+            "rate",
+            minus=("pgsteal_kswapd", "pgsteal_direct", "pgsteal_khugepaged", "pgsteal_proactive"),
+        ),
         SeriesSpec("thp-alloc", "THP fault alloc rate", "/s", ("thp_fault_alloc",), "rate"),
         SeriesSpec("thp-fallback", "THP fault fallback rate", "/s", ("thp_fault_fallback",), "rate"),
         SeriesSpec("compact-stall", "Compaction stall rate", "/s", ("compact_stall",), "rate"),
@@ -118,30 +144,51 @@ class ProcVmstat(SamplingMonitor):
             ("Kswapd steal", kswapd_steal, "pages reclaimed by kswapd per second"),
         ]
         if all_scan is not None and known_scan is not None:
-            derived.append(("Memcg limit scan", np.maximum(all_scan - known_scan, 0),
-                            "pages scanned by memcg limit reclaim per second"))
+            derived.append(
+                (
+                    "Memcg limit scan",
+                    np.maximum(all_scan - known_scan, 0),
+                    "pages scanned by memcg limit reclaim per second",
+                )
+            )
         if all_steal is not None and known_steal is not None:
-            derived.append(("Memcg limit steal", np.maximum(all_steal - known_steal, 0),
-                            "pages reclaimed by memcg limit reclaim per second"))
+            derived.append(
+                (
+                    "Memcg limit steal",
+                    np.maximum(all_steal - known_steal, 0),
+                    "pages reclaimed by memcg limit reclaim per second",
+                )
+            )
         for name, series, desc in derived:
             if series is not None:
                 out.metrics.append((rate_metric(f"{name} (pages/s)", "pages/s", description=desc), clean(series)))
         if all_scan is not None and all_steal is not None:
             mask = all_scan > 0
             eff = np.where(mask, 100.0 * all_steal / np.where(mask, all_scan, 1), np.nan)[mask]
-            out.metrics.append((MetricDef("Reclaim efficiency", "%", "higher", kind="percent", mean="amean",
-                                          description="pages reclaimed per 100 scanned, intervals that scanned"),
-                                clean(eff)))
+            out.metrics.append(
+                (
+                    MetricDef(
+                        "Reclaim efficiency",
+                        "%",
+                        "higher",
+                        kind="percent",
+                        mean="amean",
+                        description="pages reclaimed per 100 scanned, intervals that scanned",
+                    ),
+                    clean(eff),
+                )
+            )
             if not mask.any():
                 out.notes.append("no reclaim scanning during the iteration")
         page_mib = os.sysconf("SC_PAGE_SIZE") / (1 << 20)
         for title, names in GAUGES:
             g = _sum(cols, arr, names)
             if g is not None:
-                out.metrics.append((gauge_metric(f"{title} (MiB)", "MiB", direction(names[0]), kind="size"),
-                                    clean(g * page_mib)))
+                out.metrics.append(
+                    (gauge_metric(f"{title} (MiB)", "MiB", direction(names[0]), kind="size"), clean(g * page_mib))
+                )
         for title, names in RATES:
             series = r([n for n in names if n in cols] or names)
-            if series is not None:   # one direction per counter everywhere (analysis/counters.py)
+            if series is not None:  # one direction per counter everywhere (analysis/counters.py)
                 out.metrics.append((rate_metric(f"{title} (/s)", "/s", direction(names[0])), clean(series)))
         return out

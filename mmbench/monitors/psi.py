@@ -66,12 +66,12 @@ class Psi(SamplingMonitor):
             try:
                 parse_pressure(read_text(path), prefix, out)
             except OSError:
-                pass   # the cgroup went away at the end of the workload
+                pass  # the cgroup went away at the end of the workload
         return out
 
     @classmethod
     def summarise_table(cls, cols: list[str], arr: np.ndarray, meta: dict[str, Any]) -> MonitorSummary:
-        out = MonitorSummary()   # (fewer than two samples: no interval, no row)
+        out = MonitorSummary()  # (fewer than two samples: no interval, no row)
         # avg10 stays in psi.tsv (for graphs): in a comparison it only repeats the stall % from
         # totals, less exactly (a decaying 10 s average)
         for i, c in enumerate(cols, start=1):
@@ -79,7 +79,17 @@ class Psi(SamplingMonitor):
             pct = interval_share(arr[:, 0], arr[:, i], unit=1e-6) if what == "total" else []
             if pct:
                 label = ("sandbox " if scope == "cg" else "") + f"{res} {kind}"
-                out.metrics.append((MetricDef(f"PSI {label} stall %", "%", "lower", kind="percent", mean="amean",
-                                              description="share of the interval with tasks stalled, from total"),
-                                    pct))
+                out.metrics.append(
+                    (
+                        MetricDef(
+                            f"PSI {label} stall %",
+                            "%",
+                            "lower",
+                            kind="percent",
+                            mean="amean",
+                            description="share of the interval with tasks stalled, from total",
+                        ),
+                        pct,
+                    )
+                )
         return out

@@ -55,9 +55,17 @@ class ReadLatency(Monitor):
         interval = ctx.interval or self.default_interval
         self._tsv = ctx.outdir / f"{self.name}.tsv"
         self._proc = subprocess.Popen(
-            [self._binary(ctx), str(self._tmp / "scratch"), str(self._tsv), str(max(1, fsize >> 20)),
-             str(max(1, int(interval * 1000))), str(max(4, rsize >> 10))],
-            stdout=subprocess.DEVNULL, stderr=open(ctx.outdir / "stderr.txt", "w"))
+            [
+                self._binary(ctx),
+                str(self._tmp / "scratch"),
+                str(self._tsv),
+                str(max(1, fsize >> 20)),
+                str(max(1, int(interval * 1000))),
+                str(max(4, rsize >> 10)),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(ctx.outdir / "stderr.txt", "w"),
+        )
         ctx.journal.record("process", pid=self._proc.pid)
         ctx.journal.record("remove", path=str(self._tmp))
 
@@ -86,6 +94,16 @@ class ReadLatency(Monitor):
             return out
         _cols, arr = load_tsv(path)
         if len(arr):
-            out.metrics.append((MetricDef("Read latency (ms)", "ms", "lower", kind="latency",
-                                          description="1 MiB read after POSIX_FADV_DONTNEED"), clean(arr[:, 1])))
+            out.metrics.append(
+                (
+                    MetricDef(
+                        "Read latency (ms)",
+                        "ms",
+                        "lower",
+                        kind="latency",
+                        description="1 MiB read after POSIX_FADV_DONTNEED",
+                    ),
+                    clean(arr[:, 1]),
+                )
+            )
         return out

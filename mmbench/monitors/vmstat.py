@@ -19,14 +19,24 @@ from mmbench.model.results import MetricDef
 
 # column → (unit, better, description)
 COLUMNS: dict[str, tuple[str, str, str]] = {
-    "r": ("tasks", "lower", "runnable tasks"), "b": ("tasks", "lower", "tasks in uninterruptible sleep"),
-    "swpd": ("KiB", "lower", "swap used"), "free": ("KiB", "higher", "free memory"),
-    "buff": ("KiB", "higher", "buffers"), "cache": ("KiB", "higher", "page cache"),
-    "si": ("KiB/s", "lower", "swapped in"), "so": ("KiB/s", "lower", "swapped out"),
-    "bi": ("blocks/s", "lower", "blocks read"), "bo": ("blocks/s", "lower", "blocks written"),
-    "in": ("/s", "lower", "interrupts"), "cs": ("/s", "lower", "context switches"),
-    "us": ("%", "lower", "user CPU"), "sy": ("%", "lower", "system CPU"), "id": ("%", "higher", "idle CPU"),
-    "wa": ("%", "lower", "IO wait"), "st": ("%", "lower", "stolen CPU"), "gu": ("%", "lower", "guest CPU"),
+    "r": ("tasks", "lower", "runnable tasks"),
+    "b": ("tasks", "lower", "tasks in uninterruptible sleep"),
+    "swpd": ("KiB", "lower", "swap used"),
+    "free": ("KiB", "higher", "free memory"),
+    "buff": ("KiB", "higher", "buffers"),
+    "cache": ("KiB", "higher", "page cache"),
+    "si": ("KiB/s", "lower", "swapped in"),
+    "so": ("KiB/s", "lower", "swapped out"),
+    "bi": ("blocks/s", "lower", "blocks read"),
+    "bo": ("blocks/s", "lower", "blocks written"),
+    "in": ("/s", "lower", "interrupts"),
+    "cs": ("/s", "lower", "context switches"),
+    "us": ("%", "lower", "user CPU"),
+    "sy": ("%", "lower", "system CPU"),
+    "id": ("%", "higher", "idle CPU"),
+    "wa": ("%", "lower", "IO wait"),
+    "st": ("%", "lower", "stolen CPU"),
+    "gu": ("%", "lower", "guest CPU"),
 }
 
 
@@ -52,7 +62,7 @@ def parse(lines: list[str]) -> tuple[list[str], list[list[float]]]:
             vals = [float(x) for x in f]
         except ValueError:
             raise ValueError(f"line {n}: expected {len(cols)} numbers") from None
-        if first:   # averages since boot
+        if first:  # averages since boot
             first = False
             continue
         rows.append(vals)
@@ -84,6 +94,7 @@ class Vmstat(ToolTextMonitor):
             out.metrics.append((MetricDef(c, unit, better, kind, "amean", desc), [r[i] for r in rows]))
         if "us" in cols and "sy" in cols:
             us, sy = cols.index("us"), cols.index("sy")
-            out.metrics.append((MetricDef("totalcpu", "%", "lower", "percent", "amean", "us + sy"),
-                                [r[us] + r[sy] for r in rows]))
+            out.metrics.append(
+                (MetricDef("totalcpu", "%", "lower", "percent", "amean", "us + sy"), [r[us] + r[sy] for r in rows])
+            )
         return out

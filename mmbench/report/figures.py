@@ -30,14 +30,14 @@ from mmbench.model.results import IterationResult, RunRecord
 from mmbench.monitors.base import SeriesSpec
 
 FigureKind = Literal["box", "line", "cdf"]
-MAX_LINE_POINTS = 600     # per line; longer series are thinned (every k-th point)
-MAX_CDF_POINTS = 300      # per run
-MAX_STRIP_POINTS = 200    # iteration points drawn per box
+MAX_LINE_POINTS = 600  # per line; longer series are thinned (every k-th point)
+MAX_CDF_POINTS = 300  # per run
+MAX_STRIP_POINTS = 200  # iteration points drawn per box
 
 
 @dataclass
 class Series:
-    run: int                       # index into the run names
+    run: int  # index into the run names
     x: list[float | None]
     y: list[float | None]
     label: str = ""
@@ -51,40 +51,56 @@ class Box:
     q1: float
     med: float
     q3: float
-    lo: float                      # whisker ends (Tukey: furthest data within 1.5 IQR)
+    lo: float  # whisker ends (Tukey: furthest data within 1.5 IQR)
     hi: float
     mean: float
-    points: list[float]            # one per measured iteration (its mean)
+    points: list[float]  # one per measured iteration (its mean)
     point_labels: list[str] = field(default_factory=list)
 
 
 @dataclass
 class Figure:
-    id: str                        # unique, safe for a file name
-    group: str                     # "distribution", "monitor" or "stalls"
+    id: str  # unique, safe for a file name
+    group: str  # "distribution", "monitor" or "stalls"
     workload: str
     kind: FigureKind
     title: str
     xlabel: str = ""
     ylabel: str = ""
     logx: bool = False
-    yzero: bool = False            # the y axis starts at 0 (rates, percentages)
+    yzero: bool = False  # the y axis starts at 0 (rates, percentages)
     series: list[Series] = field(default_factory=list)
     boxes: list[Box] = field(default_factory=list)
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"id": self.id, "kind": self.kind, "title": self.title, "xlabel": self.xlabel,
-                             "ylabel": self.ylabel, "logx": self.logx,
-                             "yzero": self.yzero}
+        d: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "title": self.title,
+            "xlabel": self.xlabel,
+            "ylabel": self.ylabel,
+            "logx": self.logx,
+            "yzero": self.yzero,
+        }
         if self.kind == "box":
-            d["boxes"] = [{"run": b.run, "n": b.n, "q1": _r(b.q1), "med": _r(b.med), "q3": _r(b.q3),
-                           "lo": _r(b.lo), "hi": _r(b.hi), "mean": _r(b.mean),
-                           "points": [_r(p) for p in b.points], "labels": b.point_labels}
-                          for b in self.boxes]
+            d["boxes"] = [
+                {
+                    "run": b.run,
+                    "n": b.n,
+                    "q1": _r(b.q1),
+                    "med": _r(b.med),
+                    "q3": _r(b.q3),
+                    "lo": _r(b.lo),
+                    "hi": _r(b.hi),
+                    "mean": _r(b.mean),
+                    "points": [_r(p) for p in b.points],
+                    "labels": b.point_labels,
+                }
+                for b in self.boxes
+            ]
         else:
-            d["series"] = [{"run": s.run, "label": s.label, "faint": s.faint, "x": s.x, "y": s.y}
-                           for s in self.series]
+            d["series"] = [{"run": s.run, "label": s.label, "faint": s.faint, "x": s.x, "y": s.y} for s in self.series]
         return d
 
 
@@ -142,8 +158,7 @@ def distribution_figures(runs: list[RunRecord], names: list[str]) -> list[Figure
                 for m in w.metrics:
                     metrics.setdefault(m.name, m)
         for mname, md in metrics.items():
-            fig = Figure(slug("dist", label, mname), "distribution", label, "box", mname,
-                         ylabel=md.unit)
+            fig = Figure(slug("dist", label, mname), "distribution", label, "box", mname, ylabel=md.unit)
             for i, r in enumerate(runs):
                 w = r.workload(label)
                 if w is None:
@@ -161,8 +176,11 @@ def distribution_figures(runs: list[RunRecord], names: list[str]) -> list[Figure
                     fig.boxes.append(b)
             if fig.boxes:
                 many = any(b.n > len(b.points) for b in fig.boxes)
-                fig.note = ("box: all samples of the measured iterations; points: iteration means"
-                            if many else "box and points: one value per measured iteration")
+                fig.note = (
+                    "box: all samples of the measured iterations; points: iteration means"
+                    if many
+                    else "box and points: one value per measured iteration"
+                )
                 out.append(fig)
     return out
 
@@ -174,10 +192,13 @@ def distribution_figures(runs: list[RunRecord], names: list[str]) -> list[Figure
 def series_specs() -> list[tuple[str, SeriesSpec]]:
     """(monitor name, series) for every graphable series the monitor plugins declare."""
     from mmbench.plugins import monitors
+
     return [(name, spec) for name, cls in monitors().items() for spec in cls.series]
 
 
-def _series_values(spec: SeriesSpec, t: np.ndarray, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+def _series_values(
+    spec: SeriesSpec, t: np.ndarray, cols: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray] | None:
     have = [c for c in spec.columns if c in cols]
     if not have or len(t) == 0:
         return None
@@ -193,8 +214,8 @@ def _series_values(spec: SeriesSpec, t: np.ndarray, cols: dict[str, np.ndarray])
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(dt > 0, dv / np.where(dt > 0, dt, 1), np.nan)
     if spec.mode == "rate":
-        r = np.maximum(r, 0.0)      # a counter reset (or the subtraction's skew) is not a negative rate
-    else:                            # psi: total is µs stalled → % of the interval
+        r = np.maximum(r, 0.0)  # a counter reset (or the subtraction's skew) is not a negative rate
+    else:  # psi: total is µs stalled → % of the interval
         r = np.clip(r / 1e4, 0.0, 100.0)
     return t[1:], r * (spec.scale if spec.mode == "rate" else 1.0)
 
@@ -210,6 +231,7 @@ def monitor_figures(runs: list[RunRecord], names: list[str], skipped: list[str] 
     """One chart per declared monitor series and workload; series zero throughout in every run are
     left out (their titles are appended to ``skipped``).  Each monitor reads its own files."""
     from mmbench.plugins import monitors
+
     plugins = monitors()
     specs = series_specs()
     with_series = list(dict.fromkeys(mon for mon, _ in specs))
@@ -231,15 +253,23 @@ def monitor_figures(runs: list[RunRecord], names: list[str], skipped: list[str] 
                         continue
                     try:
                         loaded[(i, it.index, mon)] = plugins[mon].load_columns(
-                            Path(r.path or ".") / str(meta["dir"]), meta)
+                            Path(r.path or ".") / str(meta["dir"]), meta
+                        )
                     except (OSError, ValueError, IndexError):
                         continue
         if not loaded:
             continue
         for mon, spec in specs:
-            fig = Figure(slug("mon", label, mon, spec.key), "monitor", label, "line",
-                         spec.title, xlabel="seconds since the iteration started", ylabel=spec.unit,
-                         yzero=spec.mode != "gauge")
+            fig = Figure(
+                slug("mon", label, mon, spec.key),
+                "monitor",
+                label,
+                "line",
+                spec.title,
+                xlabel="seconds since the iteration started",
+                ylabel=spec.unit,
+                yzero=spec.mode != "gauge",
+            )
             nonzero = False
             for i in range(len(runs)):
                 first = True
@@ -253,8 +283,9 @@ def monitor_figures(runs: list[RunRecord], names: list[str], skipped: list[str] 
                     x, y = _thin(*xy)
                     if np.any(np.nan_to_num(y) != 0):
                         nonzero = True
-                    fig.series.append(Series(i, _round_list(x, 6), _round_list(y), f"iteration {it.index}",
-                                             faint=not first))
+                    fig.series.append(
+                        Series(i, _round_list(x, 6), _round_list(y), f"iteration {it.index}", faint=not first)
+                    )
                     first = False
             if fig.series and nonzero:
                 fig.note = f"monitor {mon}; solid: first measured iteration, faint: the others"
@@ -270,6 +301,7 @@ def monitor_figures(runs: list[RunRecord], names: list[str], skipped: list[str] 
 
 def stall_figures(runs: list[RunRecord], names: list[str]) -> list[Figure]:
     from mmbench.monitors.trace.stalls import LABELS, read_stall_durations
+
     out: list[Figure] = []
     labels: dict[str, None] = {}
     for r in runs:
@@ -278,7 +310,7 @@ def stall_figures(runs: list[RunRecord], names: list[str]) -> list[Figure]:
         per_run: dict[int, dict[str, list[float]]] = {}
         for i, r in enumerate(runs):
             w = r.workload(label)
-            for it in (w.measured() if w is not None else []):
+            for it in w.measured() if w is not None else []:
                 meta = it.monitors.get("mm-trace")
                 if not meta or "dir" not in meta:
                     continue
@@ -298,22 +330,36 @@ def stall_figures(runs: list[RunRecord], names: list[str]) -> list[Figure]:
             name = LABELS.get(kind, kind)
             # LABELS already say "Kswapd awake": "Kswapd awake time", not "Kswapd awake awake time"
             what = "time" if kind in ("kswapd", "kcompactd") else "stall latency"
-            fig = Figure(slug("stall", label, kind), "stalls", label, "cdf", f"{name} {what}",
-                         xlabel="µs (log scale)", ylabel="fraction ≤ x", logx=True)
+            fig = Figure(
+                slug("stall", label, kind),
+                "stalls",
+                label,
+                "cdf",
+                f"{name} {what}",
+                xlabel="µs (log scale)",
+                ylabel="fraction ≤ x",
+                logx=True,
+            )
             for i in range(len(runs)):
                 v = np.sort(np.asarray(per_run.get(i, {}).get(kind, []), dtype=float))
                 v = v[np.isfinite(v)]
                 if not v.size:
                     continue
-                v = np.maximum(v, 0.001)   # log scale: a 0 µs stall is drawn at 1 ns
+                v = np.maximum(v, 0.001)  # log scale: a 0 µs stall is drawn at 1 ns
                 n = v.size
                 if n > MAX_CDF_POINTS:
                     idx = np.unique(np.linspace(0, n - 1, MAX_CDF_POINTS).round().astype(int))
                 else:
                     idx = np.arange(n)
-                fig.series.append(Series(i, _round_list(v[idx]), _round_list((idx + 1) / n, 4),
-                                         f"{names[i]} (n={n}, P50 {np.percentile(v, 50):.3g} µs, "
-                                         f"P99 {np.percentile(v, 99):.3g} µs, max {v[-1]:.3g} µs)"))
+                fig.series.append(
+                    Series(
+                        i,
+                        _round_list(v[idx]),
+                        _round_list((idx + 1) / n, 4),
+                        f"{names[i]} (n={n}, P50 {np.percentile(v, 50):.3g} µs, "
+                        f"P99 {np.percentile(v, 99):.3g} µs, max {v[-1]:.3g} µs)",
+                    )
+                )
             if fig.series:
                 fig.note = "mm-trace, all measured iterations pooled"
                 out.append(fig)
@@ -328,6 +374,7 @@ def irqsoff_tables(runs: list[RunRecord], names: list[str], top: int = 20) -> li
     """Per run with irqsoff output: the offenders (``irqsoff_trace.Offender``: caller, raw
     start..end sites, worst latency µs, count), largest first."""
     from mmbench.monitors.trace.irqsoff_trace import offenders
+
     out = []
     for n, r in zip(names, runs):
         paths = []
@@ -349,5 +396,4 @@ def irqsoff_tables(runs: list[RunRecord], names: list[str], top: int = 20) -> li
 
 
 def collect(runs: list[RunRecord], names: list[str], skipped: list[str] | None = None) -> list[Figure]:
-    return (distribution_figures(runs, names) + monitor_figures(runs, names, skipped)
-            + stall_figures(runs, names))
+    return distribution_figures(runs, names) + monitor_figures(runs, names, skipped) + stall_figures(runs, names)

@@ -82,16 +82,20 @@ def _short_note(n: int) -> str:
 def render_series(h: History) -> str:
     """Which series exist (``history --series`` and the head of the text output)."""
     keeps = ", ".join(KEY_FIELDS)
-    lines = [f"{len(h.series)} series of {sum(len(s.runs) for s in h.series)} runs (a series keeps {keeps} "
-             f"fixed; the kernel labels each point; --split-by FIELD splits, --where FIELD=GLOB filters, "
-             f"--fields lists fields)"]
+    lines = [
+        f"{len(h.series)} series of {sum(len(s.runs) for s in h.series)} runs (a series keeps {keeps} "
+        f"fixed; the kernel labels each point; --split-by FIELD splits, --where FIELD=GLOB filters, "
+        f"--fields lists fields)"
+    ]
     common = _common(h)
     if common:
         lines.append(f"  all series: {common}")
     for s in h.series:
         note = _short_note(len(s.runs))
-        lines.append(f"  [{s.series_id}] {len(s.runs):4} run(s)  {_when(s.first)} .. {_when(s.last)}  "
-                     f"{_differs(s.key, h.varying)}" + (f"  ({note})" if note else ""))
+        lines.append(
+            f"  [{s.series_id}] {len(s.runs):4} run(s)  {_when(s.first)} .. {_when(s.last)}  "
+            f"{_differs(s.key, h.varying)}" + (f"  ({note})" if note else "")
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -108,10 +112,11 @@ def render_text(h: History | list[Series]) -> str:
         for i, (name, when, v, kernel) in enumerate(zip(s.runs, s.created, s.values, s.kernels or [""] * len(s.runs))):
             if i in starts:
                 c = starts[i]
-                lines.append(f"  ---- change point: {_fmt(c.before_mean)} -> {_fmt(c.after_mean)}{' ' + s.unit if s.unit else ''} "
-                             f"({c.step_pct:+.2f}%) between {c.before_run} and {c.after_run}"
-                             + (f"; kernel {c.before_kernel} -> {c.after_kernel}" if c.before_kernel != c.after_kernel
-                                else ""))
+                lines.append(
+                    f"  ---- change point: {_fmt(c.before_mean)} -> {_fmt(c.after_mean)}{' ' + s.unit if s.unit else ''} "
+                    f"({c.step_pct:+.2f}%) between {c.before_run} and {c.after_run}"
+                    + (f"; kernel {c.before_kernel} -> {c.after_kernel}" if c.before_kernel != c.after_kernel else "")
+                )
                 if c.bisect:
                     lines.append(f"       find the commit: {c.bisect}")
             label = kernel if kernel != shown_kernel else ""
@@ -130,6 +135,7 @@ def _ticks(lo: float, hi: float) -> list[float]:
 def render_html(h: History | list[Series], title: str) -> str:
     from jinja2 import Environment
     from mmbench.analysis.history import PERMUTATIONS
+
     if isinstance(h, list):
         h = History([SeriesInfo(0, {}, sorted({r for s in h for r in s.runs}), 0, 0)], h, [])
     width, height = 720, 200
@@ -148,34 +154,79 @@ def render_html(h: History | list[Series], title: str) -> str:
 
             def y(v: float) -> float:
                 return round(bottom - (bottom - top) * (v - lo_y) / (hi_y - lo_y), 1)
+
             fmt = "%Y-%m-%d" if t1 - t0 > 2 * 86400 else "%m-%d %H:%M" if t1 - t0 > 3600 else "%H:%M:%S"
             kernels = s.kernels or [""] * len(s.runs)
             unit = f" {s.unit}" if s.unit else ""
-            metrics.append({
-                "workload": s.workload, "metric": s.metric, "unit": s.unit,
-                "points": " ".join(f"{x(t)},{y(v)}" for t, v in zip(s.created, s.values)),
-                "dots": [(x(t), y(v), f"{name} {_when(t)}: {_fmt(v)}{unit}; kernel {k}")
-                         for name, t, v, k in zip(s.runs, s.created, s.values, kernels)],
-                "xticks": [(x(t), _when(t, fmt), "start" if i == 0 and t1 > t0 else "end" if i == 4 else "middle")
-                           for i, t in enumerate(_ticks(t0, t1))],
-                "yticks": [(y(v), _fmt(v)) for v in _ticks(lo_y, hi_y)],
-                "kernel_x": [(round((x(s.created[i - 1]) + x(s.created[i])) / 2, 1), kernels[i])
-                             for i in range(1, len(kernels)) if kernels[i] != kernels[i - 1]],
-                "cp_x": [round((x(s.created[c.index - 1]) + x(s.created[c.index])) / 2, 1) for c in s.change_points],
-                "cps": [{"before_run": c.before_run, "after_run": c.after_run, "before": _fmt(c.before_mean) + unit,
-                         "after": _fmt(c.after_mean) + unit, "step": f"{c.step_pct:+.2f}%",
-                         "kernels": c.after_kernel if c.before_kernel == c.after_kernel
-                         else f"{c.before_kernel} → {c.after_kernel}"} for c in s.change_points]})
+            metrics.append(
+                {
+                    "workload": s.workload,
+                    "metric": s.metric,
+                    "unit": s.unit,
+                    "points": " ".join(f"{x(t)},{y(v)}" for t, v in zip(s.created, s.values)),
+                    "dots": [
+                        (x(t), y(v), f"{name} {_when(t)}: {_fmt(v)}{unit}; kernel {k}")
+                        for name, t, v, k in zip(s.runs, s.created, s.values, kernels)
+                    ],
+                    "xticks": [
+                        (x(t), _when(t, fmt), "start" if i == 0 and t1 > t0 else "end" if i == 4 else "middle")
+                        for i, t in enumerate(_ticks(t0, t1))
+                    ],
+                    "yticks": [(y(v), _fmt(v)) for v in _ticks(lo_y, hi_y)],
+                    "kernel_x": [
+                        (round((x(s.created[i - 1]) + x(s.created[i])) / 2, 1), kernels[i])
+                        for i in range(1, len(kernels))
+                        if kernels[i] != kernels[i - 1]
+                    ],
+                    "cp_x": [
+                        round((x(s.created[c.index - 1]) + x(s.created[c.index])) / 2, 1) for c in s.change_points
+                    ],
+                    "cps": [
+                        {
+                            "before_run": c.before_run,
+                            "after_run": c.after_run,
+                            "before": _fmt(c.before_mean) + unit,
+                            "after": _fmt(c.after_mean) + unit,
+                            "step": f"{c.step_pct:+.2f}%",
+                            "kernels": c.after_kernel
+                            if c.before_kernel == c.after_kernel
+                            else f"{c.before_kernel} → {c.after_kernel}",
+                        }
+                        for c in s.change_points
+                    ],
+                }
+            )
         firsts: list[tuple[str, str]] = []
         for m in [m for m in h.metrics if m.series_id == info.series_id][:1]:
             for name, k in zip(m.runs, m.kernels or []):
                 if not firsts or firsts[-1][0] != k:
                     firsts.append((k, name))
-        infos.append({"id": info.series_id, "n": len(info.runs), "first": _when(info.first), "last": _when(info.last),
-                      "differs": _differs(info.key, h.varying), "short": _short_note(len(info.runs)),
-                      "metrics": metrics, "kernels": firsts})
+        infos.append(
+            {
+                "id": info.series_id,
+                "n": len(info.runs),
+                "first": _when(info.first),
+                "last": _when(info.last),
+                "differs": _differs(info.key, h.varying),
+                "short": _short_note(len(info.runs)),
+                "metrics": metrics,
+                "kernels": firsts,
+            }
+        )
     env = Environment(autoescape=True)
-    return env.from_string(PAGE).render(infos=infos, title=title, width=width, height=height, left=left,
-                                        right=right, top=top, bottom=bottom, nseries=len(h.series),
-                                        nruns=sum(len(s.runs) for s in h.series), keeps=", ".join(KEY_FIELDS),
-                                        common=_common(h), pvalue=PVALUE, permutations=PERMUTATIONS)
+    return env.from_string(PAGE).render(
+        infos=infos,
+        title=title,
+        width=width,
+        height=height,
+        left=left,
+        right=right,
+        top=top,
+        bottom=bottom,
+        nseries=len(h.series),
+        nruns=sum(len(s.runs) for s in h.series),
+        keeps=", ".join(KEY_FIELDS),
+        common=_common(h),
+        pvalue=PVALUE,
+        permutations=PERMUTATIONS,
+    )

@@ -26,8 +26,16 @@ from typing import Any
 from mmbench import __version__
 from mmbench.analysis.compare import Comparison, Row, build_comparison
 from mmbench.report import figures as figs
-from mmbench.report.base import (LEGEND, fmt_pct, fmt_value, mechanism_heading, mechanism_texts, primary_heading,
-                                 primary_texts, verdict_texts)
+from mmbench.report.base import (
+    LEGEND,
+    fmt_pct,
+    fmt_value,
+    mechanism_heading,
+    mechanism_texts,
+    primary_heading,
+    primary_texts,
+    verdict_texts,
+)
 from mmbench.model.results import RunRecord
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -39,15 +47,26 @@ def json_for_script(data: Any) -> str:
     """JSON that is safe inside ``<script>``: no ``<``, ``>``, ``&`` or line separators appear
     literally (they are written as JSON unicode escapes, which JSON.parse reads back)."""
     text = json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 @cache
 def _env():
     import jinja2
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
 
 
 def _when(ts: float | None) -> str:
@@ -76,25 +95,36 @@ def _description(run: RunRecord) -> str:
 def _run_info(run: RunRecord, name: str, color: str) -> dict[str, Any]:
     fp = run.fingerprint or {}
     kernel = fp.get("kernel") if isinstance(fp.get("kernel"), dict) else {}
-    return {"name": name, "status": run.status, "created": _when(run.created), "finished": _when(run.finished),
-            "took": _took(run.created, run.finished), "host": str(fp.get("host", "")),
-            "kernel": str(kernel.get("release", "")), "kernel_version": str(kernel.get("version", "")),
-            "settings": ", ".join(f"{k}={v}" for k, v in (run.settings or {}).items()) or "none",
-            "description": _description(run), "suite_text": run.suite_text, "suite_hash": run.suite_hash[:12],
-            "color": color}
+    return {
+        "name": name,
+        "status": run.status,
+        "created": _when(run.created),
+        "finished": _when(run.finished),
+        "took": _took(run.created, run.finished),
+        "host": str(fp.get("host", "")),
+        "kernel": str(kernel.get("release", "")),
+        "kernel_version": str(kernel.get("version", "")),
+        "settings": ", ".join(f"{k}={v}" for k, v in (run.settings or {}).items()) or "none",
+        "description": _description(run),
+        "suite_text": run.suite_text,
+        "suite_hash": run.suite_hash[:12],
+        "color": color,
+    }
 
 
 def _cell(row: Row, run: str, multi: bool, base: str) -> dict[str, str]:
     pct = row.pct.get(run) if multi else None
     cls = ""
-    if multi and row.significant.get(run) and row.family != "mechanism":   # a mechanism is neither
+    if multi and row.significant.get(run) and row.family != "mechanism":  # a mechanism is neither
         cls = "good" if pct is not None and pct > 0 else ("bad" if pct is not None and pct < 0 else "")
     tips = []
     p = row.p.get(run)
     if p is not None:
         fam = row.family or ""
-        tips.append(f"q={p:.3g} (Benjamini-Hochberg adjusted within the {fam} family)" +
-                    (", significant" if row.significant.get(run) else ", a lead (exploratory)" if row.lead.get(run) else ""))
+        tips.append(
+            f"q={p:.3g} (Benjamini-Hochberg adjusted within the {fam} family)"
+            + (", significant" if row.significant.get(run) else ", a lead (exploratory)" if row.lead.get(run) else "")
+        )
     if row.why.get(run):
         tips.append(row.why[run])
     ci = row.ci.get(run)
@@ -102,10 +132,17 @@ def _cell(row: Row, run: str, multi: bool, base: str) -> dict[str, str]:
         tips.append(f"95% CI of {run}/{base}: [{ci[0]:.4g}, {ci[1]:.4g}]")
     mde = row.mde.get(run)
     if mde is not None:
-        tips.append(f"minimum detectable effect: a true change of {mde:+.1f}% is marked 80% of the time "
-                    f"(this row's test, at its family's level)")
-    return {"value": fmt_value(row.values.get(run)), "pct": fmt_pct(pct) if multi and run != base else "",
-            "cls": cls, "title": "; ".join(tips), "mark": row.mark(run) if multi else ""}
+        tips.append(
+            f"minimum detectable effect: a true change of {mde:+.1f}% is marked 80% of the time "
+            f"(this row's test, at its family's level)"
+        )
+    return {
+        "value": fmt_value(row.values.get(run)),
+        "pct": fmt_pct(pct) if multi and run != base else "",
+        "cls": cls,
+        "title": "; ".join(tips),
+        "mark": row.mark(run) if multi else "",
+    }
 
 
 def _sections(cmp: Comparison) -> list[dict[str, Any]]:
@@ -114,11 +151,28 @@ def _sections(cmp: Comparison) -> list[dict[str, Any]]:
     for i, s in enumerate(cmp.sections):
         if not s.rows:
             continue
-        rows = [{"stat": r.stat, "metric": r.metric, "unit": r.unit, "note": r.note, "family": r.family or "",
-                 "cells": [_cell(r, n, multi, cmp.baseline) for n in cmp.runs]} for r in s.rows]
+        rows = [
+            {
+                "stat": r.stat,
+                "metric": r.metric,
+                "unit": r.unit,
+                "note": r.note,
+                "family": r.family or "",
+                "cells": [_cell(r, n, multi, cmp.baseline) for n in cmp.runs],
+            }
+            for r in s.rows
+        ]
         nsig = sum(1 for r in s.rows for n in cmp.runs[1:] if r.significant.get(n))
-        out.append({"id": f"sec-{i}", "title": s.title, "kind": s.kind, "open": s.kind in OPEN_KINDS,
-                    "rows": rows, "nsig": nsig})
+        out.append(
+            {
+                "id": f"sec-{i}",
+                "title": s.title,
+                "kind": s.kind,
+                "open": s.kind in OPEN_KINDS,
+                "rows": rows,
+                "nsig": nsig,
+            }
+        )
     return out
 
 
@@ -139,8 +193,12 @@ def _dedupe_ids(figures: list[figs.Figure]) -> None:
             f.id = f"{f.id}-{k}"
 
 
-def render_report(runs: list[RunRecord], comparison: Comparison | None = None,
-                  primary: list[str] | None = None, mechanisms: list[str] | None = None) -> str:
+def render_report(
+    runs: list[RunRecord],
+    comparison: Comparison | None = None,
+    primary: list[str] | None = None,
+    mechanisms: list[str] | None = None,
+) -> str:
     """The report page as a string (``write_report`` writes it); ``primary``/``mechanisms``: the
     declared families chosen at report time (``report --primary``)."""
     cmp = comparison or build_comparison(runs, pvalues=True, primary=primary, mechanisms=mechanisms)
@@ -150,13 +208,15 @@ def render_report(runs: list[RunRecord], comparison: Comparison | None = None,
     _dedupe_ids(figures)
     data = {"runs": names, "colors": COLORS, "figures": [f.to_dict() for f in figures]}
     from markupsafe import Markup
+
     ctx = {
         "run_names": names,
         "generated": _when(time.time()),
         "version": __version__,
         "runs": [_run_info(r, n, COLORS[i % len(COLORS)]) for i, (r, n) in enumerate(zip(runs, names))],
-        "env_diff": [(k, ["-" if vals.get(n) is None else str(vals.get(n)) for n in names])
-                     for k, vals in cmp.env_diff],
+        "env_diff": [
+            (k, ["-" if vals.get(n) is None else str(vals.get(n)) for n in names]) for k, vals in cmp.env_diff
+        ],
         "sections": _sections(cmp),
         "dist_groups": _groups(figures, "distribution"),
         "monitor_groups": _groups(figures, "monitor"),
@@ -181,14 +241,16 @@ def render_report(runs: list[RunRecord], comparison: Comparison | None = None,
 
 
 def _safe_script(js: str) -> str:
-    if "</script" in js.lower():   # our own file; never let it end its element early
+    if "</script" in js.lower():  # our own file; never let it end its element early
         raise ValueError("report.js must not contain '</script'")
     return js
 
 
-def write_report(runs: list[RunRecord], path: str | Path, primary: list[str] | None = None,
-                 mechanisms: list[str] | None = None) -> str:
+def write_report(
+    runs: list[RunRecord], path: str | Path, primary: list[str] | None = None, mechanisms: list[str] | None = None
+) -> str:
     """Write the self-contained HTML report of ``runs`` (the first is the baseline) to ``path``
     (a regular file, or ``-`` for stdout: report/output.py); returns where it went."""
     from mmbench.report.output import write_output
+
     return write_output(str(path), render_report(runs, primary=primary, mechanisms=mechanisms))

@@ -24,8 +24,10 @@ COMPARED = ("table", "huge", "locality")
 
 def _header(runs: list[str], first: int, width: int) -> list[str]:
     names = [header_names(n) for n in runs]
-    return [f"{'':>{first}}" + "".join(f"{top:>{width}}" for top, _ in names),
-            f"{'':>{first}}" + "".join(f"{bottom:>{width}}" for _, bottom in names)]
+    return [
+        f"{'':>{first}}" + "".join(f"{top:>{width}}" for top, _ in names),
+        f"{'':>{first}}" + "".join(f"{bottom:>{width}}" for _, bottom in names),
+    ]
 
 
 def table(sec: Section, runs: list[str]) -> list[str]:
@@ -60,26 +62,39 @@ def ratio_table(sec: Section, runs: list[str]) -> list[str]:
     formats = len(ratios) + 1
 
     def cells(k: int, value: float | None, pct: float | None, cid: float | None, summary: bool) -> str:
-        if k >= formats:       # PrintGeneric's default format, for each of the three
+        if k >= formats:  # PrintGeneric's default format, for each of the three
             if summary:
                 return _cell(value, field, 2) + " " * field * 2
-            return (f"{_num(value):{field}.2f}{_num(pct):{field}.2f}"
-                    + (f"{cid:{field}.2f}" if cid is not None else f"{'NaN':>{field}}"))
+            return f"{_num(value):{field}.2f}{_num(pct):{field}.2f}" + (
+                f"{cid:{field}.2f}" if cid is not None else f"{'NaN':>{field}}"
+            )
         if summary:
             return _cell(value, field, decimals) + " " * 17
-        return (f"{_num(value):{field}.{decimals}f} ({_num(pct):.2f}%)"
-                + (f" ({cid:+.2f}s)" if cid is not None else " (NaNs)"))
+        return f"{_num(value):{field}.{decimals}f} ({_num(pct):.2f}%)" + (
+            f" ({cid:+.2f}s)" if cid is not None else " (NaNs)"
+        )
 
     lines = _header(runs, width, field + 11)
     for r in ratios:
-        lines.append(f"{'Ratio ' + r.metric:<{width}}" + "".join(
-            cells(k, r.values.get(n), r.pct.get(n),
-                  cidiff[r.metric].values.get(n) if r.metric in cidiff else None, False)
-            for k, n in enumerate(runs)))
+        lines.append(
+            f"{'Ratio ' + r.metric:<{width}}"
+            + "".join(
+                cells(
+                    k,
+                    r.values.get(n),
+                    r.pct.get(n),
+                    cidiff[r.metric].values.get(n) if r.metric in cidiff else None,
+                    False,
+                )
+                for k, n in enumerate(runs)
+            )
+        )
     for r in sec.rows:
         if r.stat in ("Dmean", "Dmin", "Dmax", "Gmean"):
-            lines.append(f"{r.stat + ' ' * (6 - len(r.stat)) + r.metric:<{width}}" + "".join(
-                cells(k, r.values.get(n), None, None, True) for k, n in enumerate(runs)))
+            lines.append(
+                f"{r.stat + ' ' * (6 - len(r.stat)) + r.metric:<{width}}"
+                + "".join(cells(k, r.values.get(n), None, None, True) for k, n in enumerate(runs))
+            )
     return lines
 
 
@@ -124,8 +139,7 @@ def benchmark(label: str, secs: list[Section], runs: list[str]) -> tuple[list[st
     if io is not None and not io.layout.get("omitted"):
         out += ["", *table(io, runs)]
     elif io is not None:
-        tail += [f"== {label} iostat (not in compare-kernels.sh's report: {io.layout['omitted']})",
-                 *table(io, runs)]
+        tail += [f"== {label} iostat (not in compare-kernels.sh's report: {io.layout['omitted']})", *table(io, runs)]
     for sec in secs:
         if sec.layout.get("part") == "monitor-view" and sec.rows:
             for series, one in _views(sec, runs):
@@ -147,7 +161,7 @@ def render(cmp: Comparison, options: dict[str, Any], rest: Any) -> str:
     for label, secs in groups.items():
         lines, after = benchmark(label, secs, runs)
         left_out = next((s.layout["benchmark_omitted"] for s in secs if s.layout.get("benchmark_omitted")), "")
-        if left_out:      # compare-kernels.sh does not report it: after its report, said why
+        if left_out:  # compare-kernels.sh does not report it: after its report, said why
             tail += [f"== {label} (not in compare-kernels.sh's report: {left_out})", *lines[1:], *after]
         else:
             out += lines

@@ -17,8 +17,13 @@ from pathlib import Path
 
 from mmbench.errors import UsageError
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _is_stdout(st: os.stat_result) -> bool:
@@ -36,7 +41,7 @@ def resolve_target(spec: str, flag: str = "-o") -> Path | None:
         raise UsageError(f"{flag}: give a file name, or - for stdout")
     path = Path(spec)
     try:
-        st = os.stat(path)              # follows symlinks: what would really be written
+        st = os.stat(path)  # follows symlinks: what would really be written
     except FileNotFoundError:
         if path.is_symlink():
             raise UsageError(f"{flag} {spec}: a symlink to a missing file; give a file name") from None
@@ -48,7 +53,7 @@ def resolve_target(spec: str, flag: str = "-o") -> Path | None:
     if _is_stdout(st):
         return None
     if stat.S_ISREG(st.st_mode):
-        return Path(os.path.realpath(path))   # replace the link's target, keep the link
+        return Path(os.path.realpath(path))  # replace the link's target, keep the link
     kind = next((what for test, what in _KINDS if test(st.st_mode)), "not a regular file")
     raise UsageError(f"{flag} {spec}: is {kind}, not a regular file; give a file name, or - for stdout")
 
@@ -73,7 +78,7 @@ def write_output(spec: str, data: str | bytes, flag: str = "-o") -> str:
         try:
             view = memoryview(raw)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
         os.replace(tmp, target)

@@ -21,24 +21,40 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e3
 
 def _names(runs: list[RunRecord]) -> list[str]:
     from mmbench.analysis.compare import unique_names
+
     return unique_names(runs)
 
 
 def _t(s: str) -> str:
-    return s.replace("$", r"\$")   # never mathtext: names come from the store
+    return s.replace("$", r"\$")  # never mathtext: names come from the store
 
 
 def _draw(ax, fig: figs.Figure, names: list[str]) -> None:
     if fig.kind == "box":
         stats, pos, colors = [], [], []
         for b in fig.boxes:
-            stats.append({"med": b.med, "q1": b.q1, "q3": b.q3, "whislo": b.lo, "whishi": b.hi,
-                          "mean": b.mean, "label": _t(names[b.run]), "fliers": []})
+            stats.append(
+                {
+                    "med": b.med,
+                    "q1": b.q1,
+                    "q3": b.q3,
+                    "whislo": b.lo,
+                    "whishi": b.hi,
+                    "mean": b.mean,
+                    "label": _t(names[b.run]),
+                    "fliers": [],
+                }
+            )
             pos.append(b.run)
             colors.append(COLORS[b.run % len(COLORS)])
-        art = ax.bxp(stats, positions=pos, widths=0.45, showmeans=True, patch_artist=True,
-                     meanprops={"marker": "D", "markersize": 5, "markerfacecolor": "black",
-                                "markeredgecolor": "black"})
+        art = ax.bxp(
+            stats,
+            positions=pos,
+            widths=0.45,
+            showmeans=True,
+            patch_artist=True,
+            meanprops={"marker": "D", "markersize": 5, "markerfacecolor": "black", "markeredgecolor": "black"},
+        )
         for patch, c in zip(art["boxes"], colors):
             patch.set_facecolor(c)
             patch.set_alpha(0.25)
@@ -67,8 +83,15 @@ def _draw(ax, fig: figs.Figure, names: list[str]) -> None:
                 label = None if s.faint or s.run in seen else _t(names[s.run])
                 if not s.faint:
                     seen.add(s.run)
-            ax.plot(xs, ys, color=c, alpha=0.3 if s.faint else 1.0, linewidth=0.8 if s.faint else 1.6,
-                    drawstyle="steps-post" if fig.kind == "cdf" else "default", label=label)
+            ax.plot(
+                xs,
+                ys,
+                color=c,
+                alpha=0.3 if s.faint else 1.0,
+                linewidth=0.8 if s.faint else 1.6,
+                drawstyle="steps-post" if fig.kind == "cdf" else "default",
+                label=label,
+            )
         if fig.logx:
             ax.set_xscale("log")
         if fig.kind == "cdf":
@@ -91,9 +114,11 @@ def write_plots(runs: list[RunRecord], outdir: Path, fmt: str = "png") -> list[P
     try:
         import matplotlib
     except ImportError:
-        raise EnvironmentUnsupported("mmbench plot needs matplotlib: pip install 'mmbench[plot]' "
-                                     "(scripts/setup.sh installs it); `mmbench report` draws the "
-                                     "same graphs without it") from None
+        raise EnvironmentUnsupported(
+            "mmbench plot needs matplotlib: pip install 'mmbench[plot]' "
+            "(scripts/setup.sh installs it); `mmbench report` draws the "
+            "same graphs without it"
+        ) from None
     matplotlib.use("Agg", force=True)
     from matplotlib.figure import Figure as MplFigure
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -116,6 +141,6 @@ def write_plots(runs: list[RunRecord], outdir: Path, fmt: str = "png") -> list[P
         path = outdir / f"{stem}.{fmt}"
         buf = io.BytesIO()
         mf.savefig(buf, format=fmt)
-        write_output(str(path), buf.getvalue())   # only ever a regular file, replaced atomically
+        write_output(str(path), buf.getvalue())  # only ever a regular file, replaced atomically
         paths.append(path)
     return paths

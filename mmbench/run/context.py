@@ -23,9 +23,18 @@ WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
 
 
 class IterationContext:
-    def __init__(self, *, params: dict[str, Any], budget: int, workdir: Path, rawdir: Path,
-                 sandbox: MemorySandbox, journal: Journal, log: Callable[[str], None] = print,
-                 stop_event: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        params: dict[str, Any],
+        budget: int,
+        workdir: Path,
+        rawdir: Path,
+        sandbox: MemorySandbox,
+        journal: Journal,
+        log: Callable[[str], None] = print,
+        stop_event: threading.Event | None = None,
+    ) -> None:
         self.params = params
         self.budget = budget
         self.ncpus = os.cpu_count() or 1
@@ -51,6 +60,7 @@ class IterationContext:
             sandbox.attach(os.getpid())
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
         return enter
 
     def _out(self, name: str | None, mode: str = "w") -> Any:
@@ -60,14 +70,29 @@ class IterationContext:
             return subprocess.PIPE
         return open(self.rawdir / name, mode)
 
-    def spawn(self, argv: Sequence[str], *, stdout: str | None = None, stderr: str | None = None,
-              cwd: Path | None = None, env: dict[str, str] | None = None, stdin: Any = None) -> subprocess.Popen:
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        stdout: str | None = None,
+        stderr: str | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        stdin: Any = None,
+    ) -> subprocess.Popen:
         out = self._out(stdout)
         err = self._out(stderr) if stderr != stdout or stderr is None else subprocess.STDOUT
         try:
-            proc = subprocess.Popen(list(map(str, argv)), stdout=out, stderr=err, cwd=cwd,
-                                    env={**os.environ, **(env or {})}, stdin=stdin or subprocess.DEVNULL,
-                                    preexec_fn=self._preexec(), text=True)
+            proc = subprocess.Popen(
+                list(map(str, argv)),
+                stdout=out,
+                stderr=err,
+                cwd=cwd,
+                env={**os.environ, **(env or {})},
+                stdin=stdin or subprocess.DEVNULL,
+                preexec_fn=self._preexec(),
+                text=True,
+            )
         except FileNotFoundError as e:
             raise WorkloadError(f"cannot run {argv[0]}: {e.strerror}") from None
         finally:
@@ -77,9 +102,16 @@ class IterationContext:
         self.procs.append(proc)  # the sandbox's cgroup entry in the journal kills it after a crash
         return proc
 
-    def run(self, argv: Sequence[str], *, raw_name: str | None = None, timeout: float | None = None,
-            cwd: Path | None = None, env: dict[str, str] | None = None,
-            check: bool = True) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        raw_name: str | None = None,
+        timeout: float | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess:
         proc = self.spawn(argv, stdout="-", stderr=(f"{raw_name}.err" if raw_name else None), cwd=cwd, env=env)
         try:
             out, _ = proc.communicate(timeout=timeout)
@@ -90,10 +122,13 @@ class IterationContext:
             (self.rawdir / raw_name).write_text(out or "")
         if check and proc.returncode != 0:
             if proc.returncode in (-signal.SIGKILL, 137) and self.sandbox.oom_kills() > 0:
-                raise WorkloadError(f"{Path(argv[0]).name} was OOM-killed in the sandbox "
-                                    f"(limit {self.sandbox.limit} bytes)")
-            raise WorkloadError(f"{Path(argv[0]).name} exited with status {proc.returncode}"
-                                + (f" (see {raw_name}.err)" if raw_name else ""))
+                raise WorkloadError(
+                    f"{Path(argv[0]).name} was OOM-killed in the sandbox (limit {self.sandbox.limit} bytes)"
+                )
+            raise WorkloadError(
+                f"{Path(argv[0]).name} exited with status {proc.returncode}"
+                + (f" (see {raw_name}.err)" if raw_name else "")
+            )
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, None)
 
     def stop(self, proc: subprocess.Popen, timeout: float = 5.0) -> int:

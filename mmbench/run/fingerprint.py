@@ -83,18 +83,17 @@ def _swaps() -> list[str]:
     return [" ".join(line.split()[:3]) for line in _read("/proc/swaps").splitlines()[1:]]
 
 
-def fingerprint(suite_hash: str = "", budget: int | None = None, sandbox: str = "memcg",
-                aims: list[str] | None = None) -> dict[str, Any]:
+def fingerprint(
+    suite_hash: str = "", budget: int | None = None, sandbox: str = "memcg", aims: list[str] | None = None
+) -> dict[str, Any]:
     uname = os.uname()
     nodes = sorted(p.name for p in Path("/sys/devices/system/node").glob("node[0-9]*"))
     return {
         "host": socket.gethostname(),
-        "kernel": {"release": uname.release, "version": _read("/proc/version"),
-                   "cmdline": _read("/proc/cmdline")},
+        "kernel": {"release": uname.release, "version": _read("/proc/version"), "cmdline": _read("/proc/cmdline")},
         "vm": _dir_values(Path("/proc/sys/vm"), _VM_SKIP, depth=0),
         "thp": _dir_values(THP_DIR, _THP_SKIP, depth=1),
-        "swap": {"devices": _swaps(),
-                 "zswap": _dir_values(Path("/sys/module/zswap/parameters"), depth=0)},
+        "swap": {"devices": _swaps(), "zswap": _dir_values(Path("/sys/module/zswap/parameters"), depth=0)},
         "cpu": {"model": _cpu_model(), "count": os.cpu_count()},
         "memory": {**_meminfo(), "budget": budget},
         # memcg: workloads ran in a memory cgroup limited to the budget; none: whole machine.
@@ -108,8 +107,10 @@ def fingerprint(suite_hash: str = "", budget: int | None = None, sandbox: str = 
 
 def flatten(fp: dict[str, Any]) -> dict[str, str]:
     """'thp.enabled' → 'madvise': the form in which fingerprints are compared line by line."""
+
     def text(v: Any) -> str:
         if isinstance(v, list):
             return ", ".join(map(str, v))
         return "" if v is None or v == {} else str(v)
+
     return {k: text(v) for k, v in flatten_dict(fp).items()}

@@ -54,16 +54,16 @@ class IterationPlan:
     budget: int
     index: int
     warmup: bool
-    itdir: Path                     # where files are written (a staging folder during a run)
+    itdir: Path  # where files are written (a staging folder during a run)
     rundir: Path
     scratch: Path
     actions: dict[str, Any] = field(default_factory=dict)
     monitors: list[MonitorSpec] = field(default_factory=list)
     companions: list[CompanionSpec] = field(default_factory=list)
     recorded_dir: Path | None = None  # <run>/<label>/iter-<N>: the folder once stored (default itdir)
-    timeout: float | None = None      # seconds; the workload is stopped and the iteration fails after
+    timeout: float | None = None  # seconds; the workload is stopped and the iteration fails after
 
-    sandbox_mode: str = "memcg"     # "memcg" (limit = budget) or "none" (whole machine)
+    sandbox_mode: str = "memcg"  # "memcg" (limit = budget) or "none" (whole machine)
 
 
 class _Watchdog:
@@ -120,14 +120,23 @@ def per_iteration_actions(actions: dict[str, Any]) -> None:
         Path("/proc/sys/vm/compact_memory").write_text("1")
 
 
-def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], None] = print,
-                  announce_unavailable: Callable[[str, str], None] | None = None) -> IterationResult:
+def run_iteration(
+    plan: IterationPlan,
+    journal: Journal,
+    log: Callable[[str], None] = print,
+    announce_unavailable: Callable[[str, str], None] | None = None,
+) -> IterationResult:
     itdir = plan.itdir
     rawdir = itdir / "raw"
     rawdir.mkdir(parents=True, exist_ok=True)
     recorded = plan.recorded_dir or itdir
-    result = IterationResult(workload=plan.label, index=plan.index, warmup=plan.warmup, status="ok",
-                             path=str(recorded.relative_to(plan.rundir)))
+    result = IterationResult(
+        workload=plan.label,
+        index=plan.index,
+        warmup=plan.warmup,
+        status="ok",
+        path=str(recorded.relative_to(plan.rundir)),
+    )
     mark = journal.mark()
     workdir = plan.scratch / f"{plan.run_name}-{plan.label}-{plan.index}-{os.getpid()}"
     sandbox: MemorySandbox | None = None
@@ -138,10 +147,21 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
         journal.record("remove", path=str(workdir))
         workdir.mkdir(parents=True, exist_ok=True)
         per_iteration_actions(plan.actions)
-        sandbox = MemorySandbox(f"{plan.run_name}-{plan.label}-{plan.index}-{os.getpid()}", plan.budget, journal,
-                                whole_machine=plan.sandbox_mode == "none").create()
-        ctx = IterationContext(params=plan.params, budget=plan.budget, workdir=workdir, rawdir=rawdir,
-                               sandbox=sandbox, journal=journal, log=log)
+        sandbox = MemorySandbox(
+            f"{plan.run_name}-{plan.label}-{plan.index}-{os.getpid()}",
+            plan.budget,
+            journal,
+            whole_machine=plan.sandbox_mode == "none",
+        ).create()
+        ctx = IterationContext(
+            params=plan.params,
+            budget=plan.budget,
+            workdir=workdir,
+            rawdir=rawdir,
+            sandbox=sandbox,
+            journal=journal,
+            log=log,
+        )
         # innermost monitors start last and stop first (_teardown stops them in that order)
         for spec in sorted(plan.monitors, key=lambda m: bool(getattr(m.cls, "innermost", False))):
             mon = spec.cls()
@@ -153,9 +173,18 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
                 continue
             mdir = itdir / "monitors" / spec.name
             try:
-                mon.start(MonitorContext(outdir=mdir, interval=spec.interval, params=spec.params,
-                                         sandbox_paths=dict(sandbox.paths), sandbox_pids=sandbox.pids,
-                                         journal=journal, log=log, binary=binary_for))
+                mon.start(
+                    MonitorContext(
+                        outdir=mdir,
+                        interval=spec.interval,
+                        params=spec.params,
+                        sandbox_paths=dict(sandbox.paths),
+                        sandbox_pids=sandbox.pids,
+                        journal=journal,
+                        log=log,
+                        binary=binary_for,
+                    )
+                )
                 running.append((spec, mon))
             except Exception as e:  # a failing monitor is reported; the run goes on
                 result.monitors[spec.name] = {"error": f"{type(e).__name__}: {e}"}
@@ -172,14 +201,23 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
         result.started = time.time()
         t0 = time.monotonic()
         for comp in plan.companions:
-            ccx = IterationContext(params=comp.params, budget=plan.budget, workdir=workdir, rawdir=rawdir,
-                                   sandbox=sandbox, journal=journal, log=log, stop_event=threading.Event())
+            ccx = IterationContext(
+                params=comp.params,
+                budget=plan.budget,
+                workdir=workdir,
+                rawdir=rawdir,
+                sandbox=sandbox,
+                journal=journal,
+                log=log,
+                stop_event=threading.Event(),
+            )
             box: dict[str, Any] = {"ctx": ccx, "workload": comp.workload}
             th = threading.Thread(target=_companion, args=(comp.workload, ccx, box), daemon=True)
             th.start()
             companion_threads.append((th, box))
-        watchdog = _Watchdog(plan.timeout, sandbox,
-                             [ctx.stop_event, *(box["ctx"].stop_event for _, box in companion_threads)]).start()
+        watchdog = _Watchdog(
+            plan.timeout, sandbox, [ctx.stop_event, *(box["ctx"].stop_event for _, box in companion_threads)]
+        ).start()
         try:
             samples = plan.workload.run(ctx)
         except (WorkloadError, EnvironmentUnsupported) as e:
@@ -197,12 +235,20 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
         after = read_vmstat()
         (itdir / "vmstat-after").write_text(after)
         cpu1 = sandbox.cpu_times() or (0.0, 0.0)
-        result.duration = {"user": round(cpu1[0] - cpu0[0], 6), "system": round(cpu1[1] - cpu0[1], 6),
-                           "elapsed": round(elapsed, 6)}
+        result.duration = {
+            "user": round(cpu1[0] - cpu0[0], 6),
+            "system": round(cpu1[1] - cpu0[1], 6),
+            "elapsed": round(elapsed, 6),
+        }
         result.vmstat_delta = vmstat_delta(parse_vmstat(before), parse_vmstat(after))
         ooms = sandbox.oom_kills()
-        result.memcg = {"oom_kills": ooms, "failcnt": sandbox.failcnt(), "max_usage": sandbox.max_usage() or 0,
-                        "limit": sandbox.limit, "mode": sandbox.mode}
+        result.memcg = {
+            "oom_kills": ooms,
+            "failcnt": sandbox.failcnt(),
+            "max_usage": sandbox.max_usage() or 0,
+            "limit": sandbox.limit,
+            "mode": sandbox.mode,
+        }
         for th, box in companion_threads:
             if "error" in box and result.status == "ok":
                 result.status, result.reason = "failed", f"companion {box['workload'].name}: {box['error']}"
@@ -210,14 +256,19 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
         if watchdog.fired.is_set():
             assert plan.timeout is not None
             result.status = "failed"
-            result.reason = (f"timed out: the workload did not finish within {plan.timeout:g} s "
-                             f"(raise it with the suite's or the workload's timeout)")
+            result.reason = (
+                f"timed out: the workload did not finish within {plan.timeout:g} s "
+                f"(raise it with the suite's or the workload's timeout)"
+            )
             samples = {}
         elif ooms:
             result.status = "oom"
-            where = ("OOM kill on the machine (whole-machine mode: "
-                     f"{ooms} process(es) killed, MemTotal {sandbox.limit >> 20} MiB)" if sandbox.whole_machine else
-                     f"OOM kill in the sandbox ({ooms} process(es) killed at the {plan.budget >> 20} MiB limit)")
+            where = (
+                "OOM kill on the machine (whole-machine mode: "
+                f"{ooms} process(es) killed, MemTotal {sandbox.limit >> 20} MiB)"
+                if sandbox.whole_machine
+                else f"OOM kill in the sandbox ({ooms} process(es) killed at the {plan.budget >> 20} MiB limit)"
+            )
             result.reason = where + (f"; {result.reason}" if result.reason else "")
         if result.status == "ok":
             declared = {m.name for m in plan.metrics}
@@ -226,8 +277,10 @@ def run_iteration(plan: IterationPlan, journal: Journal, log: Callable[[str], No
                 result.status = "failed"
                 result.reason = f"workload returned undeclared metric(s): {', '.join(unknown)}"
         if result.status == "ok":
-            for wl, params, role in [(plan.workload, plan.params, ""),
-                                     *((c.workload, c.params, f"companion {c.workload.name}: ") for c in plan.companions)]:
+            for wl, params, role in [
+                (plan.workload, plan.params, ""),
+                *((c.workload, c.params, f"companion {c.workload.name}: ") for c in plan.companions),
+            ]:
                 why = no_work_reason(wl, params, samples)
                 if why:
                     result.status, result.reason = "failed", role + why
@@ -247,8 +300,10 @@ def no_work_reason(workload: Workload, params: dict[str, Any], samples: Samples)
     metric it declares as proof of work has a sample that is finite and not 0."""
     proofs = workload.work_metrics(params)
     if proofs is None:
-        return (f"workload {workload.name} declares no metric that proves an iteration did work "
-                f"(Workload.work), so its figures cannot be trusted")
+        return (
+            f"workload {workload.name} declares no metric that proves an iteration did work "
+            f"(Workload.work), so its figures cannot be trusted"
+        )
     for proof in proofs:
         names = (proof,) if isinstance(proof, str) else tuple(proof)
         values = [v for n in names for v in samples.get(n, [])]
@@ -260,9 +315,17 @@ def no_work_reason(workload: Workload, params: dict[str, Any], samples: Samples)
     return None
 
 
-def _teardown(plan: IterationPlan, result: IterationResult, running: list[tuple[MonitorSpec, Monitor]],
-              ctx: IterationContext | None, sandbox: MemorySandbox | None, journal: Journal, mark: int,
-              workdir: Path, log: Callable[[str], None]) -> None:
+def _teardown(
+    plan: IterationPlan,
+    result: IterationResult,
+    running: list[tuple[MonitorSpec, Monitor]],
+    ctx: IterationContext | None,
+    sandbox: MemorySandbox | None,
+    journal: Journal,
+    mark: int,
+    workdir: Path,
+    log: Callable[[str], None],
+) -> None:
     itdir = plan.itdir
     recorded = plan.recorded_dir or itdir
     for spec, mon in sorted(running, key=lambda r: not getattr(r[0].cls, "innermost", False)):
@@ -270,10 +333,12 @@ def _teardown(plan: IterationPlan, result: IterationResult, running: list[tuple[
             meta = mon.stop()
         except Exception as e:
             meta = {"error": f"{type(e).__name__}: {e}"}
-        for w in (meta or {}).get("warnings") or []:   # e.g. mm-trace decoded without its C decoder
+        for w in (meta or {}).get("warnings") or []:  # e.g. mm-trace decoded without its C decoder
             log(f"warning: monitor {spec.name}: {w}")
-        result.monitors[spec.name] = {"dir": str((recorded / "monitors" / spec.name).relative_to(plan.rundir)),
-                                      **(meta or {})}
+        result.monitors[spec.name] = {
+            "dir": str((recorded / "monitors" / spec.name).relative_to(plan.rundir)),
+            **(meta or {}),
+        }
         try:  # summarise once now, so compare and report read a small cached summary
             load_summary(spec.cls, itdir / "monitors" / spec.name, result.monitors[spec.name])
         except Exception as e:

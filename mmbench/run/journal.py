@@ -26,10 +26,9 @@ from mmbench.model.kernel import append_line, read_knob, write_knob
 from mmbench.errors import UsageError
 from mmbench.run import signals
 
+
 def state_dir() -> Path:
     return Path(os.environ.get("MMBENCH_STATE_DIR", "/var/lib/mmbench"))
-
-
 
 
 class Journal:
@@ -41,10 +40,10 @@ class Journal:
         self.lock_path = self.dir / "journal.lock"
         self._lock_fd: int | None = None
         self.entries: list[dict[str, Any]] = []
-        self.undone: list[str] = []   # what the last restore pass put back, failed at, left
+        self.undone: list[str] = []  # what the last restore pass put back, failed at, left
         self.failed: list[str] = []
         self.left: list[str] = []
-        self.unreadable: list[str] = []   # journal lines that could not be read (said, set aside)
+        self.unreadable: list[str] = []  # journal lines that could not be read (said, set aside)
 
     # -- ownership ---------------------------------------------------------------------------
     def acquire(self) -> list[str]:
@@ -52,11 +51,13 @@ class Journal:
         self.lock()
         messages: list[str] = []
         with signals.held():
-            messages += self.unreadable    # lock() loaded the journal and set aside what it could not read
+            messages += self.unreadable  # lock() loaded the journal and set aside what it could not read
             if self.path.exists():
                 if self.entries:
-                    messages.append(f"a previous mmbench run did not finish: restoring {len(self.entries)} "
-                                    f"change(s) from {self.path}")
+                    messages.append(
+                        f"a previous mmbench run did not finish: restoring {len(self.entries)} "
+                        f"change(s) from {self.path}"
+                    )
                     messages += self.restore()
                     # what could not be put back stays journaled: retried at the end of this run
                     # and by every later restore
@@ -91,8 +92,10 @@ class Journal:
                     continue
                 holder = _lock_holder(fd, self.lock_path) if my_turn else "others are queued for it"
                 os.close(fd)
-                raise UsageError(f"another mmbench process ({holder}) is changing this machine; "
-                                 f"wait for it to finish (or set MMBENCH_LOCK_WAIT=SECONDS to queue)") from None
+                raise UsageError(
+                    f"another mmbench process ({holder}) is changing this machine; "
+                    f"wait for it to finish (or set MMBENCH_LOCK_WAIT=SECONDS to queue)"
+                ) from None
         finally:
             if ticket is not None:
                 ticket.drop()
@@ -137,20 +140,19 @@ class Journal:
         for lineno, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            torn = lineno == len(lines)   # no newline after it: the write was cut short
+            torn = lineno == len(lines)  # no newline after it: the write was cut short
             try:
                 entry = json.loads(line.decode("utf-8"))
                 # (an unknown kind stays: restore says it cannot undo it, a newer mmbench may)
                 if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
-                    raise ValueError("not a journal entry (a JSON object with a \"kind\")")
+                    raise ValueError('not a journal entry (a JSON object with a "kind")')
             except UnicodeDecodeError:
                 if not torn:
                     bad.append((lineno, line, "not UTF-8"))
                 continue
-            except ValueError as e:   # JSONDecodeError included
+            except ValueError as e:  # JSONDecodeError included
                 if not torn:
-                    bad.append((lineno, line, str(e).split(":")[0] if isinstance(e, json.JSONDecodeError)
-                                else str(e)))
+                    bad.append((lineno, line, str(e).split(":")[0] if isinstance(e, json.JSONDecodeError) else str(e)))
                 continue
             out.append(entry)
         if bad:
@@ -166,8 +168,10 @@ class Journal:
         except OSError as e:
             kept = f"could not be kept ({e.strerror or e})"
         for lineno, _, why in bad:
-            self.unreadable.append(f"{self.path}: line {lineno}: {why}; skipped ({kept}: what it changed, "
-                                   f"if anything, is not put back automatically)")
+            self.unreadable.append(
+                f"{self.path}: line {lineno}: {why}; skipped ({kept}: what it changed, "
+                f"if anything, is not put back automatically)"
+            )
 
     def _append(self, entry: dict[str, Any]) -> None:
         # "owner": the mmbench process that made the change ("pid" is a process entry's own field)
@@ -233,8 +237,9 @@ class Journal:
                 except Exception as e:  # keep going: every other change must still go back
                     keep.insert(0, entry)
                     self.failed.append(describe(entry))
-                    problems.append(f"could not undo {describe(entry)}: {e} (kept in {self.path}; "
-                                    f"'mmbench restore' retries it)")
+                    problems.append(
+                        f"could not undo {describe(entry)}: {e} (kept in {self.path}; 'mmbench restore' retries it)"
+                    )
             self.entries = self.entries[:since] + keep
             if self.path.exists() or self.entries:
                 self._rewrite()
@@ -288,14 +293,14 @@ def _first_in_queue(queue: Path, ticket: "_Ticket | None") -> bool:
         try:
             fd = os.open(queue / name, os.O_RDONLY)
         except FileNotFoundError:
-            continue                      # its owner got the lock or gave up meanwhile
+            continue  # its owner got the lock or gave up meanwhile
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            return False                  # a live waiter came first
+            return False  # a live waiter came first
         else:
             with contextlib.suppress(OSError):
-                (queue / name).unlink()   # its owner died
+                (queue / name).unlink()  # its owner died
         finally:
             os.close(fd)
     return True
@@ -338,9 +343,16 @@ def describe(entry: dict[str, Any]) -> str:
     """What undoing ``entry`` does, said the way an admin would: ``/proc/sys/vm/swappiness back to
     '60'``, ``swapoff /dev/zram0``, ``reset zram0``, ``unmount /var/tmp/x`` ..."""
     kind = entry.get("kind", "?")
-    verb = {"remove": "remove", "rmdir": "remove empty folder", "cgroup": "remove cgroup", "mount": "unmount",
-            "loop": "detach",
-            "swap": "swapoff", "zram": "reset", "process": "kill pid"}.get(kind, kind)
+    verb = {
+        "remove": "remove",
+        "rmdir": "remove empty folder",
+        "cgroup": "remove cgroup",
+        "mount": "unmount",
+        "loop": "detach",
+        "swap": "swapoff",
+        "zram": "reset",
+        "process": "kill pid",
+    }.get(kind, kind)
     if kind == "value":
         return f"{entry.get('path')} back to {entry.get('original')!r}"
     if kind == "tracefs-line":
@@ -358,7 +370,7 @@ def _is_busy(e: BaseException) -> bool:
     if isinstance(e, OSError) and e.errno == errno.EBUSY:
         return True
     if isinstance(e, subprocess.CalledProcessError):
-        text = (e.stderr or b"")
+        text = e.stderr or b""
         text = text.decode(errors="replace") if isinstance(text, bytes) else str(text)
         return "busy" in text.lower()
     return False
@@ -437,7 +449,7 @@ def _undo(entry: dict[str, Any]) -> bool:
         dev = entry["device"]
         backing = _loop_backing(dev)
         if backing is None or (entry.get("backing") and backing != entry["backing"]):
-            return False   # detached already (autoclear), or bound again by someone else
+            return False  # detached already (autoclear), or bound again by someone else
         subprocess.run(["losetup", "-d", dev], check=True, capture_output=True)
         return True
     if kind == "swap":
@@ -459,7 +471,7 @@ def _undo(entry: dict[str, Any]) -> bool:
             # errors ignored: a tracefs instance refuses unlink of its files but not the rmdir
             shutil.rmtree(p, ignore_errors=True)
             if p.exists():
-                p.rmdir()   # still there: this raises the real reason
+                p.rmdir()  # still there: this raises the real reason
             return True
         if p.exists() or p.is_symlink():
             p.unlink()
@@ -472,12 +484,12 @@ def _undo(entry: dict[str, Any]) -> bool:
         try:
             listed = entry["present"] in p.read_text()
         except OSError:
-            return False                 # the instance or event is gone, and the line with it
+            return False  # the instance or event is gone, and the line with it
         if not listed:
             return False
         append_line(p, entry["undo"])
         return True
-    if kind == "rmdir":   # a folder mmbench created for another (scratch's parents): only if empty
+    if kind == "rmdir":  # a folder mmbench created for another (scratch's parents): only if empty
         try:
             Path(entry["path"]).rmdir()
             return True
@@ -485,7 +497,7 @@ def _undo(entry: dict[str, Any]) -> bool:
             return False
         except OSError as e:
             if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
-                return False   # someone else's files are in it now: it is theirs too
+                return False  # someone else's files are in it now: it is theirs too
             raise
     raise ValueError(f"unknown journal entry kind {kind!r}")
 

@@ -91,7 +91,7 @@ class Progress:
         else:
             est = left * overall
         if self._it_t0 is not None and self.done < self.total:
-            est -= min(time.monotonic() - self._it_t0, est)   # the running iteration is partly done
+            est -= min(time.monotonic() - self._it_t0, est)  # the running iteration is partly done
         return max(0.0, est)
 
     # ---- events --------------------------------------------------------------------------------
@@ -108,12 +108,21 @@ class Progress:
             self._monitors_announced = True
             self.event("monitors", f"monitors active: {', '.join(self.monitors)}", monitors=list(self.monitors))
         tag = " (warm-up)" if warmup else ""
-        self.event("iteration-start", f"{suite}: {workload} iteration {index} ({index + 1} of {count}){tag}",
-                   suite=suite, workload=workload, iteration=index, of=count, warmup=warmup,
-                   done=self.done, total=self.total, monitors=list(self.monitors), eta=_round(self.eta()))
+        self.event(
+            "iteration-start",
+            f"{suite}: {workload} iteration {index} ({index + 1} of {count}){tag}",
+            suite=suite,
+            workload=workload,
+            iteration=index,
+            of=count,
+            warmup=warmup,
+            done=self.done,
+            total=self.total,
+            monitors=list(self.monitors),
+            eta=_round(self.eta()),
+        )
 
-    def end_iteration(self, workload: str, index: int, status: str, reason: str | None,
-                      elapsed: float) -> None:
+    def end_iteration(self, workload: str, index: int, status: str, reason: str | None, elapsed: float) -> None:
         took = time.monotonic() - (self._it_t0 if self._it_t0 is not None else self.t0)
         self._it_t0 = None
         self.done += 1
@@ -125,8 +134,18 @@ class Progress:
             msg += f" ({reason})"
         if eta is not None:
             msg += f"; {self.done}/{self.total} done, about {fmt_duration(eta)} left"
-        self.event("iteration-end", msg, workload=workload, iteration=index, status=status,
-                   reason=reason, elapsed_s=elapsed, done=self.done, total=self.total, eta=_round(eta))
+        self.event(
+            "iteration-end",
+            msg,
+            workload=workload,
+            iteration=index,
+            status=status,
+            reason=reason,
+            elapsed_s=elapsed,
+            done=self.done,
+            total=self.total,
+            eta=_round(eta),
+        )
 
     def info(self, message: str) -> None:
         self.event("info", message)
@@ -159,8 +178,13 @@ class JsonProgress(Progress):
     """One JSON object per event and line."""
 
     def event(self, kind: str, message: str, **data: Any) -> None:
-        obj = {"time": round(time.time(), 3), "event": kind, "message": message,
-               "elapsed": round(self.elapsed(), 3), **data}
+        obj = {
+            "time": round(time.time(), 3),
+            "event": kind,
+            "message": message,
+            "elapsed": round(self.elapsed(), 3),
+            **data,
+        }
         print(json.dumps(obj, default=str), file=self.stream, flush=True)
 
 
@@ -170,14 +194,17 @@ class LiveProgress(PlainProgress):
     def __init__(self, stream: TextIO | None = None, quiet: bool = False) -> None:
         super().__init__(stream, quiet)
         from rich.console import Console
+
         no_color = bool(os.environ.get("NO_COLOR"))
-        self.console = Console(file=self.stream, no_color=no_color, highlight=False,
-                               color_system=None if no_color else "auto")
+        self.console = Console(
+            file=self.stream, no_color=no_color, highlight=False, color_system=None if no_color else "auto"
+        )
         self._live = None
 
     def status_text(self):
         """The status block (a rich Text): also what tests look at."""
         from rich.text import Text
+
         t = Text()
         if not self.workload:
             t.append("starting…")
@@ -211,8 +238,15 @@ class LiveProgress(PlainProgress):
     def _ensure_live(self) -> None:
         if self._live is None:
             from rich.live import Live
-            self._live = Live(get_renderable=self.status_text, console=self.console, refresh_per_second=4,
-                              transient=True, redirect_stdout=False, redirect_stderr=False)
+
+            self._live = Live(
+                get_renderable=self.status_text,
+                console=self.console,
+                refresh_per_second=4,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
             self._live.start()
 
     def event(self, kind: str, message: str, **data: Any) -> None:
@@ -220,13 +254,12 @@ class LiveProgress(PlainProgress):
             self._ensure_live()
             return
         if kind == "monitors":
-            return                     # shown in the status block
+            return  # shown in the status block
         if self.quiet and kind not in ("warning", "error"):
             return
         style = {"warning": "yellow", "error": "bold red"}.get(kind)
         prefix = {"warning": "warning: ", "error": "error: "}.get(kind, "")
-        self.console.print(f"[{self.elapsed():7.1f}s] {prefix}{message}", style=style, markup=False,
-                           highlight=False)
+        self.console.print(f"[{self.elapsed():7.1f}s] {prefix}{message}", style=style, markup=False, highlight=False)
 
     def close(self) -> None:
         if self._live is not None:

@@ -44,11 +44,11 @@ def setup_swap(suite: Suite, journal: Journal) -> dict:
     if suite.swap.get("type", "none") == "none" and suite.swap.get("zswap") is None:
         return {}
     from mmbench.run import swap as swap_mod  # zram / swap file / zswap
+
     return swap_mod.setup_swap(suite.swap, suite.budget, journal)
 
 
-def run_suite(suite: Suite, name: str, store: Store, *, force: bool = False,
-              progress: Progress | None = None) -> str:
+def run_suite(suite: Suite, name: str, store: Store, *, force: bool = False, progress: Progress | None = None) -> str:
     """Run ``suite`` as ``name``; returns the final status (complete, failed, incomplete)."""
     progress = progress or PlainProgress()
     validate_run_name(name)
@@ -68,7 +68,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
     status = "failed"
     try:
         signals.checkpoint()
-        validated = validate_suite_settings(suite)   # before any is applied, on the kernel that runs it
+        validated = validate_suite_settings(suite)  # before any is applied, on the kernel that runs it
         apply_settings(validated, journal)
         if not suite.scratch.exists():  # workloads' scratch space: removed with the run
             # and so are the parents it needed (each removed only if still empty: not only ours then)
@@ -81,17 +81,25 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
         fp = fingerprint(suite.hash, suite.budget, suite.sandbox, suite.aims)
         if swap_info:
             fp["swap"]["setup"] = swap_info
-        writer = store.create_run(name, force=force, suite_text=suite.text, suite_hash=suite.hash,
-                                  suite_effective=suite.effective, fingerprint=fp,
-                                  settings={k: v for k, (p, v) in validated.items()},
-                                  description=suite.description)
+        writer = store.create_run(
+            name,
+            force=force,
+            suite_text=suite.text,
+            suite_hash=suite.hash,
+            suite_effective=suite.effective,
+            fingerprint=fp,
+            settings={k: v for k, (p, v) in validated.items()},
+            description=suite.description,
+        )
         writer.meta["workload_order"] = [w.label for w in suite.workloads]
         writer.meta["suite"] = suite.path.stem  # for history: one suite's runs over time
         progress.total = sum(w.warmup + w.iterations for w in suite.workloads)
         progress.monitors = [m.name for m in suite.monitors]
         mode = "whole machine, no memcg limit" if suite.sandbox == "none" else "memcg sandbox"
-        progress.info(f"run {name}: {len(suite.workloads)} workload(s), budget "
-                      f"{suite.budget >> 20} MiB ({mode}), results in {writer.path}")
+        progress.info(
+            f"run {name}: {len(suite.workloads)} workload(s), budget "
+            f"{suite.budget >> 20} MiB ({mode}), results in {writer.path}"
+        )
         for note in suite.notes:
             progress.info(note)
         warning = memcg_warning(suite.aims, suite.sandbox, suite.budget, fp["memory"].get("MemTotal"))
@@ -107,8 +115,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
 
         ok_iterations = 0
         for rw in suite.workloads:
-            writer.add_workload(WorkloadRun(label=rw.label, plugin=rw.plugin, params=rw.params,
-                                            metrics=rw.metrics))
+            writer.add_workload(WorkloadRun(label=rw.label, plugin=rw.plugin, params=rw.params, metrics=rw.metrics))
             count = rw.warmup + rw.iterations
             for index in range(count):
                 signals.checkpoint()
@@ -120,24 +127,36 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                 staging = writer.staging_dir(rw.label, index)
                 journal.record("remove", path=str(staging))
                 plan = IterationPlan(
-                    run_name=name, label=rw.label, workload=rw.workload, params=rw.params,
-                    metrics=rw.metrics, budget=suite.budget, index=index, warmup=warm,
-                    itdir=staging, rundir=writer.path, recorded_dir=writer.iteration_dir(rw.label, index),
-                    scratch=suite.scratch, actions=suite.actions,
+                    run_name=name,
+                    label=rw.label,
+                    workload=rw.workload,
+                    params=rw.params,
+                    metrics=rw.metrics,
+                    budget=suite.budget,
+                    index=index,
+                    warmup=warm,
+                    itdir=staging,
+                    rundir=writer.path,
+                    recorded_dir=writer.iteration_dir(rw.label, index),
+                    scratch=suite.scratch,
+                    actions=suite.actions,
                     monitors=[MonitorSpec(m.name, m.cls, m.interval, m.params) for m in suite.monitors],
                     companions=[CompanionSpec(w, p) for w, p in rw.companions],
-                    timeout=rw.timeout, sandbox_mode=suite.sandbox)
+                    timeout=rw.timeout,
+                    sandbox_mode=suite.sandbox,
+                )
                 try:
                     result = run_iteration(plan, journal, log=progress.info, announce_unavailable=announce)
-                except OSError as e:   # the iteration's files go into the results directory
+                except OSError as e:  # the iteration's files go into the results directory
                     if e.errno in (errno.ENOSPC, errno.EDQUOT):
                         raise StoreFull(_no_space(staging, suite.scratch)) from None
                     raise
                 with signals.held():
                     writer.add_iteration(result)  # durable before the next iteration starts
                 ok_iterations += result.status == "ok"
-                progress.end_iteration(rw.label, index, result.status, result.reason,
-                                       result.duration.get("elapsed", 0.0))
+                progress.end_iteration(
+                    rw.label, index, result.status, result.reason, result.duration.get("elapsed", 0.0)
+                )
         with signals.held():
             status = "complete" if ok_iterations else "failed"
             writer.finish(status)
@@ -149,7 +168,7 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
                 by = "SIGINT" if isinstance(e, KeyboardInterrupt) else str(e)
                 writer.finish("incomplete", note=f"interrupted by {by}")
         raise
-    except StoreFull as e:   # the results filesystem filled up: what was stored is kept
+    except StoreFull as e:  # the results filesystem filled up: what was stored is kept
         with signals.held():
             status = "incomplete"
             if writer is not None:
@@ -170,16 +189,17 @@ def _run(suite: Suite, name: str, store: Store, force: bool, progress: Progress,
         for p in problems:
             progress.warn(p)
         late = signals.take_pending()
-        signals.note_late(late)   # the command still exits 130/143 for it
+        signals.note_late(late)  # the command still exits 130/143 for it
         if late is not None:
-            progress.warn(f"{signals.signal_name(late)} arrived while the run was finishing; "
-                          f"nothing was cut short (run {name}: {status})")
+            progress.warn(
+                f"{signals.signal_name(late)} arrived while the run was finishing; "
+                f"nothing was cut short (run {name}: {status})"
+            )
         summary = journal.summary()
         restored = not journal.failed and not journal.left
         last_restore.update(restored=restored, summary=summary, status=status, stored=writer is not None)
-        if writer is not None or not restored:   # a usage error stays one line
-            progress.info(("machine state restored: " if restored else "machine state NOT fully restored: ")
-                          + summary)
+        if writer is not None or not restored:  # a usage error stays one line
+            progress.info(("machine state restored: " if restored else "machine state NOT fully restored: ") + summary)
         progress.close()
 
 
@@ -205,13 +225,15 @@ def restore_machine() -> tuple[list[str], bool]:
     """
     with signals.catch_signals():
         journal = Journal()
-        journal.lock()   # Ctrl-C while queueing for the lock raises here: nothing was touched
+        journal.lock()  # Ctrl-C while queueing for the lock raises here: nothing was touched
         with signals.held():
             if not journal.entries:
                 journal.release()
-                return [*journal.unreadable, "nothing to restore: no unfinished mmbench changes on this "
-                        "machine" + (" (besides the unreadable lines above)" if journal.unreadable else "")], \
-                    not journal.unreadable
+                return [
+                    *journal.unreadable,
+                    "nothing to restore: no unfinished mmbench changes on this "
+                    "machine" + (" (besides the unreadable lines above)" if journal.unreadable else ""),
+                ], not journal.unreadable
             try:
                 problems = journal.restore(stop_on_signal=True)
             finally:
@@ -221,5 +243,8 @@ def restore_machine() -> tuple[list[str], bool]:
             raise KeyboardInterrupt() if late == signal.SIGINT else Interrupted(signals.signal_name(late))
         signals.note_late(late)
         ok = not journal.failed and not journal.left and not journal.unreadable
-        return [*journal.unreadable, *problems, ("restored: " if ok else "NOT fully restored: ")
-                + journal.summary()], ok
+        return [
+            *journal.unreadable,
+            *problems,
+            ("restored: " if ok else "NOT fully restored: ") + journal.summary(),
+        ], ok

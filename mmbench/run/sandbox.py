@@ -73,8 +73,9 @@ class MemorySandbox:
         if self.version == 0 and whole_machine and (CGROUP_ROOT / "cgroup.subtree_control").exists():
             self.version = 2  # a cgroup2 root without the memory controller: accounting only
         if self.version == 0:
-            raise RuntimeError("no memory cgroup controller found (neither cgroup v2 memory.max "
-                               "nor v1 memory.limit_in_bytes)")
+            raise RuntimeError(
+                "no memory cgroup controller found (neither cgroup v2 memory.max nor v1 memory.limit_in_bytes)"
+            )
         self.paths: dict[str, Path] = {}
         self.blkio_path: Path | None = None
         self._oom0 = vmstat_value("oom_kill") if whole_machine else 0
@@ -200,6 +201,8 @@ class MemorySandbox:
             return kv.get("user_usec", 0) / 1e6, kv.get("system_usec", 0) / 1e6
         cpuacct = self.paths.get("cpuacct")
         if cpuacct is not None:
-            return (int((cpuacct / "cpuacct.usage_user").read_text()) / 1e9,
-                    int((cpuacct / "cpuacct.usage_sys").read_text()) / 1e9)
+            return (
+                int((cpuacct / "cpuacct.usage_user").read_text()) / 1e9,
+                int((cpuacct / "cpuacct.usage_sys").read_text()) / 1e9,
+            )
         return None

@@ -23,15 +23,16 @@ from mmbench.model.quirks import SETTING_NAMESPACES as NAMESPACES
 from mmbench.model.quirks import SETTING_RESERVED as RESERVED
 
 
-
 def knob_path(name: str) -> Path:
     """File behind a setting name, or UsageError naming what is wrong."""
     if name in ACTIONS:
         raise UsageError(f"settings.{name}: is an action, not a setting; use {ACTIONS[name]} = true")
     ns, _, rest = name.partition(".")
     if ns not in NAMESPACES or not rest:
-        raise UsageError(f"settings.{name}: unknown setting; settings start with "
-                         f"{', '.join(n + '.' for n in NAMESPACES)} (e.g. vm.swappiness, thp.enabled)")
+        raise UsageError(
+            f"settings.{name}: unknown setting; settings start with "
+            f"{', '.join(n + '.' for n in NAMESPACES)} (e.g. vm.swappiness, thp.enabled)"
+        )
     if name in RESERVED:
         raise UsageError(f"settings.{name}: is a read-only statistic, not a setting")
     for base in NAMESPACES[ns]:
@@ -41,8 +42,9 @@ def knob_path(name: str) -> Path:
         # the suite loader refuses keys that could leave the folder; a symlink inside it must not
         # either (the run writes this file as root)
         if not os.path.realpath(path).startswith(os.path.realpath(base) + os.sep):
-            raise UsageError(f"settings.{name}: {path} is not inside {base}; a setting never names a "
-                             f"file outside its folder")
+            raise UsageError(
+                f"settings.{name}: {path} is not inside {base}; a setting never names a file outside its folder"
+            )
         if path.is_file():
             return path
         parent = path.parent
@@ -68,7 +70,7 @@ RANGES: dict[str, tuple[int, int]] = {
     "vm.overcommit_ratio": (0, 2**63 - 1),
     "vm.compaction_proactiveness": (0, 100),
     "vm.extfrag_threshold": (0, 1000),
-    "vm.watermark_scale_factor": (1, 3000),   # older kernels stop at 1000 (and say EINVAL)
+    "vm.watermark_scale_factor": (1, 3000),  # older kernels stop at 1000 (and say EINVAL)
     "vm.min_free_kbytes": (0, 2**31 - 1),
     "vm.vfs_cache_pressure": (0, 2**31 - 1),
     "vm.watermark_boost_factor": (0, 2**31 - 1),
@@ -111,8 +113,7 @@ def _check_range(name: str, text: str, current: str) -> None:
     except ValueError:
         raise UsageError(f"settings.{name}: expected an integer, got {text!r}") from None
     if not lo_hi[0] <= value <= lo_hi[1]:
-        raise UsageError(f"settings.{name}: {value} is outside {lo_hi[0]}..{lo_hi[1]}, which this kernel "
-                         f"refuses")
+        raise UsageError(f"settings.{name}: {value} is outside {lo_hi[0]}..{lo_hi[1]}, which this kernel refuses")
 
 
 def validate_settings(settings: dict[str, Any]) -> dict[str, tuple[Path, str]]:
@@ -121,8 +122,11 @@ def validate_settings(settings: dict[str, Any]) -> dict[str, tuple[Path, str]]:
     for name, value in settings.items():
         path = knob_path(name)
         if isinstance(value, bool):
-            value = {"vm": "1", "kernel": "1"}.get(name.split(".")[0], "Y") if value else \
-                {"vm": "0", "kernel": "0"}.get(name.split(".")[0], "N")
+            value = (
+                {"vm": "1", "kernel": "1"}.get(name.split(".")[0], "Y")
+                if value
+                else {"vm": "0", "kernel": "0"}.get(name.split(".")[0], "N")
+            )
         text = str(value)
         if not os.access(path, os.W_OK) or not (path.stat().st_mode & 0o222):
             raise UsageError(f"settings.{name}: {path} is not writable (read-only knob, or not root)")

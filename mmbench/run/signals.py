@@ -24,16 +24,16 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 class _State:
     def __init__(self) -> None:
-        self.depth = 0                       # nesting of held() regions
-        self.pending: int | None = None      # a signal that arrived while held, not raised yet
-        self.stopping = False                # a signal was raised already: later ones are ignored
-        self.raised: int | None = None       # the signal raised (it may have been swallowed)
+        self.depth = 0  # nesting of held() regions
+        self.pending: int | None = None  # a signal that arrived while held, not raised yet
+        self.stopping = False  # a signal was raised already: later ones are ignored
+        self.raised: int | None = None  # the signal raised (it may have been swallowed)
         self.installed = False
 
 
 _state = _State()
-_ignore_after = False   # set by the CLI: once a run or restore is over, the process only exits
-_late: int | None = None   # a signal that came as the run or restore was ending (nothing cut short)
+_ignore_after = False  # set by the CLI: once a run or restore is over, the process only exits
+_late: int | None = None  # a signal that came as the run or restore was ending (nothing cut short)
 
 
 def ignore_after_exit() -> None:
@@ -67,7 +67,7 @@ def catching_after_exit() -> bool:
 
 
 _reported = False
-late_context = "all done"   # what is true when a late signal comes: set by the command
+late_context = "all done"  # what is true when a late signal comes: set by the command
 
 
 def report_late() -> None:

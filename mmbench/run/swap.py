@@ -34,7 +34,6 @@ ZRAM = "zram0"
 ZSWAP = Path("/sys/module/zswap/parameters")
 
 
-
 def active_swaps() -> list[str]:
     lines = Path("/proc/swaps").read_text().splitlines()[1:]
     return [line.split()[0] for line in lines if line.strip()]
@@ -65,20 +64,28 @@ def _setup_zram(p: dict[str, Any], journal: Journal) -> dict[str, Any]:
     if not sysdir.exists() and in_guest():
         # Debian's kernels build zram as a module (CONFIG_ZRAM=m): load it inside an mmbench VM
         # guest, where it dies with the guest.  On a host mmbench loads no modules.
-        subprocess.run(["modprobe", "-q", "zram", "num_devices=1"], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["modprobe", "-q", "zram", "num_devices=1"],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     if not sysdir.exists():
         raise EnvironmentUnsupported(f"{dev} does not exist (kernel without zram, or the device was removed)")
     if dev in active_swaps():
         raise UsageError(f"swap: {dev} is already in use as swap; swapoff it (and reset it) first")
     if int(read_text(sysdir / "disksize")) != 0:
-        raise UsageError(f"swap: {dev} is already in use (disksize is set); "
-                         f"reset it with 'echo 1 > {sysdir}/reset' if nothing needs it")
+        raise UsageError(
+            f"swap: {dev} is already in use (disksize is set); "
+            f"reset it with 'echo 1 > {sysdir}/reset' if nothing needs it"
+        )
     if any(line.split()[0] == dev for line in Path("/proc/mounts").read_text().splitlines()):
         raise UsageError(f"swap: {dev} is mounted")
     if p["compressor"] and p["compressor"] not in _choices(sysdir / "comp_algorithm"):
-        raise UsageError(f"swap.compressor: {p['compressor']!r} is not one of this kernel's zram "
-                         f"algorithms {_choices(sysdir / 'comp_algorithm')}")
+        raise UsageError(
+            f"swap.compressor: {p['compressor']!r} is not one of this kernel's zram "
+            f"algorithms {_choices(sysdir / 'comp_algorithm')}"
+        )
     journal.record("zram", device=ZRAM)
     if p["compressor"]:
         (sysdir / "comp_algorithm").write_text(p["compressor"])

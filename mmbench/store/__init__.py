@@ -19,6 +19,8 @@ def open_store(spec: str | Path | None, option: str = "--results") -> Store:
     spec = str(spec or os.environ.get("MMBENCH_RESULTS") or "results")
     if spec.startswith(("postgresql://", "postgres://")):
         from mmbench.store.pg import PgStore
+
         return PgStore(spec, option)
     from mmbench.store.fs import FileStore
+
     return FileStore(Path(spec).absolute(), option)

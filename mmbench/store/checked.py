@@ -32,7 +32,7 @@ class IndexCheckedFiles:
         text, root = str(path), str(self.store.root)
         if not text.startswith(root + os.sep):
             return None
-        rel = text[len(root) + 1:]
+        rel = text[len(root) + 1 :]
         run, sep, _ = rel.partition(os.sep)
         # (a folder whose name starts with a dot is no run: a run being received, a staging copy)
         return (run, rel) if sep and run and not run.startswith(".") else None
@@ -45,9 +45,13 @@ class IndexCheckedFiles:
         if run not in self.runs:
             self.runs[run] = {}
             if (self.store.root / "index.sqlite").exists():
-                try:   # the store's one connection: never a second one waiting on our own transaction
-                    self.runs[run] = {p: (d, doc) for p, d, doc in self.store.db().execute(
-                        "SELECT path, digest, document FROM checked WHERE run=?", (run,))}
+                try:  # the store's one connection: never a second one waiting on our own transaction
+                    self.runs[run] = {
+                        p: (d, doc)
+                        for p, d, doc in self.store.db().execute(
+                            "SELECT path, digest, document FROM checked WHERE run=?", (run,)
+                        )
+                    }
                 except (sqlite3.Error, StoreError):
                     pass
         return self.runs[run].get(rel)
@@ -56,7 +60,7 @@ class IndexCheckedFiles:
         where = self._where(path)
         if where is not None:
             self.runs.setdefault(where[0], {})[where[1]] = (digest, document)
-            if not self.pending:    # files read after the last run (monitor summaries) are kept too
+            if not self.pending:  # files read after the last run (monitor summaries) are kept too
                 atexit.register(self.flush)
             self.pending.append((*where, digest, document))
 
@@ -73,7 +77,7 @@ class IndexCheckedFiles:
             with self.store.db() as own:
                 own.executemany("INSERT OR REPLACE INTO checked VALUES (?,?,?,?)", rows)
         except (sqlite3.Error, StoreError, OSError):
-            pass   # a read-only or busy index: the next read validates again
+            pass  # a read-only or busy index: the next read validates again
 
     def forget(self, run: str) -> None:
         self.runs.pop(run, None)

@@ -36,19 +36,52 @@ from typing import Any, Iterator
 
 from mmbench import __version__
 from mmbench.errors import UsageError
-from mmbench.model.files import (VERIFY_HINT, StoreError, file_kind, kernel_release, read_checked, read_json,
-                                 read_object, read_regular, register_store_root, remember_checked_files,
-                                 samples_from_json, sidecar_reader)
+from mmbench.model.files import (
+    VERIFY_HINT,
+    StoreError,
+    file_kind,
+    kernel_release,
+    read_checked,
+    read_json,
+    read_object,
+    read_regular,
+    register_store_root,
+    remember_checked_files,
+    samples_from_json,
+    sidecar_reader,
+)
 from mmbench.model.kernel import proc_start_time
 from mmbench.model.results import IterationResult, MetricDef, RunRecord, WorkloadRun
 from mmbench.model.store import Store, reseal_documents, validate_run_name
 from mmbench.model.store_format import STORE_FORMAT
 from mmbench.store.checked import IndexCheckedFiles
-from mmbench.store.index import (INDEX_VERSION, SCHEMA, IndexDamaged, IndexUnavailable, content_digest,
-                                 damaged_rows, drop_run_rows, files_signature, indexed_files, insert_run, list_rows,
-                                 mean_rows_of, migrate, seal_rows)
-from mmbench.store.writer import (SPARE, SPARE_BYTES, FileRunWriter, boot_id, owner_check, store_write_error,
-                                  text_digest, warn, write_json)
+from mmbench.store.index import (
+    INDEX_VERSION,
+    SCHEMA,
+    IndexDamaged,
+    IndexUnavailable,
+    content_digest,
+    damaged_rows,
+    drop_run_rows,
+    files_signature,
+    indexed_files,
+    insert_run,
+    list_rows,
+    mean_rows_of,
+    migrate,
+    seal_rows,
+)
+from mmbench.store.writer import (
+    SPARE,
+    SPARE_BYTES,
+    FileRunWriter,
+    boot_id,
+    owner_check,
+    store_write_error,
+    text_digest,
+    warn,
+    write_json,
+)
 
 
 # result.json's keys that make an IterationResult (the rest are kept in the file, unread)
@@ -58,7 +91,7 @@ RESULT_FIELDS = tuple(f.name for f in fields(IterationResult))
 class FileStore(Store):
     def __init__(self, root: str | Path, option: str = "--results") -> None:
         self.root = Path(root)
-        self.option = option   # the argument that named it, for messages (--to, --from)
+        self.option = option  # the argument that named it, for messages (--to, --from)
         self.checked = IndexCheckedFiles(self)
         remember_checked_files(self.root, self.checked)
         register_store_root(self.root)
@@ -75,14 +108,20 @@ class FileStore(Store):
             st = os.stat(self.root)
         except FileNotFoundError:
             if self.root.is_symlink():
-                raise StoreError(f"{self.option} {self.root}: the results directory is a symlink to "
-                                 f"{os.readlink(self.root)!r}, which does not exist") from None
+                raise StoreError(
+                    f"{self.option} {self.root}: the results directory is a symlink to "
+                    f"{os.readlink(self.root)!r}, which does not exist"
+                ) from None
             return
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise StoreError(f"{self.option} {self.root}: the results directory is a symlink loop "
-                                 f"(too many levels of symbolic links)") from None
-            raise StoreError(f"{self.option} {self.root}: the results directory cannot be read: {e.strerror or e}") from None
+                raise StoreError(
+                    f"{self.option} {self.root}: the results directory is a symlink loop "
+                    f"(too many levels of symbolic links)"
+                ) from None
+            raise StoreError(
+                f"{self.option} {self.root}: the results directory cannot be read: {e.strerror or e}"
+            ) from None
         if not stat.S_ISDIR(st.st_mode):
             raise StoreError(f"{self.option} {self.root}: the results directory is not a directory")
 
@@ -96,17 +135,19 @@ class FileStore(Store):
         self.root.mkdir(parents=True, exist_ok=True)
         index = self.root / "index.sqlite"
         existed = os.path.lexists(index)
-        if existed:   # SQLite would follow a symlink and wait on a FIFO for ever
+        if existed:  # SQLite would follow a symlink and wait on a FIFO for ever
             mode = os.lstat(index).st_mode
             if not stat.S_ISREG(mode):
-                raise IndexDamaged(f"{index}: {file_kind(mode)}, not a regular file (move it away, or run "
-                                   f"'mmbench reindex' to replace it)")
+                raise IndexDamaged(
+                    f"{index}: {file_kind(mode)}, not a regular file (move it away, or run "
+                    f"'mmbench reindex' to replace it)"
+                )
         try:
             conn = sqlite3.connect(index, timeout=30, check_same_thread=False)
             conn.executescript(SCHEMA)
             migrate(conn)
         except sqlite3.Error as e:
-            if not existed:   # nothing to rebuild: the folder does not take a new file
+            if not existed:  # nothing to rebuild: the folder does not take a new file
                 raise IndexUnavailable(f"{index}: cannot be created there ({e})") from None
             raise IndexDamaged(f"{index}: {e} (run 'mmbench reindex' to rebuild it from the run folders)") from None
         self._conn, self._conn_pid = conn, os.getpid()
@@ -120,7 +161,7 @@ class FileStore(Store):
             conn = self.db()
         except IndexDamaged as e:
             warn(f"index not updated ({e})")
-            conn = sqlite3.connect(":memory:")   # the update goes nowhere; the folder is written
+            conn = sqlite3.connect(":memory:")  # the update goes nowhere; the folder is written
             conn.executescript(SCHEMA)
         try:
             with conn:
@@ -135,23 +176,43 @@ class FileStore(Store):
         self._check_root()
         return (self.run_path(name) / "run.json").exists()
 
-    def create_run(self, name: str, *, force: bool, suite_text: str, suite_hash: str,
-                   suite_effective: dict[str, Any], fingerprint: dict[str, Any],
-                   settings: dict[str, Any], status: str = "running",
-                   description: str = "") -> FileRunWriter:
+    def create_run(
+        self,
+        name: str,
+        *,
+        force: bool,
+        suite_text: str,
+        suite_hash: str,
+        suite_effective: dict[str, Any],
+        fingerprint: dict[str, Any],
+        settings: dict[str, Any],
+        status: str = "running",
+        description: str = "",
+    ) -> FileRunWriter:
         path = self.run_path(name)
         if path.exists() or path.is_symlink():
             if not force:
-                raise UsageError(f"run {name!r} already exists in {self.root}; use --force to replace it "
-                                 f"or pick another name")
+                raise UsageError(
+                    f"run {name!r} already exists in {self.root}; use --force to replace it or pick another name"
+                )
             self.refuse_if_running(name, "replace")
             self.remove_run(name)
-        meta = {"name": name, "format": STORE_FORMAT, "status": status, "created": time.time(), "finished": None,
-                "pid": os.getpid(), "pid_start": proc_start_time(os.getpid()), "boot_id": boot_id(),
-                "suite_hash": suite_hash, "settings": settings, "mmbench_version": __version__,
-                "description": description,
-                # digests of the run's files that are not sealed JSON documents (model/files.py)
-                "files": {"suite.toml": text_digest(suite_text.encode())}}
+        meta = {
+            "name": name,
+            "format": STORE_FORMAT,
+            "status": status,
+            "created": time.time(),
+            "finished": None,
+            "pid": os.getpid(),
+            "pid_start": proc_start_time(os.getpid()),
+            "boot_id": boot_id(),
+            "suite_hash": suite_hash,
+            "settings": settings,
+            "mmbench_version": __version__,
+            "description": description,
+            # digests of the run's files that are not sealed JSON documents (model/files.py)
+            "files": {"suite.toml": text_digest(suite_text.encode())},
+        }
         try:
             path.mkdir(parents=True)
             # room for the final run.json should the filesystem fill up during the run
@@ -161,7 +222,7 @@ class FileStore(Store):
             write_json(path / "fingerprint.json", fingerprint)
             write_json(path / "run.json", meta)
         except (OSError, StoreError) as e:
-            shutil.rmtree(path, ignore_errors=True)   # not a run yet: nothing half-made is left
+            shutil.rmtree(path, ignore_errors=True)  # not a run yet: nothing half-made is left
             if isinstance(e, OSError):
                 raise store_write_error(e, path) from None
             raise
@@ -182,13 +243,15 @@ class FileStore(Store):
         try:
             meta = read_json(path / "run.json")
         except UsageError:
-            return None   # damaged or absent: nobody is writing it
+            return None  # damaged or absent: nobody is writing it
         if not isinstance(meta, dict) or meta.get("status") != "running":
             return None
         status, why = owner_check(meta)
         if status == "running":
-            raise UsageError(f"run {name!r} in {self.root} is still being written (mmbench pid "
-                             f"{meta.get('pid')}); cannot {verb} it until that run ends")
+            raise UsageError(
+                f"run {name!r} in {self.root} is still being written (mmbench pid "
+                f"{meta.get('pid')}); cannot {verb} it until that run ends"
+            )
         return f"run {name!r} says running, but {why}: taken as {status} and {verb}d"
 
     def run_status(self, name: str) -> str | None:
@@ -219,17 +282,20 @@ class FileStore(Store):
             db = self.db()
             names = list(statuses)
             rows: dict[str, str] = {}
-            for i in range(0, len(names), 500):    # SQLite's limit on host parameters
-                part = names[i:i + 500]
-                rows.update(db.execute(f"SELECT name, status FROM runs WHERE name IN ({','.join('?' * len(part))})",
-                                       part).fetchall())
+            for i in range(0, len(names), 500):  # SQLite's limit on host parameters
+                part = names[i : i + 500]
+                rows.update(
+                    db.execute(
+                        f"SELECT name, status FROM runs WHERE name IN ({','.join('?' * len(part))})", part
+                    ).fetchall()
+                )
             wrong = [(st, n) for n, st in statuses.items() if n in rows and rows[n] != st]
             if wrong:
                 with db:
                     db.executemany("UPDATE runs SET status=? WHERE name=?", wrong)
                     seal_rows(db, [n for _, n in wrong])
         except (sqlite3.Error, IndexDamaged):
-            pass   # a read-only or damaged index: the folders still answer
+            pass  # a read-only or damaged index: the folders still answer
 
     def load_run(self, name: str) -> RunRecord:
         self._check_root()
@@ -237,8 +303,11 @@ class FileStore(Store):
         if not (path / "run.json").exists():
             known = sorted(p.parent.name for p in self.root.glob("*/run.json")) if self.root.is_dir() else []
             from mmbench.model.params import close_match
-            raise UsageError(f"no run named {name!r} in {self.root}{close_match(name, known)}"
-                             + (f"; runs: {', '.join(known)}" if known else " (it holds no runs)"))
+
+            raise UsageError(
+                f"no run named {name!r} in {self.root}{close_match(name, known)}"
+                + (f"; runs: {', '.join(known)}" if known else " (it holds no runs)")
+            )
         try:
             return self._load_run(name, path)
         finally:
@@ -250,25 +319,40 @@ class FileStore(Store):
         if sync_index:
             self._sync_index({name: status})
         fp_path = path / "fingerprint.json"
-        rec = RunRecord(name=name, status=status, created=meta["created"],  # type: ignore[arg-type]
-                        finished=meta["finished"], suite_text=self._suite_text(path, meta), suite_hash=meta["suite_hash"],
-                        fingerprint=read_object(fp_path) if _lexists(fp_path) else {},
-                        settings=meta["settings"], path=path, mmbench_version=meta["mmbench_version"])
-        if _lexists(path / "suite-effective.json"):   # analysis reads it: its digest is checked here
+        rec = RunRecord(
+            name=name,
+            status=status,
+            created=meta["created"],  # type: ignore[arg-type]
+            finished=meta["finished"],
+            suite_text=self._suite_text(path, meta),
+            suite_hash=meta["suite_hash"],
+            fingerprint=read_object(fp_path) if _lexists(fp_path) else {},
+            settings=meta["settings"],
+            path=path,
+            mmbench_version=meta["mmbench_version"],
+        )
+        if _lexists(path / "suite-effective.json"):  # analysis reads it: its digest is checked here
             read_object(path / "suite-effective.json")
         for wfile in sorted(path.glob("*/workload.json"), key=_mtime):
             w = read_checked(wfile, "workload")
             if w["label"] != wfile.parent.name:
-                raise StoreError(f"{wfile}: label {w['label']!r} but its folder is {wfile.parent.name!r} "
-                                 f"(a copied or foreign file)")
-            wr = WorkloadRun(label=w["label"], plugin=w["plugin"], params=w["params"],
-                             metrics=[MetricDef.from_dict(m) for m in w["metrics"]])
+                raise StoreError(
+                    f"{wfile}: label {w['label']!r} but its folder is {wfile.parent.name!r} (a copied or foreign file)"
+                )
+            wr = WorkloadRun(
+                label=w["label"],
+                plugin=w["plugin"],
+                params=w["params"],
+                metrics=[MetricDef.from_dict(m) for m in w["metrics"]],
+            )
             its = []
             for rfile in wfile.parent.glob("iter-*/result.json"):
                 d = read_checked(rfile, "result")
                 if rfile.parent.name != f"iter-{d['index']}" or d["workload"] != w["label"]:
-                    raise StoreError(f"{rfile}: says workload {d['workload']!r} iteration {d['index']}, but it "
-                                     f"is in {w['label']}/{rfile.parent.name} (a copied or foreign file)")
+                    raise StoreError(
+                        f"{rfile}: says workload {d['workload']!r} iteration {d['index']}, but it "
+                        f"is in {w['label']}/{rfile.parent.name} (a copied or foreign file)"
+                    )
                 fields = {k: d[k] for k in RESULT_FIELDS}
                 fields["samples"] = samples_from_json(d["samples"], sidecar_reader(rfile.parent), str(rfile))
                 its.append(IterationResult(**fields))
@@ -288,8 +372,10 @@ class FileStore(Store):
         raw = read_regular(f)
         want = (meta.get("files") or {}).get("suite.toml") if isinstance(meta.get("files"), dict) else None
         if want is not None and want != text_digest(raw):
-            raise StoreError(f"{f}: its bytes do not match the BLAKE2b digest run.json holds for it (damaged on "
-                             f"disk, or edited by hand; {VERIFY_HINT})")
+            raise StoreError(
+                f"{f}: its bytes do not match the BLAKE2b digest run.json holds for it (damaged on "
+                f"disk, or edited by hand; {VERIFY_HINT})"
+            )
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -305,11 +391,13 @@ class FileStore(Store):
             return self._runs_from_index()
         except IndexDamaged as e:
             if isinstance(e, IndexUnavailable) and not self._folders():
-                raise StoreError(f"{self.option} {self.root}: not a results directory: it holds no run, and "
-                                 f"index.sqlite {str(e).rsplit(': ', 1)[-1]}") from None
+                raise StoreError(
+                    f"{self.option} {self.root}: not a results directory: it holds no run, and "
+                    f"index.sqlite {str(e).rsplit(': ', 1)[-1]}"
+                ) from None
             warn(f"{e}; listing from the run folders")
             return self._runs_from_folders()
-        except sqlite3.Error as e:   # read-only or locked: the folders still answer
+        except sqlite3.Error as e:  # read-only or locked: the folders still answer
             warn(f"{self.root / 'index.sqlite'}: {e}; listing from the run folders")
             return self._runs_from_folders()
 
@@ -340,12 +428,12 @@ class FileStore(Store):
             try:
                 conn = sqlite3.connect(tmp)
                 conn.executescript(SCHEMA)
-                conn.execute(f"PRAGMA user_version = {INDEX_VERSION}")   # (sample_means filled as each run is indexed)
+                conn.execute(f"PRAGMA user_version = {INDEX_VERSION}")  # (sample_means filled as each run is indexed)
                 damaged = [n for n in sorted(folders) if not self._index_one(conn, n)]
                 conn.commit()
                 conn.close()
                 os.replace(tmp, target)
-                if self._conn is not None:   # it reads the file just replaced
+                if self._conn is not None:  # it reads the file just replaced
                     self._conn.close()
                     self._conn = None
             finally:
@@ -355,8 +443,10 @@ class FileStore(Store):
         damaged = []
         db = self.db()
         with db:
-            known = {run: (signature, digest) for run, signature, digest in
-                     db.execute("SELECT run, signature, digest FROM indexed").fetchall()}
+            known = {
+                run: (signature, digest)
+                for run, signature, digest in db.execute("SELECT run, signature, digest FROM indexed").fetchall()
+            }
             rows = dict(db.execute("SELECT name, status FROM runs").fetchall())
             started = time.monotonic()
             for name in sorted(folders):
@@ -370,14 +460,16 @@ class FileStore(Store):
                     if seen[0] == signature:
                         continue
                     if seen[1] is not None and seen[1] == content_digest(self.run_path(name), files):
-                        db.execute("UPDATE indexed SET signature=?, mtime_ns=? WHERE run=?",
-                                   (signature, files.get("run.json", (0, 0))[1], name))
+                        db.execute(
+                            "UPDATE indexed SET signature=?, mtime_ns=? WHERE run=?",
+                            (signature, files.get("run.json", (0, 0))[1], name),
+                        )
                         continue
                 if self._index_one(db, name, files):
                     indexed += 1
                 else:
                     damaged.append(name)
-                if time.monotonic() - started > 0.5:   # a long sync lets a running writer in between
+                if time.monotonic() - started > 0.5:  # a long sync lets a running writer in between
                     db.commit()
                     started = time.monotonic()
             for name in (set(known) | set(rows)) - set(folders):
@@ -385,8 +477,7 @@ class FileStore(Store):
                 dropped += 1
         return indexed, dropped, damaged
 
-    def _index_one(self, db: sqlite3.Connection, name: str,
-                   files: dict[str, tuple[int, int]] | None = None) -> bool:
+    def _index_one(self, db: sqlite3.Connection, name: str, files: dict[str, tuple[int, int]] | None = None) -> bool:
         """Index one run folder; a damaged one is dropped from the index with a warning."""
         try:
             validate_run_name(name)
@@ -400,18 +491,25 @@ class FileStore(Store):
             warn(f"skipping run {name}: {e}")
             drop_run_rows(db, name)
             return False
-        drop_run_rows(db, name, checked=False)   # verdicts are by content: the unchanged files keep theirs
+        drop_run_rows(db, name, checked=False)  # verdicts are by content: the unchanged files keep theirs
         self.checked.flush(db)
         try:
             insert_run(db, name, rec, meta, str(self.run_path(name)))
-        except (OverflowError, sqlite3.InterfaceError) as e:   # a number no index column holds
+        except (OverflowError, sqlite3.InterfaceError) as e:  # a number no index column holds
             warn(f"skipping run {name}: {self.run_path(name)}: cannot be indexed ({e})")
             drop_run_rows(db, name)
             return False
-        db.execute("INSERT OR REPLACE INTO indexed (run, mtime_ns, host, suite, signature, digest) "
-                   "VALUES (?,?,?,?,?,?)",
-                   (name, files.get("run.json", (0, 0))[1], str(rec.fingerprint.get("host", "")), meta["suite"],
-                    signature, digest))
+        db.execute(
+            "INSERT OR REPLACE INTO indexed (run, mtime_ns, host, suite, signature, digest) VALUES (?,?,?,?,?,?)",
+            (
+                name,
+                files.get("run.json", (0, 0))[1],
+                str(rec.fingerprint.get("host", "")),
+                meta["suite"],
+                signature,
+                digest,
+            ),
+        )
         seal_rows(db, [name])
         return True
 
@@ -427,10 +525,20 @@ class FileStore(Store):
         out = []
         for name, (_, st, c, k, d, h, su) in runs.items():
             mine = its.get(name, [])
-            out.append({"name": name, "status": st, "created": c, "kernel": k or "", "description": d or "",
-                        "host": h or "", "suite": su or "", "iterations": sum(not w for _, _, w, _ in mine),
-                        "warmup": sum(bool(w) for _, _, w, _ in mine),
-                        "failed": sum(not w and s != "ok" for _, _, w, s in mine)})
+            out.append(
+                {
+                    "name": name,
+                    "status": st,
+                    "created": c,
+                    "kernel": k or "",
+                    "description": d or "",
+                    "host": h or "",
+                    "suite": su or "",
+                    "iterations": sum(not w for _, _, w, _ in mine),
+                    "warmup": sum(bool(w) for _, _, w, _ in mine),
+                    "failed": sum(not w and s != "ok" for _, _, w, s in mine),
+                }
+            )
         # a "running" row whose process has died is incomplete (and corrected in the index)
         for r in out:
             if r["status"] == "running":
@@ -445,8 +553,10 @@ class FileStore(Store):
         """Index again, from their folders, runs whose index rows no longer match their digests
         (a damaged index.sqlite): the folder is the truth, and no damaged row is shown."""
         for name in names:
-            warn(f"{self.root / 'index.sqlite'}: the rows of run {name} do not match their digest (a damaged "
-                  f"index); indexed again from its folder")
+            warn(
+                f"{self.root / 'index.sqlite'}: the rows of run {name} do not match their digest (a damaged "
+                f"index); indexed again from its folder"
+            )
             if not self._index_one(db, name):
                 drop_run_rows(db, name)
 
@@ -460,12 +570,20 @@ class FileStore(Store):
                 warn(f"skipping run {name}: {e}")
                 continue
             its = [it for w in rec.workloads for it in w.iterations]
-            out.append({"name": name, "status": rec.status, "created": rec.created,
-                        "kernel": kernel_release(rec.fingerprint), "iterations": sum(not i.warmup for i in its),
-                        "warmup": sum(i.warmup for i in its),
-                        "failed": sum(not i.warmup and i.status != "ok" for i in its),
-                        "description": meta["description"], "host": str(rec.fingerprint.get("host", "")),
-                        "suite": meta["suite"]})
+            out.append(
+                {
+                    "name": name,
+                    "status": rec.status,
+                    "created": rec.created,
+                    "kernel": kernel_release(rec.fingerprint),
+                    "iterations": sum(not i.warmup for i in its),
+                    "warmup": sum(i.warmup for i in its),
+                    "failed": sum(not i.warmup and i.status != "ok" for i in its),
+                    "description": meta["description"],
+                    "host": str(rec.fingerprint.get("host", "")),
+                    "suite": meta["suite"],
+                }
+            )
         return sorted(out, key=lambda r: r["created"] or 0)
 
     # -- whole-run transfer (push/pull) and history ----------------------------------------------
@@ -500,8 +618,9 @@ class FileStore(Store):
                 except OSError as e:
                     if e.errno in (errno.ENOSPC, errno.EDQUOT):
                         raise store_write_error(e, target) from None
-                    raise StoreError(f"{self.option} {self.root}: cannot store run {name!r} there: "
-                                     f"{e.strerror or e}") from None
+                    raise StoreError(
+                        f"{self.option} {self.root}: cannot store run {name!r} there: {e.strerror or e}"
+                    ) from None
             meta = {k: v for k, v in read_checked(tmp / "run.json", "run").items() if v is not None}
             if meta.get("status") == "running":  # a copy is never the live run
                 meta["status"] = "incomplete"
@@ -548,14 +667,17 @@ class FileStore(Store):
         """``run_summary`` of each run from its small documents only (history's series keys, point
         labels and units); a run with a damaged document is left out with a warning naming it."""
         from mmbench.model.store import run_summary
+
         out = {}
         for name in names:
             path = self.run_path(name)
             try:
-                docs = {rel: read_object(path / rel) if _lexists(path / rel) else {}
-                        for rel in ("run.json", "fingerprint.json", "suite-effective.json")}
+                docs = {
+                    rel: read_object(path / rel) if _lexists(path / rel) else {}
+                    for rel in ("run.json", "fingerprint.json", "suite-effective.json")
+                }
                 workloads = [read_object(w) for w in sorted(path.glob("*/workload.json"))]
-            except StoreError as e:   # one damaged run: named, the others still answer
+            except StoreError as e:  # one damaged run: named, the others still answer
                 warn(f"skipping run {name}: {e}")
                 continue
             out[name] = run_summary(docs["run.json"], docs["fingerprint.json"], docs["suite-effective.json"], workloads)

@@ -119,7 +119,7 @@ def content_digest(run_dir: Path, files: dict[str, tuple[int, int]]) -> str | No
     try:
         for rel in sorted(files):
             h.update(rel.encode() + b"\0" + read_regular(run_dir / rel, limit=1 << 62) + b"\0")
-    except StoreError:   # (a FIFO, a symlink out: the run's reader names it)
+    except StoreError:  # (a FIFO, a symlink out: the run's reader names it)
         return None
     return h.hexdigest()
 
@@ -130,12 +130,13 @@ def mean_rows(run: str, it: IterationResult) -> list[tuple[str, str, int, str, i
     (a row per sample made a 1 M-sample import take 25 s)."""
     rows = []
     for metric, vals in it.samples.items():
-        if isinstance(vals, (list, tuple)):   # numpy only for packed arrays: its import is ~50 ms
+        if isinstance(vals, (list, tuple)):  # numpy only for packed arrays: its import is ~50 ms
             finite = [float(v) for v in vals if math.isfinite(v)]
             mean = math.fsum(finite) / len(finite) if finite else None
             rows.append((run, it.workload, it.index, metric, len(vals), mean))
             continue
         import numpy as np
+
         a = np.asarray(vals, dtype=np.float64)
         fin = a[np.isfinite(a)]
         # the same correctly rounded sum as a list's: an iteration indexed as it is written (lists)
@@ -147,24 +148,55 @@ def mean_rows(run: str, it: IterationResult) -> list[tuple[str, str, int, str, i
 
 
 def insert_run(db: sqlite3.Connection, name: str, rec: RunRecord, meta: dict[str, Any], path: str) -> None:
-    db.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
-               (name, rec.status, rec.created, rec.finished, rec.suite_hash, kernel_release(rec.fingerprint),
-                meta["description"], path))
+    db.execute(
+        "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?)",
+        (
+            name,
+            rec.status,
+            rec.created,
+            rec.finished,
+            rec.suite_hash,
+            kernel_release(rec.fingerprint),
+            meta["description"],
+            path,
+        ),
+    )
     for w in rec.workloads:
         db.execute("INSERT OR REPLACE INTO workloads VALUES (?,?,?,?)", (name, w.label, w.plugin, json.dumps(w.params)))
-        db.executemany("INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
-                       [(name, w.label, m.name, m.unit, m.better, m.kind, m.mean_kind) for m in w.metrics])
+        db.executemany(
+            "INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?)",
+            [(name, w.label, m.name, m.unit, m.better, m.kind, m.mean_kind) for m in w.metrics],
+        )
         for it in w.iterations:
             d = it.duration
-            db.execute("INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
-                       (name, w.label, it.index, int(it.warmup), it.status, it.reason,
-                        d.get("user"), d.get("system"), d.get("elapsed"), it.path))
+            db.execute(
+                "INSERT OR REPLACE INTO iterations VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    name,
+                    w.label,
+                    it.index,
+                    int(it.warmup),
+                    it.status,
+                    it.reason,
+                    d.get("user"),
+                    d.get("system"),
+                    d.get("elapsed"),
+                    it.path,
+                ),
+            )
             db.executemany("INSERT INTO sample_means VALUES (?,?,?,?,?,?)", mean_rows(name, it))
 
 
 def drop_run_rows(db: sqlite3.Connection, name: str, *, checked: bool = True) -> None:
-    for table in ("runs", "workloads", "metrics", "iterations", "sample_means", "indexed",
-                  *(("checked",) if checked else ())):
+    for table in (
+        "runs",
+        "workloads",
+        "metrics",
+        "iterations",
+        "sample_means",
+        "indexed",
+        *(("checked",) if checked else ()),
+    ):
         db.execute(f"DELETE FROM {table} WHERE {'name' if table == 'runs' else 'run'}=?", (name,))
 
 
@@ -176,22 +208,27 @@ def _in(names: list[str] | None, column: str) -> tuple[str, list[str]]:
 
 
 def _chunks(names: list[str] | None) -> list[list[str] | None]:
-    return [None] if names is None else [names[i:i + 500] for i in range(0, len(names), 500)]
+    return [None] if names is None else [names[i : i + 500] for i in range(0, len(names), 500)]
 
 
-def list_rows(db: sqlite3.Connection, names: list[str] | None = None
-               ) -> tuple[dict[str, tuple], dict[str, list[tuple]]]:
+def list_rows(
+    db: sqlite3.Connection, names: list[str] | None = None
+) -> tuple[dict[str, tuple], dict[str, list[tuple]]]:
     """(run → its runs row with host and suite, run → its iterations (workload, idx, warmup, status))."""
     runs: dict[str, tuple] = {}
     its: dict[str, list[tuple]] = {}
     for part in _chunks(names):
         where, args = _in(part, "r.name")
-        for row in db.execute("SELECT r.name, r.status, r.created, r.kernel, r.description, x.host, x.suite "
-                              f"FROM runs r JOIN indexed x ON x.run=r.name{where}", args):
+        for row in db.execute(
+            "SELECT r.name, r.status, r.created, r.kernel, r.description, x.host, x.suite "
+            f"FROM runs r JOIN indexed x ON x.run=r.name{where}",
+            args,
+        ):
             runs[row[0]] = row
         where, args = _in(part, "run")
-        for run, *rest in db.execute(f"SELECT run, workload, idx, warmup, status FROM iterations{where} "
-                                     "ORDER BY run, workload, idx", args):
+        for run, *rest in db.execute(
+            f"SELECT run, workload, idx, warmup, status FROM iterations{where} ORDER BY run, workload, idx", args
+        ):
             its.setdefault(run, []).append(tuple(rest))
     return runs, its
 
@@ -201,8 +238,10 @@ def mean_rows_of(db: sqlite3.Connection, names: list[str] | None = None) -> dict
     out: dict[str, list[tuple]] = {}
     for part in _chunks(names):
         where, args = _in(part, "run")
-        rows = db.execute(f"SELECT run, workload, idx, metric, n, mean FROM sample_means{where} "
-                          "ORDER BY run, workload, idx, metric", args).fetchall()
+        rows = db.execute(
+            f"SELECT run, workload, idx, metric, n, mean FROM sample_means{where} ORDER BY run, workload, idx, metric",
+            args,
+        ).fetchall()
         for run, group in itertools.groupby(rows, key=operator.itemgetter(0)):
             out[run] = list(group)
     return out
@@ -225,13 +264,15 @@ def seal_rows(db: sqlite3.Connection, names: list[str]) -> None:
     """Record the digests of runs' index rows as they are now (after they were written)."""
     runs, its = list_rows(db, names)
     means = mean_rows_of(db, names)
-    db.executemany("UPDATE indexed SET rows=?, means=? WHERE run=?",
-                   [(_rows_digest(runs[n], its.get(n, [])), _means_digest(means.get(n, [])), n)
-                    for n in names if n in runs])
+    db.executemany(
+        "UPDATE indexed SET rows=?, means=? WHERE run=?",
+        [(_rows_digest(runs[n], its.get(n, [])), _means_digest(means.get(n, [])), n) for n in names if n in runs],
+    )
 
 
-def damaged_rows(db: sqlite3.Connection, runs: dict[str, tuple], rows: dict[str, list[tuple]],
-                  column: str) -> list[str]:
+def damaged_rows(
+    db: sqlite3.Connection, runs: dict[str, tuple], rows: dict[str, list[tuple]], column: str
+) -> list[str]:
     """Runs whose ``column`` digest (rows, means) does not match their rows; a run indexed before
     digests were kept gets them now."""
     sealed = dict(db.execute(f"SELECT run, {column} FROM indexed").fetchall()) if runs else {}

@@ -43,8 +43,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from mmbench.model.cache import cache_root
 from mmbench.errors import EnvironmentUnsupported, UsageError
 from mmbench.model.files import SEAL, StoreError, check_document, samples_from_bytes, samples_from_json
-from mmbench.model.store import (RunWriter, Store, is_store_document, reseal_documents, run_summary,
-                                 validate_run_name)
+from mmbench.model.store import RunWriter, Store, is_store_document, reseal_documents, run_summary, validate_run_name
 from mmbench.store.fs import FileStore
 from mmbench.store.writer import FileRunWriter, owner_check, pid_alive
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
@@ -129,8 +128,7 @@ NEW_VERSION = "gen_random_uuid()::text"
 def _sidecar_in(files: dict[str, bytes], folder: str, where: str = "") -> Any:
     """Reads an iteration's sidecar of samples from a run's files (store/writer.py writes them), checked
     against its references and its digest."""
-    return lambda file, count: samples_from_bytes(files.get(f"{folder}/{file}"), f"{where}{folder}/{file}",
-                                                  file, count)
+    return lambda file, count: samples_from_bytes(files.get(f"{folder}/{file}"), f"{where}{folder}/{file}", file, count)
 
 
 # the model each of a run's sealed documents is checked against (model/stored.py), by file name
@@ -169,7 +167,7 @@ def redact(url: str) -> str:
     if "password" in {k for k, _ in parse_qsl(query, keep_blank_values=True)}:
         query = urlencode([(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "password"])
     out = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    return out if netloc else out.replace(":", "://", 1)   # urlunsplit drops an empty "//"
+    return out if netloc else out.replace(":", "://", 1)  # urlunsplit drops an empty "//"
 
 
 def require_psycopg() -> Any:
@@ -177,8 +175,10 @@ def require_psycopg() -> Any:
     try:
         import psycopg
     except ImportError:
-        raise EnvironmentUnsupported("a PostgreSQL store needs psycopg, which the 'fleet' extra installs: "
-                                     "pip install 'mmbench[fleet]' (scripts/setup.sh --test installs it)") from None
+        raise EnvironmentUnsupported(
+            "a PostgreSQL store needs psycopg, which the 'fleet' extra installs: "
+            "pip install 'mmbench[fleet]' (scripts/setup.sh --test installs it)"
+        ) from None
     return psycopg
 
 
@@ -193,11 +193,12 @@ def check_url(url: str, option: str = "--results") -> None:
     missing is an EnvironmentUnsupported naming the extra to install (exit 3)."""
     shown = _hide_password(url)
     try:
-        urlsplit(url).port   # (a port that is no number, a malformed IPv6 host)
+        urlsplit(url).port  # (a port that is no number, a malformed IPv6 host)
     except ValueError as e:
         raise UsageError(f"{option} {shown}: not a valid PostgreSQL URL ({_hide_password(str(e))})") from None
     psycopg = require_psycopg()
     from psycopg.conninfo import conninfo_to_dict
+
     try:
         conninfo_to_dict(url)
     except psycopg.Error as e:
@@ -215,9 +216,10 @@ def connect(url: str, option: str = "--results"):
         if secret:
             first = first.replace(secret, "***")
         raise Unreachable(f"{option} {redact(url)}: cannot connect: {first}") from None
-    except psycopg.ProgrammingError as e:   # a URL libpq cannot parse (check_url says so earlier)
-        raise UsageError(f"{option} {_hide_password(url)}: not a valid PostgreSQL URL "
-                         f"({_hide_password(' '.join(str(e).split()))})") from None
+    except psycopg.ProgrammingError as e:  # a URL libpq cannot parse (check_url says so earlier)
+        raise UsageError(
+            f"{option} {_hide_password(url)}: not a valid PostgreSQL URL ({_hide_password(' '.join(str(e).split()))})"
+        ) from None
 
 
 def migrate(conn: Any) -> int:
@@ -229,8 +231,10 @@ def migrate(conn: Any) -> int:
         current = cur.fetchone()[0] or 0
         if current > SCHEMA_VERSION:
             conn.rollback()
-            raise UsageError(f"the PostgreSQL store has schema version {current}; this mmbench knows "
-                             f"up to {SCHEMA_VERSION}: upgrade mmbench")
+            raise UsageError(
+                f"the PostgreSQL store has schema version {current}; this mmbench knows "
+                f"up to {SCHEMA_VERSION}: upgrade mmbench"
+            )
         for version in range(current + 1, SCHEMA_VERSION + 1):
             cur.execute(MIGRATIONS[version])
             if version == 2 and current >= 1:
@@ -243,19 +247,32 @@ def migrate(conn: Any) -> int:
 def _backfill_2(cur: Any) -> None:
     """Version 2's tables and columns for runs stored by version 1, from the runs' own files."""
     from psycopg.types.json import Jsonb
+
     cur.execute("SELECT name FROM mmbench_runs")
     for (name,) in cur.fetchall():
-        cur.execute("SELECT path, data FROM mmbench_files WHERE run=%s AND (path IN ('run.json', "
-                    "'fingerprint.json', 'suite-effective.json') OR path ~ '^[^/]+/workload.json$' "
-                    "OR path ~ '^[^/]+/iter-[0-9]+/result.json$')", (name,))
+        cur.execute(
+            "SELECT path, data FROM mmbench_files WHERE run=%s AND (path IN ('run.json', "
+            "'fingerprint.json', 'suite-effective.json') OR path ~ '^[^/]+/workload.json$' "
+            "OR path ~ '^[^/]+/iter-[0-9]+/result.json$')",
+            (name,),
+        )
         docs = {rel: json.loads(zlib.decompress(data)) for rel, data in cur.fetchall()}
-        s = run_summary(docs.get("run.json", {}), docs.get("fingerprint.json", {}),
-                        docs.get("suite-effective.json", {}),
-                        [d for rel, d in docs.items() if rel.endswith("/workload.json")])
-        cur.execute("UPDATE mmbench_runs SET meta=%s, fingerprint=%s, effective=%s WHERE name=%s",
-                    (Jsonb(s["meta"]), Jsonb(s["fingerprint"]), Jsonb(s["effective"]), name))
-        _insert_details(cur, name, [d for rel, d in docs.items() if rel.endswith("/workload.json")],
-                        [d for rel, d in docs.items() if rel.endswith("/result.json")])
+        s = run_summary(
+            docs.get("run.json", {}),
+            docs.get("fingerprint.json", {}),
+            docs.get("suite-effective.json", {}),
+            [d for rel, d in docs.items() if rel.endswith("/workload.json")],
+        )
+        cur.execute(
+            "UPDATE mmbench_runs SET meta=%s, fingerprint=%s, effective=%s WHERE name=%s",
+            (Jsonb(s["meta"]), Jsonb(s["fingerprint"]), Jsonb(s["effective"]), name),
+        )
+        _insert_details(
+            cur,
+            name,
+            [d for rel, d in docs.items() if rel.endswith("/workload.json")],
+            [d for rel, d in docs.items() if rel.endswith("/result.json")],
+        )
 
 
 def _insert_details(cur: Any, name: str, workloads: list[dict[str, Any]], results: list[dict[str, Any]]) -> None:
@@ -271,8 +288,9 @@ def _insert_details(cur: Any, name: str, workloads: list[dict[str, Any]], result
 def _iteration_means(result: IterationResult) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for metric, values in result.samples.items():
-        finite = [v for v in (values.tolist() if hasattr(values, "tolist") else values)
-                  if v is not None and math.isfinite(v)]
+        finite = [
+            v for v in (values.tolist() if hasattr(values, "tolist") else values) if v is not None and math.isfinite(v)
+        ]
         out[metric] = sum(finite) / len(finite) if finite else None
     return out
 
@@ -294,30 +312,44 @@ class PgRunWriter(RunWriter):
     def _upload(self, paths: list[Path], extra_sql: list[tuple[str, tuple]] = ()) -> None:
         files = []
         for p in paths:
-            for f in ([p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())):
+            for f in [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file()):
                 data = f.read_bytes()
                 files.append((self.name, f.relative_to(self.path).as_posix(), len(data), zlib.compress(data, 6)))
 
-        def work(conn: Any) -> None:   # every statement an upsert: safe to repeat after a lost commit
+        def work(conn: Any) -> None:  # every statement an upsert: safe to repeat after a lost commit
             with conn.cursor() as cur:
-                cur.execute(f"UPDATE mmbench_runs SET updated=%s, generation=generation+1, version={NEW_VERSION} "
-                            f"WHERE name=%s AND uid=%s RETURNING 1", (time.time(), self.name, self.uid))
+                cur.execute(
+                    f"UPDATE mmbench_runs SET updated=%s, generation=generation+1, version={NEW_VERSION} "
+                    f"WHERE name=%s AND uid=%s RETURNING 1",
+                    (time.time(), self.name, self.uid),
+                )
                 if cur.fetchone() is None:
                     conn.rollback()
-                    raise StoreError(f"run {self.name!r} in {self.store} was replaced or removed while this run "
-                                     f"was writing it; nothing more is written")
-                cur.executemany("INSERT INTO mmbench_files VALUES (%s,%s,%s,%s) ON CONFLICT (run, path) "
-                                "DO UPDATE SET size=EXCLUDED.size, data=EXCLUDED.data", files)
+                    raise StoreError(
+                        f"run {self.name!r} in {self.store} was replaced or removed while this run "
+                        f"was writing it; nothing more is written"
+                    )
+                cur.executemany(
+                    "INSERT INTO mmbench_files VALUES (%s,%s,%s,%s) ON CONFLICT (run, path) "
+                    "DO UPDATE SET size=EXCLUDED.size, data=EXCLUDED.data",
+                    files,
+                )
                 for sql, params in extra_sql:
                     cur.execute(sql, params)
                 conn.commit()
+
         self.store.transaction(work)
 
     def add_workload(self, workload: WorkloadRun) -> None:
         self.local.add_workload(workload)
-        rows = [("INSERT INTO mmbench_metrics VALUES (%s,%s,%s,%s) ON CONFLICT (run, workload, metric) "
-                 "DO UPDATE SET unit=EXCLUDED.unit", (self.name, workload.label, m.name, m.unit))
-                for m in workload.metrics]
+        rows = [
+            (
+                "INSERT INTO mmbench_metrics VALUES (%s,%s,%s,%s) ON CONFLICT (run, workload, metric) "
+                "DO UPDATE SET unit=EXCLUDED.unit",
+                (self.name, workload.label, m.name, m.unit),
+            )
+            for m in workload.metrics
+        ]
         self._upload([self.path / workload.label / "workload.json"], rows)
 
     def iteration_dir(self, label: str, index: int) -> Path:
@@ -331,24 +363,38 @@ class PgRunWriter(RunWriter):
 
     def add_iteration(self, result: IterationResult) -> None:
         self.local.add_iteration(result)
-        rows = [("INSERT INTO mmbench_values VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT "
-                 "(run, workload, metric, idx) DO UPDATE SET value=EXCLUDED.value, status=EXCLUDED.status, "
-                 "warmup=EXCLUDED.warmup",
-                 (self.name, result.workload, metric, result.index, result.warmup, result.status, mean))
-                for metric, mean in _iteration_means(result).items()]
-        rows.append(("INSERT INTO mmbench_iterations VALUES (%s,%s,%s,%s,%s) ON CONFLICT (run, workload, idx) "
-                     "DO UPDATE SET warmup=EXCLUDED.warmup, status=EXCLUDED.status",
-                     (self.name, result.workload, result.index, result.warmup, result.status)))
+        rows = [
+            (
+                "INSERT INTO mmbench_values VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT "
+                "(run, workload, metric, idx) DO UPDATE SET value=EXCLUDED.value, status=EXCLUDED.status, "
+                "warmup=EXCLUDED.warmup",
+                (self.name, result.workload, metric, result.index, result.warmup, result.status, mean),
+            )
+            for metric, mean in _iteration_means(result).items()
+        ]
+        rows.append(
+            (
+                "INSERT INTO mmbench_iterations VALUES (%s,%s,%s,%s,%s) ON CONFLICT (run, workload, idx) "
+                "DO UPDATE SET warmup=EXCLUDED.warmup, status=EXCLUDED.status",
+                (self.name, result.workload, result.index, result.warmup, result.status),
+            )
+        )
         self._upload([self.iteration_dir(result.workload, result.index)], rows)
 
     def finish(self, status: str, note: str | None = None) -> None:
         from psycopg.types.json import Jsonb
+
         self.local.finish(status, note)
-        self._upload([self.path / "run.json"],
-                     [("UPDATE mmbench_runs SET status=%s, finished=%s, suite=%s, meta=%s WHERE name=%s",
-                       (status, self.meta.get("finished"), self.meta.get("suite", ""), Jsonb(self.meta),
-                        self.name))])
-        shutil.rmtree(self.staging_root, ignore_errors=True)   # readers materialise from the database
+        self._upload(
+            [self.path / "run.json"],
+            [
+                (
+                    "UPDATE mmbench_runs SET status=%s, finished=%s, suite=%s, meta=%s WHERE name=%s",
+                    (status, self.meta.get("finished"), self.meta.get("suite", ""), Jsonb(self.meta), self.name),
+                )
+            ],
+        )
+        shutil.rmtree(self.staging_root, ignore_errors=True)  # readers materialise from the database
 
 
 class PgStore(Store):
@@ -380,12 +426,18 @@ class PgStore(Store):
             except (psycopg.OperationalError, psycopg.InterfaceError, Unreachable) as e:
                 first = (str(e).strip().splitlines() or [type(e).__name__])[0]
                 if self._identity is None and not RETRY_FIRST:
-                    raise   # never reached yet (a wrong URL, no server): say so at once
+                    raise  # never reached yet (a wrong URL, no server): say so at once
                 if time.monotonic() > deadline:
-                    raise Unreachable(f"PostgreSQL store {self}: lost the server for {RETRY_SECONDS:g} s: {first}") from None
+                    raise Unreachable(
+                        f"PostgreSQL store {self}: lost the server for {RETRY_SECONDS:g} s: {first}"
+                    ) from None
                 if not said:
-                    print(f"mmbench: warning: PostgreSQL store {self}: {first}; trying again for up to "
-                          f"{RETRY_SECONDS:g} s", file=sys.stderr, flush=True)
+                    print(
+                        f"mmbench: warning: PostgreSQL store {self}: {first}; trying again for up to "
+                        f"{RETRY_SECONDS:g} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     said = True
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
@@ -425,7 +477,7 @@ class PgStore(Store):
         root = self._version_root(name, version)
         if (root / name / "run.json").exists():
             try:
-                os.utime(root)   # in use: kept while it is read (see _drop_old_versions)
+                os.utime(root)  # in use: kept while it is read (see _drop_old_versions)
             except OSError:
                 pass
             return root
@@ -439,13 +491,14 @@ class PgStore(Store):
             target = (base / rel).resolve()
             if not str(target).startswith(str(base) + os.sep):
                 shutil.rmtree(tmp, ignore_errors=True)
-                raise StoreError(f"PostgreSQL store {self}: run {name!r} holds a file outside its "
-                                 f"folder ({rel!r}); refusing it")
+                raise StoreError(
+                    f"PostgreSQL store {self}: run {name!r} holds a file outside its folder ({rel!r}); refusing it"
+                )
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(zlib.decompress(data))
         try:
             os.rename(tmp, root)
-        except OSError:            # another process cached the same version first: use theirs
+        except OSError:  # another process cached the same version first: use theirs
             shutil.rmtree(tmp, ignore_errors=True)
             if not (root / name / "run.json").exists():
                 raise
@@ -470,10 +523,12 @@ class PgStore(Store):
             with conn.cursor() as cur:
                 cur.execute("SELECT 1 FROM mmbench_runs WHERE name=%s", (name,))
                 return cur.fetchone() is not None
+
         return self.transaction(work)
 
-    def _claim_name(self, cur: Any, name: str, uid: str, force: bool,
-                    on_refuse: Callable[[], None] | None = None) -> bool:
+    def _claim_name(
+        self, cur: Any, name: str, uid: str, force: bool, on_refuse: Callable[[], None] | None = None
+    ) -> bool:
         """Under the run's advisory lock, make room for run ``name`` with ``uid``: False when that uid is
         there already (a retry after a commit whose answer was lost), else True, the old run deleted
         with ``force`` or refused without it."""
@@ -486,25 +541,43 @@ class PgStore(Store):
             if not force:
                 if on_refuse:
                     on_refuse()
-                raise UsageError(f"run {name!r} already exists in {self}; use --force to replace it "
-                                 f"or pick another name")
+                raise UsageError(
+                    f"run {name!r} already exists in {self}; use --force to replace it or pick another name"
+                )
             cur.execute("DELETE FROM mmbench_runs WHERE name=%s", (name,))
         return True
 
-    def create_run(self, name: str, *, force: bool, suite_text: str, suite_hash: str,
-                   suite_effective: dict[str, Any], fingerprint: dict[str, Any],
-                   settings: dict[str, Any], status: str = "running",
-                   description: str = "") -> PgRunWriter:
+    def create_run(
+        self,
+        name: str,
+        *,
+        force: bool,
+        suite_text: str,
+        suite_hash: str,
+        suite_effective: dict[str, Any],
+        fingerprint: dict[str, Any],
+        settings: dict[str, Any],
+        status: str = "running",
+        description: str = "",
+    ) -> PgRunWriter:
         from psycopg.types.json import Jsonb
+
         validate_run_name(name)
         writing = self.cache_root / "writing"
         _remove_dead_writers(writing)
         staging_root = writing / f"{os.getpid()}-{name}"
         shutil.rmtree(staging_root, ignore_errors=True)
-        local = FileStore(staging_root).create_run(name, force=True, suite_text=suite_text,
-                                                   suite_hash=suite_hash, suite_effective=suite_effective,
-                                                   fingerprint=fingerprint, settings=settings, status=status,
-                                                   description=description)
+        local = FileStore(staging_root).create_run(
+            name,
+            force=True,
+            suite_text=suite_text,
+            suite_hash=suite_hash,
+            suite_effective=suite_effective,
+            fingerprint=fingerprint,
+            settings=settings,
+            status=status,
+            description=description,
+        )
         uid = str(uuid.uuid4())
         summary = run_summary(local.meta, fingerprint, suite_effective, [])
         files = []
@@ -515,24 +588,39 @@ class PgStore(Store):
         # the row and the first files in one transaction: a run is never there without its run.json
         def work(conn: Any) -> None:
             with conn.cursor() as cur:
-                if not self._claim_name(cur, name, uid, force,
-                                        on_refuse=lambda: shutil.rmtree(staging_root, ignore_errors=True)):
+                if not self._claim_name(
+                    cur, name, uid, force, on_refuse=lambda: shutil.rmtree(staging_root, ignore_errors=True)
+                ):
                     return
                 now = time.time()
-                cur.execute("INSERT INTO mmbench_runs (name, status, created, updated, host, owner, kernel, "
-                            "description, meta, fingerprint, effective, uid) "
-                            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                            (name, status, now, now, str(fingerprint.get("host", "")),
-                             f"{socket.gethostname()}:{os.getpid()}",
-                             str(fingerprint.get("kernel", {}).get("release", "")), description,
-                             Jsonb(summary["meta"]), Jsonb(summary["fingerprint"]), Jsonb(summary["effective"]), uid))
+                cur.execute(
+                    "INSERT INTO mmbench_runs (name, status, created, updated, host, owner, kernel, "
+                    "description, meta, fingerprint, effective, uid) "
+                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                    (
+                        name,
+                        status,
+                        now,
+                        now,
+                        str(fingerprint.get("host", "")),
+                        f"{socket.gethostname()}:{os.getpid()}",
+                        str(fingerprint.get("kernel", {}).get("release", "")),
+                        description,
+                        Jsonb(summary["meta"]),
+                        Jsonb(summary["fingerprint"]),
+                        Jsonb(summary["effective"]),
+                        uid,
+                    ),
+                )
                 cur.executemany("INSERT INTO mmbench_files VALUES (%s,%s,%s,%s)", files)
                 conn.commit()
+
         self.transaction(work)
         return PgRunWriter(self, name, uid, local, staging_root)
 
-    def _row_status(self, status: str, owner: str, updated: float, boot_id: str | None = None,
-                    pid_start: str | None = None) -> str:
+    def _row_status(
+        self, status: str, owner: str, updated: float, boot_id: str | None = None, pid_start: str | None = None
+    ) -> str:
         """A row that says running: on this machine, running only when its writer is proved alive
         (writer.py ``owner_check``: boot id, pid and start time); on another machine, running while it
         has written within ``STALE_SECONDS``."""
@@ -540,8 +628,9 @@ class PgStore(Store):
             return status
         host, _, pid = owner.rpartition(":")
         if host == socket.gethostname():
-            return owner_check({"pid": int(pid) if pid.isdigit() else None, "boot_id": boot_id,
-                                "pid_start": pid_start})[0]
+            return owner_check(
+                {"pid": int(pid) if pid.isdigit() else None, "boot_id": boot_id, "pid_start": pid_start}
+            )[0]
         return "incomplete" if time.time() - updated > STALE_SECONDS else status
 
     def load_run(self, name: str) -> RunRecord:
@@ -555,26 +644,37 @@ class PgStore(Store):
             # the version and the files it names from one snapshot
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             with conn.cursor() as cur:
-                cur.execute("SELECT version, status, owner, updated, meta->>'boot_id', meta->>'pid_start' "
-                            "FROM mmbench_runs WHERE name=%s", (name,))
+                cur.execute(
+                    "SELECT version, status, owner, updated, meta->>'boot_id', meta->>'pid_start' "
+                    "FROM mmbench_runs WHERE name=%s",
+                    (name,),
+                )
                 row = cur.fetchone()
                 root = self._materialise(cur, name, row[0], fetched) if row is not None else None
             conn.rollback()
             return row, root
+
         row, root = self.transaction(work)
         if row is None or root is None:
             from mmbench.model.params import close_match
+
             known = [r["name"] for r in self.list_runs()]
-            raise UsageError(f"no run named {name!r} in {self}{close_match(name, known)}"
-                             + (f"; runs: {', '.join(known[:20])}" if known else " (it holds no runs)"))
+            raise UsageError(
+                f"no run named {name!r} in {self}{close_match(name, known)}"
+                + (f"; runs: {', '.join(known[:20])}" if known else " (it holds no runs)")
+            )
         try:
             rec = FileStore(root).load_run(name)
         except StoreError as e:
-            if fetched:   # what the database holds is damaged: said, and never served from the cache
+            if fetched:  # what the database holds is damaged: said, and never served from the cache
                 shutil.rmtree(root, ignore_errors=True)
                 raise StoreError(f"PostgreSQL store {self}: run {name!r}: {e}") from None
-            print(f"mmbench: warning: the cached copy of run {name!r} in {root} does not read back ({e}); "
-                  f"dropped and fetched again from {self}", file=sys.stderr, flush=True)
+            print(
+                f"mmbench: warning: the cached copy of run {name!r} in {root} does not read back ({e}); "
+                f"dropped and fetched again from {self}",
+                file=sys.stderr,
+                flush=True,
+            )
             shutil.rmtree(root, ignore_errors=True)
             row, root = self.transaction(work)
             if row is None or root is None:
@@ -582,7 +682,7 @@ class PgStore(Store):
             try:
                 rec = FileStore(root).load_run(name)
             except StoreError as again:
-                shutil.rmtree(root, ignore_errors=True)   # never served again; the database is the truth
+                shutil.rmtree(root, ignore_errors=True)  # never served again; the database is the truth
                 raise StoreError(f"PostgreSQL store {self}: run {name!r}: {again}") from None
         _, status, owner, updated, boot_id, pid_start = row
         rec.status = self._row_status(status, owner, updated, boot_id, pid_start)
@@ -591,18 +691,33 @@ class PgStore(Store):
     def list_runs(self) -> list[dict[str, Any]]:
         def work(conn: Any) -> list[tuple]:
             with conn.cursor() as cur:
-                cur.execute("SELECT r.name, r.status, r.created, r.kernel, r.description, r.owner, r.updated, "
-                            "r.meta->>'boot_id', r.meta->>'pid_start', "
-                            "r.host, r.suite, count(i.idx) FILTER (WHERE NOT i.warmup), "
-                            "count(i.idx) FILTER (WHERE i.warmup), "
-                            "count(i.idx) FILTER (WHERE NOT i.warmup AND i.status <> 'ok') "
-                            "FROM mmbench_runs r LEFT JOIN mmbench_iterations i ON i.run = r.name "
-                            "GROUP BY r.name ORDER BY r.created")
+                cur.execute(
+                    "SELECT r.name, r.status, r.created, r.kernel, r.description, r.owner, r.updated, "
+                    "r.meta->>'boot_id', r.meta->>'pid_start', "
+                    "r.host, r.suite, count(i.idx) FILTER (WHERE NOT i.warmup), "
+                    "count(i.idx) FILTER (WHERE i.warmup), "
+                    "count(i.idx) FILTER (WHERE NOT i.warmup AND i.status <> 'ok') "
+                    "FROM mmbench_runs r LEFT JOIN mmbench_iterations i ON i.run = r.name "
+                    "GROUP BY r.name ORDER BY r.created"
+                )
                 return cur.fetchall()
+
         rows = self.transaction(work)
-        return [{"name": n, "status": self._row_status(s, o, u, b, ps), "created": c, "kernel": k,
-                 "iterations": it, "warmup": wu, "failed": bad, "description": d, "host": h, "suite": su}
-                for n, s, c, k, d, o, u, b, ps, h, su, it, wu, bad in rows]
+        return [
+            {
+                "name": n,
+                "status": self._row_status(s, o, u, b, ps),
+                "created": c,
+                "kernel": k,
+                "iterations": it,
+                "warmup": wu,
+                "failed": bad,
+                "description": d,
+                "host": h,
+                "suite": su,
+            }
+            for n, s, c, k, d, o, u, b, ps, h, su, it, wu, bad in rows
+        ]
 
     # -- whole-run transfer (push/pull) and history ----------------------------------------------
     def run_files(self, name: str) -> Iterator[tuple[str, bytes]]:
@@ -615,14 +730,18 @@ class PgStore(Store):
         """Store a whole run from its files (as a results folder holds them), in one transaction;
         it gets a new uid and version, so no cache anywhere serves the run it replaces."""
         from psycopg.types.json import Jsonb
+
         validate_run_name(name)
         # checked as a reader checks them (JSON, digests, models, sidecars) before anything is written
         files = reseal_documents(files)
         by_path = dict(files)
         if "run.json" not in by_path:
             raise StoreError(f"run {name!r}: no run.json among its files; not stored in {self}")
-        checked = {rel: check_document(Path(name) / rel, data, _KINDS.get(rel.rsplit("/", 1)[-1]))
-                   for rel, data in files if is_store_document(rel)}
+        checked = {
+            rel: check_document(Path(name) / rel, data, _KINDS.get(rel.rsplit("/", 1)[-1]))
+            for rel, data in files
+            if is_store_document(rel)
+        }
         # the documents as stored (their digest aside): what list and history read
         docs = {rel: {k: v for k, v in json.loads(by_path[rel]).items() if k != SEAL} for rel in checked}
         meta = docs["run.json"]
@@ -635,24 +754,44 @@ class PgStore(Store):
             if rel.endswith("/result.json") and rel.count("/") == 2:
                 results.append(d)
                 folder = rel.rsplit("/", 1)[0]
-                it = IterationResult.from_dict({**d, "samples": samples_from_json(
-                    d.get("samples", {}), _sidecar_in(by_path, folder, f"{name}/"), f"{name}/{rel}")})
-                values += [(name, it.workload, m, it.index, it.warmup, it.status, v)
-                           for m, v in _iteration_means(it).items()]
+                it = IterationResult.from_dict(
+                    {
+                        **d,
+                        "samples": samples_from_json(
+                            d.get("samples", {}), _sidecar_in(by_path, folder, f"{name}/"), f"{name}/{rel}"
+                        ),
+                    }
+                )
+                values += [
+                    (name, it.workload, m, it.index, it.warmup, it.status, v) for m, v in _iteration_means(it).items()
+                ]
         status = meta.get("status", "incomplete")
 
         def work(conn: Any) -> None:
             with conn.cursor() as cur:
                 if not self._claim_name(cur, name, uid, force):
                     return
-                cur.execute("INSERT INTO mmbench_runs (name, status, created, finished, updated, host, owner, "
-                            "kernel, suite, description, meta, fingerprint, effective, uid) "
-                            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                            (name, "incomplete" if status == "running" else status, meta.get("created") or 0.0,
-                             meta.get("finished"), time.time(), str(fp.get("host", "")), "",
-                             str(fp.get("kernel", {}).get("release", "")), meta.get("suite", ""),
-                             meta.get("description", ""), Jsonb(s["meta"]), Jsonb(s["fingerprint"]),
-                             Jsonb(s["effective"]), uid))
+                cur.execute(
+                    "INSERT INTO mmbench_runs (name, status, created, finished, updated, host, owner, "
+                    "kernel, suite, description, meta, fingerprint, effective, uid) "
+                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                    (
+                        name,
+                        "incomplete" if status == "running" else status,
+                        meta.get("created") or 0.0,
+                        meta.get("finished"),
+                        time.time(),
+                        str(fp.get("host", "")),
+                        "",
+                        str(fp.get("kernel", {}).get("release", "")),
+                        meta.get("suite", ""),
+                        meta.get("description", ""),
+                        Jsonb(s["meta"]),
+                        Jsonb(s["fingerprint"]),
+                        Jsonb(s["effective"]),
+                        uid,
+                    ),
+                )
                 with cur.copy("COPY mmbench_files (run, path, size, data) FROM STDIN") as copy:
                     for rel, data in files:
                         copy.write_row((name, rel, len(data), zlib.compress(data, 6)))
@@ -660,34 +799,44 @@ class PgStore(Store):
                     cur.executemany("INSERT INTO mmbench_values VALUES (%s,%s,%s,%s,%s,%s,%s)", values)
                 _insert_details(cur, name, workloads, results)
                 conn.commit()
+
         self.transaction(work)
 
     def iteration_values(self, runs: list[str]) -> list[tuple[str, str, str, int, float | None]]:
         """(run, workload, metric, index, mean) of the measured, completed iterations of ``runs``."""
+
         def work(conn: Any) -> list[tuple]:
             with conn.cursor() as cur:
-                cur.execute("SELECT run, workload, metric, idx, value FROM mmbench_values WHERE run = ANY(%s) "
-                            "AND NOT warmup AND status='ok' ORDER BY run, workload, metric, idx", (runs,))
+                cur.execute(
+                    "SELECT run, workload, metric, idx, value FROM mmbench_values WHERE run = ANY(%s) "
+                    "AND NOT warmup AND status='ok' ORDER BY run, workload, metric, idx",
+                    (runs,),
+                )
                 return cur.fetchall()
+
         return self.transaction(work)
 
     def run_summaries(self, names: list[str]) -> dict[str, dict[str, Any]]:
         """``run_summary`` of each run, from the columns that hold it (no file is read)."""
+
         def work(conn: Any) -> dict[str, dict[str, Any]]:
             with conn.cursor() as cur:
-                cur.execute("SELECT name, meta, fingerprint, effective FROM mmbench_runs WHERE name = ANY(%s)",
-                            (names,))
+                cur.execute(
+                    "SELECT name, meta, fingerprint, effective FROM mmbench_runs WHERE name = ANY(%s)", (names,)
+                )
                 out = {n: {"meta": m, "fingerprint": f, "effective": e, "units": {}} for n, m, f, e in cur.fetchall()}
                 cur.execute("SELECT run, workload, metric, unit FROM mmbench_metrics WHERE run = ANY(%s)", (names,))
                 for run, workload, metric, unit in cur.fetchall():
                     out[run]["units"][f"{workload}.{metric}"] = unit
             return out
+
         return self.transaction(work)
 
     def remove_run(self, name: str) -> None:
         def work(conn: Any) -> None:
             conn.execute("DELETE FROM mmbench_runs WHERE name=%s", (validate_run_name(name),))
             conn.commit()
+
         self.transaction(work)
         shutil.rmtree(self.cache_root / "runs" / name, ignore_errors=True)
 
@@ -696,13 +845,14 @@ def _server_identity(conn: Any) -> str:
     """The server's system identifier, the database's OID and the store's own UUID, hashed: the name
     of this database's cache folder (a service name or URL may point at another database later)."""
     import psycopg
+
     sysid = ""
     try:
         with conn.cursor() as cur:
             cur.execute("SELECT system_identifier FROM pg_control_system()")
             sysid = str(cur.fetchone()[0])
         conn.commit()
-    except psycopg.Error:      # not allowed to every role: the OID and store UUID still tell
+    except psycopg.Error:  # not allowed to every role: the OID and store UUID still tell
         conn.rollback()
     with conn.cursor() as cur:
         cur.execute("SELECT oid FROM pg_database WHERE datname = current_database()")

@@ -15,8 +15,16 @@ from typing import Any
 from mmbench.model.store import Store, copy_runs, validate_run_name  # noqa: F401 (copy_runs re-exported for push/pull)
 
 
-def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, force: bool = False,
-                     status: str | None = None, arm: tuple[int, int] | None = None) -> None:
+def join_interleaved(
+    src: Store,
+    parts: list[str],
+    dst: Store,
+    name: str,
+    *,
+    force: bool = False,
+    status: str | None = None,
+    arm: tuple[int, int] | None = None,
+) -> None:
     """Make run ``name`` in ``dst`` from runs ``parts`` of ``src`` (one round each, in the order they
     ran): iterations are
     renumbered in run order, the first part's suite and fingerprint are kept, and every part's
@@ -27,14 +35,19 @@ def join_interleaved(src: Store, parts: list[str], dst: Store, name: str, *, for
     timings: list[dict[str, Any]] = []
     statuses = []
     for n, part in enumerate(parts):
-        src.load_run(part)   # every part read back (its digests checked) before its files are joined
+        src.load_run(part)  # every part read back (its digests checked) before its files are joined
         part_files = dict(src.run_files(part))
         meta = json.loads(part_files["run.json"])
         statuses.append(meta.get("status"))
-        if meta.get("vm_timing"):   # each round's guest boot: host wall time, per iteration too
+        if meta.get("vm_timing"):  # each round's guest boot: host wall time, per iteration too
             timings.append({"run": part, **meta["vm_timing"]})
-        rounds.append({"run": part, "created": meta.get("created"),
-                       "fingerprint": json.loads(part_files.get("fingerprint.json", b"{}"))})
+        rounds.append(
+            {
+                "run": part,
+                "created": meta.get("created"),
+                "fingerprint": json.loads(part_files.get("fingerprint.json", b"{}")),
+            }
+        )
         renumber: dict[tuple[str, str], str] = {}
         for rel in sorted(part_files, key=_iteration_order):
             bits = rel.split("/")
@@ -77,7 +90,7 @@ def _moved(value: Any, old: str, new: str) -> Any:
     starting with ``new`` instead, through dicts and lists."""
     if isinstance(value, str):
         if value.startswith(old):
-            return new + value[len(old):]
+            return new + value[len(old) :]
         return new[:-1] if value == old[:-1] else value
     if isinstance(value, dict):
         return {k: _moved(v, old, new) for k, v in value.items()}

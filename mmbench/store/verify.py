@@ -27,25 +27,36 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mmbench.errors import UsageError
-from mmbench.model.files import (SAMPLES_FILE, SEAL, VERIFY_HINT, StoreError, check_document, file_kind, read_regular,
-                                 samples_from_bytes, samples_from_json)
+from mmbench.model.files import (
+    SAMPLES_FILE,
+    SEAL,
+    VERIFY_HINT,
+    StoreError,
+    check_document,
+    file_kind,
+    read_regular,
+    samples_from_bytes,
+    samples_from_json,
+)
 from mmbench.model.store import is_store_document
 from mmbench.store.index import SCHEMA, files_signature, indexed_files, insert_run
 from mmbench.store.writer import owner_check, text_digest, write_json
 
 DAMAGED, UNSAFE, TIDY, NOTE = "damaged", "unsafe", "tidy", "note"
 _KINDS = {"run.json": "run", "workload.json": "workload", "result.json": "result"}
-RESTORE = ("restore the run from a good copy (mmbench pull --from STORE --force RUN, or import it "
-           "again), or remove it (mmbench rm RUN)")
+RESTORE = (
+    "restore the run from a good copy (mmbench pull --from STORE --force RUN, or import it "
+    "again), or remove it (mmbench rm RUN)"
+)
 
 
 @dataclass
 class Finding:
-    kind: str                  # DAMAGED, UNSAFE, TIDY or NOTE
-    where: str                 # the file (or run) it is about
+    kind: str  # DAMAGED, UNSAFE, TIDY or NOTE
+    where: str  # the file (or run) it is about
     problem: str
     repair: str = ""
-    fix: Callable[[], str] | None = None   # what --repair does; returns what it did
+    fix: Callable[[], str] | None = None  # what --repair does; returns what it did
     repaired: bool = False
 
 
@@ -94,8 +105,12 @@ def check_run_files(files: dict[str, bytes], where: str, report: Report) -> bool
     want = ((meta or {}).get("files") or {}).get("suite.toml") if isinstance((meta or {}).get("files"), dict) else None
     if "suite.toml" in files and want is not None:
         if text_digest(files["suite.toml"]) != want:
-            report.add(DAMAGED, f"{where}/suite.toml", "its bytes do not match the BLAKE2b digest run.json "
-                       "holds for it", RESTORE)
+            report.add(
+                DAMAGED,
+                f"{where}/suite.toml",
+                "its bytes do not match the BLAKE2b digest run.json holds for it",
+                RESTORE,
+            )
             ok = False
     referenced: set[str] = set()
     for rel, doc in docs.items():
@@ -103,13 +118,18 @@ def check_run_files(files: dict[str, bytes], where: str, report: Report) -> bool
         if len(parts) == 3 and parts[2] == "result.json":
             folder = f"{parts[0]}/{parts[1]}"
             if parts[1] != f"iter-{doc['index']}" or parts[0] != doc["workload"]:
-                report.add(DAMAGED, f"{where}/{rel}", f"says workload {doc['workload']!r} iteration {doc['index']}, "
-                           f"but it is in {folder}", RESTORE)
+                report.add(
+                    DAMAGED,
+                    f"{where}/{rel}",
+                    f"says workload {doc['workload']!r} iteration {doc['index']}, but it is in {folder}",
+                    RESTORE,
+                )
                 ok = False
 
             def sidecar(file: str, count: int, folder: str = folder) -> Any:
                 referenced.add(f"{folder}/{file}")
                 return samples_from_bytes(files.get(f"{folder}/{file}"), f"{where}/{folder}/{file}", file, count)
+
             try:
                 samples_from_json(doc["samples"], sidecar, f"{where}/{rel}")
             except UsageError as e:
@@ -136,7 +156,7 @@ def _after(message: str, where: str) -> str:
     """A StoreError's message without the file name it starts with (the finding names it) and
     without the advice to run verify."""
     message = message.replace(f"; {VERIFY_HINT}", "")
-    return message[len(where) + 2:] if message.startswith(where + ": ") else message
+    return message[len(where) + 2 :] if message.startswith(where + ": ") else message
 
 
 def _where_of(message: str) -> str:
@@ -146,8 +166,9 @@ def _where_of(message: str) -> str:
 # ---- a results directory -----------------------------------------------------------------------
 
 
-def verify_folder_run(run_dir: Path, root: Path, report: Report, *, label: str | None = None,
-                      drop: Callable[[], str] | None = None) -> bool:
+def verify_folder_run(
+    run_dir: Path, root: Path, report: Report, *, label: str | None = None, drop: Callable[[], str] | None = None
+) -> bool:
     """Walk one run folder without following symlinks, check what it holds (``check_run_files``) and
     name what a reader refuses or leaves behind.  ``label`` is how its files are named in the
     report (default: their path); ``drop`` is how --repair disposes of a damaged copy (a cache)."""
@@ -169,15 +190,24 @@ def verify_folder_run(run_dir: Path, root: Path, report: Report, *, label: str |
                 continue
             if stat.S_ISDIR(st.st_mode):
                 if name.startswith(".iter-") and name.endswith(".partial"):
-                    report.add(TIDY, f"{label}/{rel}", "an iteration that was never stored (a staging folder)",
-                               "--repair removes it", fix=_remover(p))
-                    dirnames.remove(name)   # (its files are not the run's)
+                    report.add(
+                        TIDY,
+                        f"{label}/{rel}",
+                        "an iteration that was never stored (a staging folder)",
+                        "--repair removes it",
+                        fix=_remover(p),
+                    )
+                    dirnames.remove(name)  # (its files are not the run's)
                 continue
             if stat.S_ISLNK(st.st_mode):
                 real = os.path.realpath(p)
                 if not (real + os.sep).startswith(real_root.rstrip(os.sep) + os.sep):
-                    report.add(UNSAFE, f"{label}/{rel}", f"a symlink to {real}, outside the results directory "
-                               f"(mmbench does not read it)", "replace it with the file it should be, or remove it")
+                    report.add(
+                        UNSAFE,
+                        f"{label}/{rel}",
+                        f"a symlink to {real}, outside the results directory (mmbench does not read it)",
+                        "replace it with the file it should be, or remove it",
+                    )
                     ok = False
                 elif is_store_document(rel) or SAMPLES_FILE.fullmatch(name):
                     files[rel] = _read(p, report, f"{label}/{rel}")
@@ -189,8 +219,9 @@ def verify_folder_run(run_dir: Path, root: Path, report: Report, *, label: str |
             report.files += 1
             report.bytes += st.st_size
             if name.startswith(".") and (name.endswith(".tmp") or name == ".spare"):
-                report.add(TIDY, f"{label}/{rel}", "a temporary file a writer left", "--repair removes it",
-                           fix=_remover(p))
+                report.add(
+                    TIDY, f"{label}/{rel}", "a temporary file a writer left", "--repair removes it", fix=_remover(p)
+                )
             elif is_store_document(rel) or rel == "suite.toml" or SAMPLES_FILE.fullmatch(name):
                 data = _read(p, report, f"{label}/{rel}")
                 if data is not None:
@@ -199,7 +230,7 @@ def verify_folder_run(run_dir: Path, root: Path, report: Report, *, label: str |
     content_ok = check_run_files(files, label, report)
     for f in report.findings[first:]:
         if f.kind == TIDY and f.fix is None and SAMPLES_FILE.fullmatch(f.where.rsplit("/", 1)[-1]):
-            f.repair, f.fix = "--repair removes it", _remover(run_dir / f.where[len(label) + 1:])
+            f.repair, f.fix = "--repair removes it", _remover(run_dir / f.where[len(label) + 1 :])
     if drop is not None and not (ok and content_ok):
         for f in report.findings[first:]:
             if f.kind in (DAMAGED, UNSAFE):
@@ -222,6 +253,7 @@ def _remover(path: Path) -> Callable[[], str]:
         else:
             path.unlink(missing_ok=True)
         return f"removed {path}"
+
     return remove
 
 
@@ -240,10 +272,15 @@ def verify_file_store(store: Any, names: list[str], report: Report) -> None:
         run_dir = store.run_path(name)
         if not run_dir.is_dir() or run_dir.is_symlink():
             what = "a symlink" if run_dir.is_symlink() else "not a folder"
-            report.add(UNSAFE, str(run_dir), f"{what} (mmbench does not read it as a run)", "move it out of the results directory")
+            report.add(
+                UNSAFE,
+                str(run_dir),
+                f"{what} (mmbench does not read it as a run)",
+                "move it out of the results directory",
+            )
             continue
         if verify_folder_run(run_dir, store.root, report):
-            try:   # what a reader checks beyond single files (labels against folders, iteration numbers)
+            try:  # what a reader checks beyond single files (labels against folders, iteration numbers)
                 store._load_run(name, run_dir, sync_index=False)
                 good.append(name)
             except UsageError as e:
@@ -270,8 +307,14 @@ def _check_running(store: Any, name: str, run_dir: Path, report: Report, owner_c
         meta["note"] = f"marked incomplete by mmbench verify --repair: it said running, but {why}"
         write_json(run_dir / "run.json", meta)
         return f"marked run {name} incomplete"
-    report.add(TIDY, str(run_dir / "run.json"), f"says running, but {why}: shown as {status}",
-               "--repair marks it incomplete", fix=mark)
+
+    report.add(
+        TIDY,
+        str(run_dir / "run.json"),
+        f"says running, but {why}: shown as {status}",
+        "--repair marks it incomplete",
+        fix=mark,
+    )
 
 
 def _check_index(store: Any, good: list[str], folders: list[str], report: Report, *, whole: bool) -> None:
@@ -284,26 +327,46 @@ def _check_index(store: Any, good: list[str], folders: list[str], report: Report
         db = sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=30)
         verdict = db.execute("PRAGMA quick_check").fetchall()
     except sqlite3.Error as e:
-        report.add(DAMAGED, str(index), f"cannot be read ({e})", "--repair rebuilds it from the run folders "
-                   "(mmbench reindex)", fix=rebuild)
+        report.add(
+            DAMAGED,
+            str(index),
+            f"cannot be read ({e})",
+            "--repair rebuilds it from the run folders (mmbench reindex)",
+            fix=rebuild,
+        )
         return
     if verdict != [("ok",)]:
-        report.add(DAMAGED, str(index), f"SQLite finds it damaged ({'; '.join(str(r[0]) for r in verdict[:3])})",
-                   "--repair rebuilds it from the run folders (mmbench reindex)", fix=rebuild)
+        report.add(
+            DAMAGED,
+            str(index),
+            f"SQLite finds it damaged ({'; '.join(str(r[0]) for r in verdict[:3])})",
+            "--repair rebuilds it from the run folders (mmbench reindex)",
+            fix=rebuild,
+        )
         return
     try:
         indexed = dict(db.execute("SELECT run, signature FROM indexed").fetchall())
         if whole:
             for gone in sorted(set(indexed) - set(folders)):
-                report.add(TIDY, str(index), f"rows of run {gone!r}, whose folder is gone", "--repair rebuilds "
-                           "the index (the next list drops them too)", fix=rebuild)
+                report.add(
+                    TIDY,
+                    str(index),
+                    f"rows of run {gone!r}, whose folder is gone",
+                    "--repair rebuilds the index (the next list drops them too)",
+                    fix=rebuild,
+                )
         mem = sqlite3.connect(":memory:")
         mem.executescript(SCHEMA)
-        tables = (("runs", "name", "name"), ("workloads", "run", "label"), ("metrics", "run", "workload, name"),
-                  ("iterations", "run", "workload, idx"), ("sample_means", "run", "workload, idx, metric"))
+        tables = (
+            ("runs", "name", "name"),
+            ("workloads", "run", "label"),
+            ("metrics", "run", "workload, name"),
+            ("iterations", "run", "workload, idx"),
+            ("sample_means", "run", "workload, idx, metric"),
+        )
         for name in good:
             if indexed.get(name) != files_signature(indexed_files(store.run_path(name))):
-                continue   # changed since indexed: the next list indexes it again
+                continue  # changed since indexed: the next list indexes it again
             rec = store._load_run(name, store.run_path(name), sync_index=False)
             meta = json.loads(read_regular(store.run_path(name) / "run.json"))
             meta.setdefault("description", "")
@@ -311,17 +374,26 @@ def _check_index(store: Any, good: list[str], folders: list[str], report: Report
             for table, key, order in tables:
                 q = f"SELECT * FROM {table} WHERE {key}=? ORDER BY {order}"
                 have, want = db.execute(q, (name,)).fetchall(), mem.execute(q, (name,)).fetchall()
-                if table == "runs":   # its status follows run.json's as runs are read; its path is where
+                if table == "runs":  # its status follows run.json's as runs are read; its path is where
                     # the run was indexed (a copied store keeps the original's rows: same bytes)
                     have, want = [r[:1] + r[2:7] for r in have], [r[:1] + r[2:7] for r in want]
                 if have != want:
-                    report.add(DAMAGED, str(index), f"its {table} rows of run {name!r} differ from the run's folder "
-                               f"(a damaged index)", "--repair rebuilds it from the run folders (mmbench reindex)",
-                               fix=rebuild)
+                    report.add(
+                        DAMAGED,
+                        str(index),
+                        f"its {table} rows of run {name!r} differ from the run's folder (a damaged index)",
+                        "--repair rebuilds it from the run folders (mmbench reindex)",
+                        fix=rebuild,
+                    )
                     break
     except sqlite3.Error as e:
-        report.add(DAMAGED, str(index), f"cannot be read ({e})", "--repair rebuilds it from the run folders "
-                   "(mmbench reindex)", fix=rebuild)
+        report.add(
+            DAMAGED,
+            str(index),
+            f"cannot be read ({e})",
+            "--repair rebuilds it from the run folders (mmbench reindex)",
+            fix=rebuild,
+        )
     finally:
         db.close()
 
@@ -330,7 +402,9 @@ def _reindexer(store: Any) -> Callable[[], str]:
     def rebuild() -> str:
         indexed, _, damaged = store.sync(rebuild=True)
         return f"rebuilt {store.root / 'index.sqlite'}: {indexed} run(s)" + (
-            f", {len(damaged)} damaged left out" if damaged else "")
+            f", {len(damaged)} damaged left out" if damaged else ""
+        )
+
     return rebuild
 
 
@@ -356,8 +430,13 @@ def verify_pg_store(store: Any, names: list[str], report: Report) -> None:
             continue
         for version in sorted(run.iterdir()):
             if version.name.startswith("."):
-                report.add(TIDY, str(version), "a cached copy that was never finished", "--repair removes it",
-                           fix=_remover(version))
+                report.add(
+                    TIDY,
+                    str(version),
+                    "a cached copy that was never finished",
+                    "--repair removes it",
+                    fix=_remover(version),
+                )
                 continue
             folder = version / run.name
             if folder.is_dir():
@@ -368,6 +447,7 @@ def verify(store: Any, names: list[str], *, repair: bool = False) -> Report:
     """Check ``store`` (the runs ``names``, or every run); with ``repair``, do what each finding's
     fix does.  Returns the report (``render`` prints it)."""
     from mmbench.model.store import validate_run_name
+
     names = [validate_run_name(n) for n in names]
     report = Report(str(store))
     if hasattr(store, "url"):
@@ -379,7 +459,7 @@ def verify(store: Any, names: list[str], *, repair: bool = False) -> Report:
         for f in report.findings:
             if f.fix is None:
                 continue
-            if id(f.fix) not in done:   # one fix may answer several findings (a rebuilt index)
+            if id(f.fix) not in done:  # one fix may answer several findings (a rebuilt index)
                 try:
                     report.repaired.append(f.fix())
                     done[id(f.fix)] = True
@@ -398,10 +478,16 @@ def render(report: Report) -> str:
         lines.append(f"repaired {r}")
     damaged, unsafe, tidy = report.count(DAMAGED), report.count(UNSAFE), report.count(TIDY)
     fixed = sum(f.repaired for f in report.findings)
-    lines.append(f"verified {report.runs} run(s) in {report.store}: {report.files} file(s), "
-                 f"{report.bytes / 1e6:.1f} MB; {damaged} damaged, {unsafe} unsafe, {tidy} to tidy"
-                 + (f" ({fixed} repaired)" if report.repaired else "")
-                 + (f"; {report.unsealed} document(s) carry no digest (written before mmbench sealed them: "
-                    f"their content cannot be checked)" if report.unsealed else "")
-                 + ("" if damaged + unsafe + tidy or report.repaired else "; nothing wrong"))
+    lines.append(
+        f"verified {report.runs} run(s) in {report.store}: {report.files} file(s), "
+        f"{report.bytes / 1e6:.1f} MB; {damaged} damaged, {unsafe} unsafe, {tidy} to tidy"
+        + (f" ({fixed} repaired)" if report.repaired else "")
+        + (
+            f"; {report.unsealed} document(s) carry no digest (written before mmbench sealed them: "
+            f"their content cannot be checked)"
+            if report.unsealed
+            else ""
+        )
+        + ("" if damaged + unsafe + tidy or report.repaired else "; nothing wrong")
+    )
     return "\n".join(lines) + "\n"

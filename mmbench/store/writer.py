@@ -19,8 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmbench.errors import UsageError
-from mmbench.model.files import (StoreError, StoreFull, iteration_index_problem, json_default,
-                                 pack_iteration_samples, read_checked, seal)
+from mmbench.model.files import (
+    StoreError,
+    StoreFull,
+    iteration_index_problem,
+    json_default,
+    pack_iteration_samples,
+    read_checked,
+    seal,
+)
 from mmbench.model.kernel import proc_start_time
 from mmbench.model.results import OWNER_UNKNOWN, IterationResult, RunRecord, WorkloadRun
 from mmbench.model.store import RunWriter, durable_writes
@@ -53,7 +60,7 @@ def write_bytes(path: Path, data: bytes) -> None:
 
 def _write_durably(path: Path, write: Any, mode: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    durable = durable_writes()   # (an import is a copy: model/store.py copied_runs)
+    durable = durable_writes()  # (an import is a copy: model/store.py copied_runs)
     try:
         with open(tmp, mode) as fh:
             write(fh)
@@ -124,8 +131,10 @@ def owner_check(meta: dict[str, Any]) -> tuple[str, str]:
     boot, start = meta.get("boot_id"), meta.get("pid_start")
     if not boot or not start:
         missing = " or ".join(k for k, v in (("boot id", boot), ("process start time", start)) if not v)
-        return OWNER_UNKNOWN, (f"it records pid {pid} but no {missing} (written by an older mmbench, or "
-                               f"copied), so pid {pid} here may be any process")
+        return OWNER_UNKNOWN, (
+            f"it records pid {pid} but no {missing} (written by an older mmbench, or "
+            f"copied), so pid {pid} here may be any process"
+        )
     if boot != boot_id():
         return OWNER_UNKNOWN, "it was written during another boot or on another machine (its boot id is not this one's)"
     now = proc_start_time(pid)
@@ -149,14 +158,15 @@ class FileRunWriter(RunWriter):
     """Writes one run's folder as it happens (each iteration durable before the next starts) and
     indexes the run once, when it finishes: until then ``list`` indexes it from its folder."""
 
-    def __init__(self, store: "FileStore", name: str, path: Path, meta: dict[str, Any],
-                 fingerprint: dict[str, Any]) -> None:
+    def __init__(
+        self, store: "FileStore", name: str, path: Path, meta: dict[str, Any], fingerprint: dict[str, Any]
+    ) -> None:
         self.store = store
         self.name = name
         self.path = path
         self.meta = meta
         self.fingerprint = fingerprint
-        self.workloads: dict[str, WorkloadRun] = {}   # what was written, indexed at finish
+        self.workloads: dict[str, WorkloadRun] = {}  # what was written, indexed at finish
 
     def add_workload(self, workload: WorkloadRun) -> None:
         wdir = self.path / workload.label
@@ -164,12 +174,19 @@ class FileRunWriter(RunWriter):
             wdir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise store_write_error(e, wdir) from None
-        write_json(wdir / "workload.json", {"label": workload.label, "plugin": workload.plugin,
-                                            "params": workload.params,
-                                            "metrics": [m.to_dict() for m in workload.metrics]})
+        write_json(
+            wdir / "workload.json",
+            {
+                "label": workload.label,
+                "plugin": workload.plugin,
+                "params": workload.params,
+                "metrics": [m.to_dict() for m in workload.metrics],
+            },
+        )
         self._check(wdir / "workload.json", "workload")
-        self.workloads[workload.label] = WorkloadRun(label=workload.label, plugin=workload.plugin,
-                                                     params=workload.params, metrics=list(workload.metrics))
+        self.workloads[workload.label] = WorkloadRun(
+            label=workload.label, plugin=workload.plugin, params=workload.params, metrics=list(workload.metrics)
+        )
 
     def iteration_dir(self, label: str, index: int) -> Path:
         return self.path / label / f"iter-{index}"
@@ -181,14 +198,14 @@ class FileRunWriter(RunWriter):
 
     def add_iteration(self, result: IterationResult) -> None:
         problem = iteration_index_problem(result.index)
-        if problem:   # before anything is written: it could never be indexed
+        if problem:  # before anything is written: it could never be indexed
             raise UsageError(f"run {self.name!r}: workload {result.workload!r}: {problem}")
         itdir = self.iteration_dir(result.workload, result.index)
         staging = self.staging_dir(result.workload, result.index)
         data = result.to_dict()
         data["samples"], blob, sidecar = pack_iteration_samples(result.samples)
         try:
-            if staging.is_dir():   # result.json last, then one rename: the iteration appears whole
+            if staging.is_dir():  # result.json last, then one rename: the iteration appears whole
                 if blob:
                     write_bytes(staging / sidecar, blob)
                 write_json(staging / "result.json", data)
@@ -199,10 +216,10 @@ class FileRunWriter(RunWriter):
                     fsync_dir(itdir.parent)
             else:
                 itdir.mkdir(parents=True, exist_ok=True)
-                if blob:           # before the result.json that points into it
+                if blob:  # before the result.json that points into it
                     write_bytes(itdir / sidecar, blob)
                 write_json(itdir / "result.json", data)
-                for old in itdir.glob("samples-*.f8"):     # an earlier write's, no longer read
+                for old in itdir.glob("samples-*.f8"):  # an earlier write's, no longer read
                     if old.name != sidecar:
                         old.unlink(missing_ok=True)
         except OSError as e:
@@ -243,10 +260,17 @@ class FileRunWriter(RunWriter):
 
     def _index(self) -> None:
         """The run's rows in the index, in one transaction, from what this writer wrote."""
-        rec = RunRecord(name=self.name, status=self.meta["status"], created=self.meta["created"],
-                        finished=self.meta["finished"], suite_text="", suite_hash=self.meta["suite_hash"],
-                        fingerprint=self.fingerprint, settings=self.meta["settings"],
-                        workloads=list(self.workloads.values()))
+        rec = RunRecord(
+            name=self.name,
+            status=self.meta["status"],
+            created=self.meta["created"],
+            finished=self.meta["finished"],
+            suite_text="",
+            suite_hash=self.meta["suite_hash"],
+            fingerprint=self.fingerprint,
+            settings=self.meta["settings"],
+            workloads=list(self.workloads.values()),
+        )
         files = indexed_files(self.path)
         if "run.json" not in files:
             return
@@ -254,10 +278,17 @@ class FileRunWriter(RunWriter):
             self.store.checked.flush(db)
             drop_run_rows(db, self.name, checked=False)
             insert_run(db, self.name, rec, self.meta, str(self.path))
-            db.execute("INSERT OR REPLACE INTO indexed (run, mtime_ns, host, suite, signature, digest) "
-                       "VALUES (?,?,?,?,?,?)",
-                       (self.name, files["run.json"][1], str(self.fingerprint.get("host", "")),
-                        self.meta.get("suite", ""), files_signature(files), content_digest(self.path, files)))
+            db.execute(
+                "INSERT OR REPLACE INTO indexed (run, mtime_ns, host, suite, signature, digest) VALUES (?,?,?,?,?,?)",
+                (
+                    self.name,
+                    files["run.json"][1],
+                    str(self.fingerprint.get("host", "")),
+                    self.meta.get("suite", ""),
+                    files_signature(files),
+                    content_digest(self.path, files),
+                ),
+            )
             seal_rows(db, [self.name])
 
     def _check(self, path: Path, kind: str) -> None:

@@ -17,16 +17,29 @@ from pathlib import Path
 from mmbench.errors import EnvironmentUnsupported
 from mmbench.model.guest_kernel import GuestKernel
 
-BUSYBOX = Path("/usr/bin/busybox")   # Debian's busybox-static: no shared libraries needed
+BUSYBOX = Path("/usr/bin/busybox")  # Debian's busybox-static: no shared libraries needed
 
 # Loaded in this order (each after its dependencies); a module built into the kernel is simply
 # absent.  Debian's 6.1 cloud kernels build all of these as modules (CONFIG_VIRTIO_FS=m,
 # FUSE_FS=m, OVERLAY_FS=m, VIRTIO_PCI=m, VIRTIO_BLK=m; NET_9P is not set, so 9p is no option).
-EARLY_MODULES = ["virtio", "virtio_ring", "virtio_pci_legacy_dev", "virtio_pci_modern_dev", "virtio_pci",
-                 "fuse", "virtiofs", "virtio_blk", "overlay", "crc16", "mbcache", "jbd2", "ext4"]
+EARLY_MODULES = [
+    "virtio",
+    "virtio_ring",
+    "virtio_pci_legacy_dev",
+    "virtio_pci_modern_dev",
+    "virtio_pci",
+    "fuse",
+    "virtiofs",
+    "virtio_blk",
+    "overlay",
+    "crc16",
+    "mbcache",
+    "jbd2",
+    "ext4",
+]
 
 PROBE_MARKER = "MMBENCH-PROBE-OK"
-SCRATCH_SERIAL = "mmbench-scratch"     # the scratch disk's virtio-blk serial (other disks: vm/trees.py)
+SCRATCH_SERIAL = "mmbench-scratch"  # the scratch disk's virtio-blk serial (other disks: vm/trees.py)
 READY_MARKER = "MMBENCH-GUEST-READY"
 
 INIT = r"""#!/bin/busybox sh
@@ -75,8 +88,11 @@ def _module_paths(kernel: GuestKernel) -> dict[str, Path]:
     if kernel.modules is None:
         return found
     dep = kernel.modules / "modules.dep"
-    rels = [line.split(":", 1)[0] for line in dep.read_text().splitlines()] if dep.exists() else \
-        [str(p.relative_to(kernel.modules)) for p in kernel.modules.rglob("*.ko")]
+    rels = (
+        [line.split(":", 1)[0] for line in dep.read_text().splitlines()]
+        if dep.exists()
+        else [str(p.relative_to(kernel.modules)) for p in kernel.modules.rglob("*.ko")]
+    )
     for rel in rels:
         base = os.path.basename(rel)
         name = base.split(".ko")[0].replace("-", "_")
@@ -98,14 +114,21 @@ def _read_module(path: Path) -> bytes:
 def build_initramfs(kernel: GuestKernel, cache: Path) -> Path:
     """The initramfs for ``kernel`` (built once per content); returns its path."""
     if not BUSYBOX.is_file():
-        raise EnvironmentUnsupported("the VM needs Debian's busybox-static (/usr/bin/busybox): "
-                                     "scripts/setup.sh installs it")
+        raise EnvironmentUnsupported(
+            "the VM needs Debian's busybox-static (/usr/bin/busybox): scripts/setup.sh installs it"
+        )
     mods = _module_paths(kernel)
     chosen = [(m, mods[m]) for m in EARLY_MODULES if m in mods]
-    init = (INIT.replace("@MODULES@", " ".join(m for m, _ in chosen))
-            .replace("@PROBE@", PROBE_MARKER).replace("@SCRATCH@", SCRATCH_SERIAL).replace("@READY@", READY_MARKER))
-    files: list[tuple[str, int, bytes]] = [("bin/busybox", 0o100755, BUSYBOX.read_bytes()),
-                                           ("init", 0o100755, init.encode())]
+    init = (
+        INIT.replace("@MODULES@", " ".join(m for m, _ in chosen))
+        .replace("@PROBE@", PROBE_MARKER)
+        .replace("@SCRATCH@", SCRATCH_SERIAL)
+        .replace("@READY@", READY_MARKER)
+    )
+    files: list[tuple[str, int, bytes]] = [
+        ("bin/busybox", 0o100755, BUSYBOX.read_bytes()),
+        ("init", 0o100755, init.encode()),
+    ]
     files += [(f"mods/{m}.ko", 0o100644, _read_module(p)) for m, p in chosen]
     digest = hashlib.sha256()
     for name, mode, data in files:

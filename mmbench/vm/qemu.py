@@ -28,8 +28,21 @@ PANIC_MARKERS = ("Kernel panic - not syncing", "---[ end Kernel panic")
 PROBE_SECONDS = 20.0
 ICOUNT_SMP_PROBE_SECONDS = 90.0
 # Console lines that say what went wrong (a panic's register dump does not).
-TELLING = ("Kernel panic", "BUG:", "Oops", "sysrq:", "Out of memory", "oom-kill", "mmbench-init:",
-           "mmbench: error", "Traceback", "Error", "not syncing", "hung_task", "watchdog:")
+TELLING = (
+    "Kernel panic",
+    "BUG:",
+    "Oops",
+    "sysrq:",
+    "Out of memory",
+    "oom-kill",
+    "mmbench-init:",
+    "mmbench: error",
+    "Traceback",
+    "Error",
+    "not syncing",
+    "hung_task",
+    "watchdog:",
+)
 
 
 def virtiofsd_path() -> str:
@@ -39,8 +52,9 @@ def virtiofsd_path() -> str:
     found = shutil.which("virtiofsd")
     if found:
         return found
-    raise EnvironmentUnsupported("the VM needs virtiofsd (Debian's qemu-system-x86 ships "
-                                 "/usr/lib/qemu/virtiofsd): scripts/setup.sh installs it")
+    raise EnvironmentUnsupported(
+        "the VM needs virtiofsd (Debian's qemu-system-x86 ships /usr/lib/qemu/virtiofsd): scripts/setup.sh installs it"
+    )
 
 
 def qemu_version() -> str:
@@ -65,10 +79,11 @@ def _accel_args(accel: str, clock: str = "host", shift: int = 0) -> list[str]:
 @dataclass
 class InsnPlugin:
     """The TCG instruction-counting plugin (vm/insn_plugin.c) and what it is given."""
+
     library: Path
-    log: Path                      # where it writes its counts (in the share: the guest names it too)
-    marks: int                     # the user address it watches for the guest's requests
-    symbols: Path | None = None    # the kernel's function groups (kbuild/symbols.py), if known
+    log: Path  # where it writes its counts (in the share: the guest names it too)
+    marks: int  # the user address it watches for the guest's requests
+    symbols: Path | None = None  # the kernel's function groups (kbuild/symbols.py), if known
 
     def arg(self) -> str:
         arg = f"{self.library},out={self.log},marks={self.marks:#x}"
@@ -76,7 +91,7 @@ class InsnPlugin:
 
 
 def probe_accelerator(kernel: GuestKernel, cache: Path, log: Callable[[str], None]) -> str:
-    """"kvm" when a short boot of ``kernel`` under KVM reaches the initramfs, else "tcg".
+    """ "kvm" when a short boot of ``kernel`` under KVM reaches the initramfs, else "tcg".
 
     /dev/kvm may exist and still not boot a standard kernel (on a PVM guest, for one: "failed to
     set MSR 0x10a" at once, or no output with the CPU spinning), so the answer is a real boot,
@@ -93,9 +108,22 @@ def probe_accelerator(kernel: GuestKernel, cache: Path, log: Callable[[str], Non
     if key in known:
         return known[key]
     initrd = build_initramfs(kernel, cache)
-    argv = [QEMU, *_accel_args("kvm"), "-m", "256M", "-smp", "1", "-nographic", "-no-reboot",
-            "-kernel", str(kernel.image), "-initrd", str(initrd),
-            "-append", "console=ttyS0 mmbench.probe=1 panic=-1 quiet"]
+    argv = [
+        QEMU,
+        *_accel_args("kvm"),
+        "-m",
+        "256M",
+        "-smp",
+        "1",
+        "-nographic",
+        "-no-reboot",
+        "-kernel",
+        str(kernel.image),
+        "-initrd",
+        str(initrd),
+        "-append",
+        "console=ttyS0 mmbench.probe=1 panic=-1 quiet",
+    ]
     t0 = time.monotonic()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_SECONDS, errors="replace")
@@ -103,8 +131,10 @@ def probe_accelerator(kernel: GuestKernel, cache: Path, log: Callable[[str], Non
     except subprocess.TimeoutExpired:
         ok = False
     accel = "kvm" if ok else "tcg"
-    log(f"accelerator probe: KVM {'boots' if ok else 'cannot boot'} {kernel.release} "
-        f"({time.monotonic() - t0:.1f} s); using {accel.upper()}")
+    log(
+        f"accelerator probe: KVM {'boots' if ok else 'cannot boot'} {kernel.release} "
+        f"({time.monotonic() - t0:.1f} s); using {accel.upper()}"
+    )
     known[key] = accel
     memo.write_text(json.dumps(known))
     return accel
@@ -126,19 +156,37 @@ def probe_icount_smp(kernel: GuestKernel, cache: Path, cpus: int, log: Callable[
     if key in known:
         return known[key] or None
     initrd = build_initramfs(kernel, cache)
-    argv = [QEMU, *_accel_args("tcg", "instructions"), "-m", "256M", "-smp", str(cpus), "-nographic",
-            "-no-reboot", "-kernel", str(kernel.image), "-initrd", str(initrd),
-            "-append", "console=ttyS0 mmbench.probe=1 panic=-1 quiet"]
+    argv = [
+        QEMU,
+        *_accel_args("tcg", "instructions"),
+        "-m",
+        "256M",
+        "-smp",
+        str(cpus),
+        "-nographic",
+        "-no-reboot",
+        "-kernel",
+        str(kernel.image),
+        "-initrd",
+        str(initrd),
+        "-append",
+        "console=ttyS0 mmbench.probe=1 panic=-1 quiet",
+    ]
     t0 = time.monotonic()
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=ICOUNT_SMP_PROBE_SECONDS,
-                              errors="replace")
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=ICOUNT_SMP_PROBE_SECONDS, errors="replace")
         ok = PROBE_MARKER in proc.stdout
     except subprocess.TimeoutExpired:
         ok = False
-    why = "" if ok else (f"{qemu_version()} did not boot {kernel.release} with {cpus} vCPUs on the instruction clock "
-                         f"within {ICOUNT_SMP_PROBE_SECONDS:.0f} s (its round-robin gives each turn to vCPU 0 "
-                         f"until vCPU 0 halts, so SMP bring-up never finishes)")
+    why = (
+        ""
+        if ok
+        else (
+            f"{qemu_version()} did not boot {kernel.release} with {cpus} vCPUs on the instruction clock "
+            f"within {ICOUNT_SMP_PROBE_SECONDS:.0f} s (its round-robin gives each turn to vCPU 0 "
+            f"until vCPU 0 halts, so SMP bring-up never finishes)"
+        )
+    )
     log(f"instruction clock probe: {cpus} vCPUs {'boot' if ok else 'do not boot'} ({time.monotonic() - t0:.1f} s)")
     known[key] = why
     memo.write_text(json.dumps(known))
@@ -152,12 +200,12 @@ class GuestSpec:
     cpus: int
     numa: int
     accel: str
-    share: Path          # host dir shared read-write at the same path in the guest
-    cmdfile: Path        # inside share: what the guest runs
-    disk: Path | None    # ext4 image for /var/tmp
+    share: Path  # host dir shared read-write at the same path in the guest
+    cmdfile: Path  # inside share: what the guest runs
+    disk: Path | None  # ext4 image for /var/tmp
     append: str = ""
-    trees: list[TreeDisk] = field(default_factory=list)   # host trees as read-only disks
-    clock: str = "host"            # "host" or "instructions" (TCG icount)
+    trees: list[TreeDisk] = field(default_factory=list)  # host trees as read-only disks
+    clock: str = "host"  # "host" or "instructions" (TCG icount)
     clock_shift: int = 0
     plugin: InsnPlugin | None = None
     below_4g_mb: int | None = None
@@ -185,7 +233,7 @@ def console_event(line: str, state: dict[str, Any]) -> None:
 
 @dataclass
 class GuestResult:
-    exit_code: int | None                  # the command's status, None if it never reported one
+    exit_code: int | None  # the command's status, None if it never reported one
     panicked: bool
     timed_out: bool
     booted: bool
@@ -193,11 +241,17 @@ class GuestResult:
     tail: list[str] = field(default_factory=list)
 
     def reason(self) -> str:
-        what = ("the guest kernel panicked" if self.panicked else
-                "the guest timed out" if self.timed_out else
-                "the guest did not boot" if not self.booted else
-                f"the guest run exited {self.exit_code}" if self.exit_code is not None else
-                "the guest stopped without a result")
+        what = (
+            "the guest kernel panicked"
+            if self.panicked
+            else "the guest timed out"
+            if self.timed_out
+            else "the guest did not boot"
+            if not self.booted
+            else f"the guest run exited {self.exit_code}"
+            if self.exit_code is not None
+            else "the guest stopped without a result"
+        )
         lines = [l.strip() for l in self.tail if l.strip() and not l.lstrip().startswith("{")]
         telling = [l for l in lines if any(w in l for w in TELLING)]
         shown = (telling or lines)[-8:]
@@ -207,16 +261,17 @@ class GuestResult:
 def numa_args(memory_mb: int, cpus: int, nodes: int) -> list[str]:
     """Memory backends shared with virtiofsd (vhost-user needs share=on), split into nodes."""
     if nodes <= 1:
-        return ["-object", f"memory-backend-memfd,id=mem0,size={memory_mb}M,share=on",
-                "-numa", "node,memdev=mem0"]
+        return ["-object", f"memory-backend-memfd,id=mem0,size={memory_mb}M,share=on", "-numa", "node,memdev=mem0"]
     args: list[str] = []
     per = memory_mb // nodes
     for n in range(nodes):
         args += ["-object", f"memory-backend-memfd,id=mem{n},size={per}M,share=on"]
         node_cpus = [c for c in range(cpus) if c % nodes == n]
-        cpu_arg = f",cpus={node_cpus[0]}-{node_cpus[-1]}" if len(node_cpus) > 1 and \
-            node_cpus == list(range(node_cpus[0], node_cpus[-1] + 1)) else \
-            "".join(f",cpus={c}" for c in node_cpus)
+        cpu_arg = (
+            f",cpus={node_cpus[0]}-{node_cpus[-1]}"
+            if len(node_cpus) > 1 and node_cpus == list(range(node_cpus[0], node_cpus[-1] + 1))
+            else "".join(f",cpus={c}" for c in node_cpus)
+        )
         args += ["-numa", f"node,memdev=mem{n},nodeid={n}{cpu_arg}"]
     return args
 
@@ -227,7 +282,7 @@ class Guest:
     def __init__(self, spec: GuestSpec, workdir: Path, on_pid: Callable[[int], None]) -> None:
         self.spec = spec
         self.workdir = workdir
-        self.on_pid = on_pid          # journals every process started, before anything else happens
+        self.on_pid = on_pid  # journals every process started, before anything else happens
         self.procs: list[subprocess.Popen] = []
 
     def _spawn(self, argv: list[str], **kw) -> subprocess.Popen:
@@ -247,35 +302,74 @@ class Guest:
         caching = {"hostroot": "always", "mmbench": "auto"}
         for tag, sock in socks.items():
             log = open(self.workdir / f"virtiofsd-{tag}.log", "wb")
-            self._spawn([vfsd, f"--socket-path={sock}", "-o", f"source={sources[tag]}", "-o", f"cache={caching[tag]}",
-                         "-o", "sandbox=chroot"], stdout=log, stderr=subprocess.STDOUT)
+            self._spawn(
+                [
+                    vfsd,
+                    f"--socket-path={sock}",
+                    "-o",
+                    f"source={sources[tag]}",
+                    "-o",
+                    f"cache={caching[tag]}",
+                    "-o",
+                    "sandbox=chroot",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + 10
         while not all(s.exists() for s in socks.values()):
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
                 raise EnvironmentUnsupported(f"virtiofsd did not start (see {self.workdir}/virtiofsd-*.log)")
             time.sleep(0.05)
-        cmdline = (f"console=ttyS0 quiet loglevel=1 panic=-1 mmbench.share={spec.share} "
-                   f"mmbench.cmd={spec.cmdfile} {spec.append}").strip()
-        argv = [QEMU, *_accel_args(spec.accel, spec.clock, spec.clock_shift), "-m", f"{spec.memory_mb}M",
-                "-smp", str(spec.cpus),
-                *numa_args(spec.memory_mb, spec.cpus, spec.numa), "-nographic", "-no-reboot",
-                "-chardev", f"socket,id=c0,path={socks['hostroot']}",
-                "-device", "vhost-user-fs-pci,chardev=c0,tag=hostroot",
-                "-chardev", f"socket,id=c1,path={socks['mmbench']}",
-                "-device", "vhost-user-fs-pci,chardev=c1,tag=mmbench",
-                "-kernel", str(spec.kernel.image), "-initrd", str(initrd), "-append", cmdline]
+        cmdline = (
+            f"console=ttyS0 quiet loglevel=1 panic=-1 mmbench.share={spec.share} "
+            f"mmbench.cmd={spec.cmdfile} {spec.append}"
+        ).strip()
+        argv = [
+            QEMU,
+            *_accel_args(spec.accel, spec.clock, spec.clock_shift),
+            "-m",
+            f"{spec.memory_mb}M",
+            "-smp",
+            str(spec.cpus),
+            *numa_args(spec.memory_mb, spec.cpus, spec.numa),
+            "-nographic",
+            "-no-reboot",
+            "-chardev",
+            f"socket,id=c0,path={socks['hostroot']}",
+            "-device",
+            "vhost-user-fs-pci,chardev=c0,tag=hostroot",
+            "-chardev",
+            f"socket,id=c1,path={socks['mmbench']}",
+            "-device",
+            "vhost-user-fs-pci,chardev=c1,tag=mmbench",
+            "-kernel",
+            str(spec.kernel.image),
+            "-initrd",
+            str(initrd),
+            "-append",
+            cmdline,
+        ]
         if spec.below_4g_mb:
             argv += ["-machine", f"pc,max-ram-below-4g={spec.below_4g_mb}M"]
         if spec.plugin is not None:
             argv += ["-plugin", spec.plugin.arg()]
         if spec.disk is not None:
-            argv += ["-drive", f"file={spec.disk},if=none,id=scratch,format=raw",
-                     "-device", f"virtio-blk-pci,drive=scratch,serial={SCRATCH_SERIAL}"]
+            argv += [
+                "-drive",
+                f"file={spec.disk},if=none,id=scratch,format=raw",
+                "-device",
+                f"virtio-blk-pci,drive=scratch,serial={SCRATCH_SERIAL}",
+            ]
         for i, t in enumerate(spec.trees):
             # readonly=on: the guest cannot write the image even if it tried (the image is shared
             # by every run of the same tree)
-            argv += ["-drive", f"file={t.image},if=none,id=tree{i},format=raw,readonly=on",
-                     "-device", f"virtio-blk-pci,drive=tree{i},serial={t.serial}"]
+            argv += [
+                "-drive",
+                f"file={t.image},if=none,id=tree{i},format=raw,readonly=on",
+                "-device",
+                f"virtio-blk-pci,drive=tree{i},serial={t.serial}",
+            ]
         t0 = time.monotonic()
         qemu = self._spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         tail: collections.deque[str] = collections.deque(maxlen=200)
@@ -290,6 +384,7 @@ class Guest:
                 tail.append(line)
                 console_event(line, state)
                 on_line(line)
+
         t = threading.Thread(target=reader, daemon=True)
         t.start()
         timed_out = False
@@ -301,8 +396,7 @@ class Guest:
             self.stop()
             t.join(timeout=5)
             console.close()
-        return GuestResult(state["exit"], state["panic"], timed_out, state["booted"],
-                           time.monotonic() - t0, list(tail))
+        return GuestResult(state["exit"], state["panic"], timed_out, state["booted"], time.monotonic() - t0, list(tail))
 
     def stop(self) -> None:
         """QEMU first (it holds the shares), then the virtiofsd processes; by PID, ours only."""

@@ -56,8 +56,13 @@ SETTINGS: dict[str, str] = {
 }
 WORKLOADS: dict[str, list[str]] = {
     # the writer's vfat image, mounted from a loop device, throttled through io.max
-    "thpavail": ["CONFIG_BLK_DEV_LOOP", "CONFIG_VFAT_FS", "CONFIG_NLS_CODEPAGE_437", "CONFIG_NLS_ISO8859_1",
-                 "CONFIG_BLK_DEV_THROTTLING"],
+    "thpavail": [
+        "CONFIG_BLK_DEV_LOOP",
+        "CONFIG_VFAT_FS",
+        "CONFIG_NLS_CODEPAGE_437",
+        "CONFIG_NLS_ISO8859_1",
+        "CONFIG_BLK_DEV_THROTTLING",
+    ],
     "thpfault": ["CONFIG_TRANSPARENT_HUGEPAGE"],
     "thpchallenge": ["CONFIG_TRANSPARENT_HUGEPAGE"],
 }
@@ -95,7 +100,10 @@ def missing(kernel: GuestKernel, suite: Any) -> tuple[list[str], list[str]]:
     for w in getattr(suite, "workloads", []):
         for opt in WORKLOADS.get(w.plugin, []):
             needs.setdefault(opt, []).append(f"workload {w.label}")
-    warnings = [f"kernel {kernel.release} lacks {opt}, which {', '.join(dict.fromkeys(who))} need(s): "
-                f"what depends on it will be missing from the results"
-                for opt, who in needs.items() if not _has(values, opt, modular)]
+    warnings = [
+        f"kernel {kernel.release} lacks {opt}, which {', '.join(dict.fromkeys(who))} need(s): "
+        f"what depends on it will be missing from the results"
+        for opt, who in needs.items()
+        if not _has(values, opt, modular)
+    ]
     return core, warnings

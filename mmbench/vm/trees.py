@@ -30,14 +30,14 @@ from mmbench.errors import EnvironmentUnsupported, UsageError
 
 BLOCK = 4096
 INODE_SIZE = 256
-SERIAL_PREFIX = "mmbench-tree"        # virtio-blk serials (at most 20 bytes): mmbench-tree0, ...
+SERIAL_PREFIX = "mmbench-tree"  # virtio-blk serials (at most 20 bytes): mmbench-tree0, ...
 
 
 @dataclass(frozen=True)
 class TreeDisk:
-    tree: Path       # the host directory, mounted at the same path in the guest
-    image: Path      # its read-only ext4 image
-    serial: str      # the virtio-blk serial the guest finds it by (/sys/block/vdX/serial)
+    tree: Path  # the host directory, mounted at the same path in the guest
+    image: Path  # its read-only ext4 image
+    serial: str  # the virtio-blk serial the guest finds it by (/sys/block/vdX/serial)
 
 
 def suite_trees(suite: Any, log: Callable[[str], None]) -> list[Path]:
@@ -85,7 +85,7 @@ def tree_image(tree: Path, cache: Path, log: Callable[[str], None]) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if image.exists():
             return image
-        for stale in cache.glob(f".{stem}-*.ext4.*"):   # a build that was killed (we hold the lock)
+        for stale in cache.glob(f".{stem}-*.ext4.*"):  # a build that was killed (we hold the lock)
             stale.unlink(missing_ok=True)
         blocks, inodes = _footprint(tree)
         # room for the inode tables, directories' extra blocks and ext4's own metadata: +10 %,
@@ -95,14 +95,35 @@ def tree_image(tree: Path, cache: Path, log: Callable[[str], None]) -> Path:
         tmp = image.with_name(f".{image.name}.{os.getpid()}")
         log(f"making a read-only disk of {tree} for the guest ({blocks * BLOCK >> 20} MiB, {inodes} inodes; once)")
         # no journal (never written), no reserved blocks; -d copies the tree, owners and modes kept
-        argv = ["mke2fs", "-q", "-F", "-t", "ext4", "-O", "^has_journal", "-m", "0", "-b", str(BLOCK),
-                "-I", str(INODE_SIZE), "-N", str(inodes), "-L", "mmbench-tree", "-d", str(tree),
-                str(tmp), f"{size // 1024}k"]
+        argv = [
+            "mke2fs",
+            "-q",
+            "-F",
+            "-t",
+            "ext4",
+            "-O",
+            "^has_journal",
+            "-m",
+            "0",
+            "-b",
+            str(BLOCK),
+            "-I",
+            str(INODE_SIZE),
+            "-N",
+            str(inodes),
+            "-L",
+            "mmbench-tree",
+            "-d",
+            str(tree),
+            str(tmp),
+            f"{size // 1024}k",
+        ]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True)
         except FileNotFoundError:
-            raise EnvironmentUnsupported("the VM needs mke2fs (Debian's e2fsprogs) to give the guest a host "
-                                         "tree: scripts/setup.sh installs it") from None
+            raise EnvironmentUnsupported(
+                "the VM needs mke2fs (Debian's e2fsprogs) to give the guest a host tree: scripts/setup.sh installs it"
+            ) from None
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -111,7 +132,7 @@ def tree_image(tree: Path, cache: Path, log: Callable[[str], None]) -> Path:
             msg = (proc.stderr or proc.stdout).strip().splitlines()
             raise EnvironmentUnsupported(f"mke2fs -d {tree} failed: {msg[-1] if msg else proc.returncode}")
         os.replace(tmp, image)
-        for old in cache.glob(f"{stem}-*.ext4"):   # the same tree before it was replaced
+        for old in cache.glob(f"{stem}-*.ext4"):  # the same tree before it was replaced
             if old != image:
                 old.unlink(missing_ok=True)
     return image

@@ -22,18 +22,123 @@ import tarfile
 
 GENERATOR_VERSION = 1
 ROOT = "linux-synth"
-TOP_DIRS = ["arch", "block", "crypto", "drivers", "fs", "include", "init", "ipc", "kernel", "lib",
-            "mm", "net", "samples", "scripts", "security", "sound", "tools", "virt", "Documentation"]
+TOP_DIRS = [
+    "arch",
+    "block",
+    "crypto",
+    "drivers",
+    "fs",
+    "include",
+    "init",
+    "ipc",
+    "kernel",
+    "lib",
+    "mm",
+    "net",
+    "samples",
+    "scripts",
+    "security",
+    "sound",
+    "tools",
+    "virt",
+    "Documentation",
+]
 # relative weight of each top-level directory (drivers dominates, like the kernel)
 TOP_WEIGHTS = [8, 1, 1, 30, 8, 6, 1, 1, 3, 2, 2, 8, 1, 2, 2, 5, 4, 1, 6]
-SYLLABLES = ["ac", "al", "ata", "bus", "cpu", "dev", "dma", "eth", "fb", "gpio", "hid", "i2c", "irq",
-             "kvm", "mem", "mmc", "net", "nfs", "pci", "phy", "pm", "qos", "rtc", "scsi", "spi", "tty",
-             "usb", "vfs", "wl", "xfs", "zs", "core", "ops", "ctl", "io", "map", "sys", "page", "lru"]
-WORDS = ["static", "int", "void", "struct", "unsigned", "long", "return", "if", "else", "for", "while",
-         "const", "page", "folio", "zone", "node", "lock", "spin_lock", "mutex", "atomic_t", "list_head",
-         "kmalloc", "kfree", "GFP_KERNEL", "NULL", "err", "ret", "dev", "nr_pages", "pfn", "order",
-         "flags", "unlikely", "likely", "goto", "out", "break", "size_t", "u64", "u32", "bool", "true",
-         "false", "EINVAL", "ENOMEM", "pr_debug", "WARN_ON", "BUG_ON", "sizeof", "memcg", "lruvec"]
+SYLLABLES = [
+    "ac",
+    "al",
+    "ata",
+    "bus",
+    "cpu",
+    "dev",
+    "dma",
+    "eth",
+    "fb",
+    "gpio",
+    "hid",
+    "i2c",
+    "irq",
+    "kvm",
+    "mem",
+    "mmc",
+    "net",
+    "nfs",
+    "pci",
+    "phy",
+    "pm",
+    "qos",
+    "rtc",
+    "scsi",
+    "spi",
+    "tty",
+    "usb",
+    "vfs",
+    "wl",
+    "xfs",
+    "zs",
+    "core",
+    "ops",
+    "ctl",
+    "io",
+    "map",
+    "sys",
+    "page",
+    "lru",
+]
+WORDS = [
+    "static",
+    "int",
+    "void",
+    "struct",
+    "unsigned",
+    "long",
+    "return",
+    "if",
+    "else",
+    "for",
+    "while",
+    "const",
+    "page",
+    "folio",
+    "zone",
+    "node",
+    "lock",
+    "spin_lock",
+    "mutex",
+    "atomic_t",
+    "list_head",
+    "kmalloc",
+    "kfree",
+    "GFP_KERNEL",
+    "NULL",
+    "err",
+    "ret",
+    "dev",
+    "nr_pages",
+    "pfn",
+    "order",
+    "flags",
+    "unlikely",
+    "likely",
+    "goto",
+    "out",
+    "break",
+    "size_t",
+    "u64",
+    "u32",
+    "bool",
+    "true",
+    "false",
+    "EINVAL",
+    "ENOMEM",
+    "pr_debug",
+    "WARN_ON",
+    "BUG_ON",
+    "sizeof",
+    "memcg",
+    "lruvec",
+]
 
 
 def _name(rng: random.Random, parts: int) -> str:
@@ -52,7 +157,9 @@ def _line_pool(rng: random.Random, n: int = 6000) -> list[bytes]:
         elif kind < 0.3:
             text = f"#define {_name(rng, 2).upper()} {rng.randint(0, 1 << 16):#x}"
         else:
-            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 9))) + rng.choice((";", ";", " {", "}", ","))
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 9))) + rng.choice(
+                (";", ";", " {", "}", ",")
+            )
         pool.append((indent + text + "\n").encode())
     return pool
 
@@ -82,8 +189,11 @@ def generate(out: str, size: int, seed: int) -> tuple[int, int]:
 
     try:
         # gzip header with mtime 0 and no file name: the same bytes on every run
-        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as gz, \
-                tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tf:
+        with (
+            open(tmp, "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as gz,
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tf,
+        ):
             while total < size:
                 top = rng.choices(TOP_DIRS, TOP_WEIGHTS)[0]
                 d = "/".join([ROOT, top] + [_name(rng, rng.randint(1, 2)) for _ in range(rng.randint(0, 3))])

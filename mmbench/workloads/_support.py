@@ -23,7 +23,7 @@ from mmbench.errors import EnvironmentUnsupported, WorkloadError
 from mmbench.model.guest import in_guest
 from mmbench.workloads.base import WorkloadContext
 
-UNIT = thp_size()   # a PMD-sized THP on this kernel
+UNIT = thp_size()  # a PMD-sized THP on this kernel
 
 
 def start_bg(ctx: WorkloadContext, args: list[str], raw: str) -> subprocess.Popen:
@@ -121,8 +121,13 @@ def kernel_filesystems() -> set[str]:
     return out
 
 
-MKFS = {"vfat": ["mkfs.vfat"], "ext2": ["mkfs.ext2", "-F", "-q"], "ext4": ["mkfs.ext4", "-F", "-q"],
-        "xfs": ["mkfs.xfs", "-f", "-q"], "btrfs": ["mkfs.btrfs", "-f", "-q"]}
+MKFS = {
+    "vfat": ["mkfs.vfat"],
+    "ext2": ["mkfs.ext2", "-F", "-q"],
+    "ext4": ["mkfs.ext4", "-F", "-q"],
+    "xfs": ["mkfs.xfs", "-f", "-q"],
+    "btrfs": ["mkfs.btrfs", "-f", "-q"],
+}
 
 
 def _load_fs_module(fs: str) -> None:

@@ -68,8 +68,15 @@ def topology_walk(low: int, high: int, topology: tuple[int, int, int, int] | Non
     decimal and each value to an integer, as its bc/seq/cut pipeline does; sorted, in [low, high].
     On 2 CPUs without SMT, 1..4 gives 1, 2, 3, 4."""
     n, smt, llc, node = topology or cpu_topology()
-    levels = [(1, smt, 4), (smt, llc, 4), (llc, node, 6 if node // llc > 3 else 3), (node, n, 2),
-              (n, 2 * n, 3), (n, 4 * n, 2), (4 * n, high, 1)]
+    levels = [
+        (1, smt, 4),
+        (smt, llc, 4),
+        (llc, node, 6 if node // llc > 3 else 3),
+        (node, n, 2),
+        (n, 2 * n, 3),
+        (n, 4 * n, 2),
+        (4 * n, high, 1),
+    ]
     values, last = {low, high}, None
     for frm, to, steps in levels:
         if (frm, to) == last or frm == to:

@@ -33,8 +33,10 @@ from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 MODES = {"pipe": "Order-0 alloc+free (pipe)", "anon": "Order-0 alloc+zero+map+free (anon)"}
 RATIO = "Pipe/anon cost"
-_DESC = {"pipe": "time per page to allocate it (a 1-byte packet written to a pipe) and free it (read back)",
-         "anon": "time per page to allocate, zero and map it (MADV_POPULATE_WRITE) and unmap and free it"}
+_DESC = {
+    "pipe": "time per page to allocate it (a 1-byte packet written to a pipe) and free it (read back)",
+    "anon": "time per page to allocate, zero and map it (MADV_POPULATE_WRITE) and unmap and free it",
+}
 _ROUND = re.compile(r"^round (\d+) mode (\w+) pages (\d+) seconds ([\d.]+) ns_per_page ([\d.]+)$", re.M)
 
 
@@ -51,21 +53,32 @@ class AllocFree(Workload):
     summary = "Page allocator per-page cost: order-0 alloc+free through a pipe, and anon populate+unmap (ns/page)"
     params = {
         "modes": Param("str_list", ["pipe", "anon"], "what allocates and frees the pages", choices=tuple(MODES)),
-        "batch": Param("int", 256, "pages allocated before they are freed (the pipe's size in pages)",
-                       minimum=1, maximum=1 << 20),
+        "batch": Param(
+            "int", 256, "pages allocated before they are freed (the pipe's size in pages)", minimum=1, maximum=1 << 20
+        ),
         "threads": Param("int", 0, "copies of each mode running at once (0: one per CPU)", minimum=0),
         "duration": Param("duration", "10s", "time each mode runs"),
         "rounds": Param("int", 10, "samples per mode (duration split evenly)", minimum=1),
     }
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
-        out = [MetricDef(MODES[m], "ns/page", "lower", "latency", mean="amean", description=_DESC[m])
-               for m in params["modes"]]
+        out = [
+            MetricDef(MODES[m], "ns/page", "lower", "latency", mean="amean", description=_DESC[m])
+            for m in params["modes"]
+        ]
         if set(MODES) <= set(params["modes"]):
-            out.append(MetricDef(RATIO, "%", "lower", "percent", mean="amean",
-                                 description="the iteration's pipe figure as a percentage of its anon figure: "
-                                             "the allocator's share, unmoved when the whole machine runs slower "
-                                             "or faster"))
+            out.append(
+                MetricDef(
+                    RATIO,
+                    "%",
+                    "lower",
+                    "percent",
+                    mean="amean",
+                    description="the iteration's pipe figure as a percentage of its anon figure: "
+                    "the allocator's share, unmoved when the whole machine runs slower "
+                    "or faster",
+                )
+            )
         return out
 
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
@@ -85,23 +98,37 @@ class AllocFree(Workload):
         threads = p["threads"] or ctx.ncpus
         samples: Samples = {}
         for mode in p["modes"]:
-            argv = [ctx.binary("allocfree"), "-m", mode, "-b", str(p["batch"]), "-T", repr(p["duration"]),
-                    "-r", str(p["rounds"])]
+            argv = [
+                ctx.binary("allocfree"),
+                "-m",
+                mode,
+                "-b",
+                str(p["batch"]),
+                "-T",
+                repr(p["duration"]),
+                "-r",
+                str(p["rounds"]),
+            ]
             ctx.log(f"allocfree {mode}: {threads} x {p['batch']} pages for {p['duration']:g}s")
-            procs = [ctx.spawn(argv, stdout=f"allocfree-{mode}-{t}.out", stderr=f"allocfree-{mode}-{t}.err")
-                     for t in range(threads)]
+            procs = [
+                ctx.spawn(argv, stdout=f"allocfree-{mode}-{t}.out", stderr=f"allocfree-{mode}-{t}.err")
+                for t in range(threads)
+            ]
             for t, proc in enumerate(procs):
                 try:
                     rc = proc.wait(timeout=p["duration"] + 300)
                 except subprocess.TimeoutExpired:
                     ctx.stop(proc)
-                    raise WorkloadError(f"allocfree -m {mode} did not finish within {p['duration'] + 300:g} s") from None
+                    raise WorkloadError(
+                        f"allocfree -m {mode} did not finish within {p['duration'] + 300:g} s"
+                    ) from None
                 if rc != 0:
                     err = (ctx.rawdir / f"allocfree-{mode}-{t}.err").read_text(errors="replace").strip()
                     raise WorkloadError(f"allocfree -m {mode} exited with status {rc}: {err[-300:]}")
             # rounds of the copies run side by side: their mean is the round's cost per page
-            per = [parse_allocfree((ctx.rawdir / f"allocfree-{mode}-{t}.out").read_text(), mode)
-                   for t in range(threads)]
+            per = [
+                parse_allocfree((ctx.rawdir / f"allocfree-{mode}-{t}.out").read_text(), mode) for t in range(threads)
+            ]
             n = min(len(v) for v in per)
             samples[MODES[mode]] = [sum(v[i] for v in per) / len(per) for i in range(n)]
         if set(MODES) <= set(p["modes"]):

@@ -37,7 +37,8 @@ APPS = ("terminal-find", "python-import", "browser-table")
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "chromium", "chromium-browser")
 PY_IMPORT = "import json, decimal, email.parser, http.client"
 TITLE = "Table Populate"
-TABLE_PAGE = """<!DOCTYPE html>
+TABLE_PAGE = (
+    """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Table</title></head>
 <body>
 <script>
@@ -52,7 +53,9 @@ document.addEventListener("DOMContentLoaded", function () {
 });
 </script>
 </body></html>
-""" % TITLE
+"""
+    % TITLE
+)
 
 DESCRIPTIONS = {
     "terminal-find": "launch-to-exit time of find /usr/share -type f",
@@ -85,11 +88,14 @@ class Applaunch(Workload):
     metrics = [MetricDef(a, "ms", "lower", "latency", description=DESCRIPTIONS[a]) for a in APPS]
 
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
-        return [m.name for m in self.metric_defs(params)]   # every app launched at least once
+        return [m.name for m in self.metric_defs(params)]  # every app launched at least once
 
     def metric_defs(self, params: dict[str, Any]) -> list[MetricDef]:
-        return [MetricDef(a, "ms", "lower", "latency", description=DESCRIPTIONS[a]) for a in params["apps"]
-                if a != "browser-table" or find_chromium()]
+        return [
+            MetricDef(a, "ms", "lower", "latency", description=DESCRIPTIONS[a])
+            for a in params["apps"]
+            if a != "browser-table" or find_chromium()
+        ]
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         if not params["apps"]:
@@ -102,9 +108,20 @@ class Applaunch(Workload):
             return [sys.executable, "-c", PY_IMPORT], None
         assert chromium
         udd = ctx.workdir / "applaunch" / f"chromium-profile-{n}"
-        return [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                f"--user-data-dir={udd}", "--dump-dom", (ctx.workdir / "applaunch" / "table.html").as_uri()], udd
+        return [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={udd}",
+            "--dump-dom",
+            (ctx.workdir / "applaunch" / "table.html").as_uri(),
+        ], udd
 
     def run(self, ctx: WorkloadContext) -> Samples:
         p = ctx.params
@@ -158,8 +175,7 @@ class Applaunch(Workload):
         shutil.rmtree(base, ignore_errors=True)
         return {a: v for a, v in samples.items() if v}
 
-    def _launch(self, ctx: WorkloadContext, app: str, n: int, chromium: str | None,
-                expired) -> tuple[float, str]:
+    def _launch(self, ctx: WorkloadContext, app: str, n: int, chromium: str | None, expired) -> tuple[float, str]:
         argv, udd = self._argv(ctx, app, n, chromium)
         out_name = "applaunch-browser.out" if app == "browser-table" else None
         done = threading.Event()

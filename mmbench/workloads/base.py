@@ -30,13 +30,13 @@ WorkProof = str | tuple[str, ...]
 class Sandbox(Protocol):
     """The memory cgroup a workload runs in (cgroup v1 or v2)."""
 
-    version: int              # 1 or 2
-    limit: int                # bytes
-    memory_path: Path         # the memory cgroup directory
-    blkio_path: Path | None   # v1 blkio (or v2 io) cgroup directory, for IO throttling
+    version: int  # 1 or 2
+    limit: int  # bytes
+    memory_path: Path  # the memory cgroup directory
+    blkio_path: Path | None  # v1 blkio (or v2 io) cgroup directory, for IO throttling
 
     def usage(self) -> int: ...
-    def free(self) -> int: ...          # limit − usage
+    def free(self) -> int: ...  # limit − usage
     def oom_kills(self) -> int: ...
     def stat(self) -> dict[str, int]: ...  # memory.stat
     def pids(self) -> list[int]: ...
@@ -45,26 +45,40 @@ class Sandbox(Protocol):
 class WorkloadContext(Protocol):
     """What the runner gives ``Workload.run``."""
 
-    params: dict[str, Any]        # resolved: sizes in bytes, durations in seconds
-    budget: int                   # memory budget in bytes (the sandbox limit)
+    params: dict[str, Any]  # resolved: sizes in bytes, durations in seconds
+    budget: int  # memory budget in bytes (the sandbox limit)
     ncpus: int
-    workdir: Path                 # scratch space on disk, removed after the iteration
-    rawdir: Path                  # kept in the result store: put raw output here
+    workdir: Path  # scratch space on disk, removed after the iteration
+    rawdir: Path  # kept in the result store: put raw output here
     sandbox: Sandbox
-    stop_event: threading.Event   # set when a companion workload should finish
+    stop_event: threading.Event  # set when a companion workload should finish
 
     def binary(self, name: str) -> str:
         """Path of the compiled C program ``mmbench/workloads/<name>.c`` (built on demand)."""
 
-    def spawn(self, argv: Sequence[str], *, stdout: str | None = None, stderr: str | None = None,
-              cwd: Path | None = None, env: dict[str, str] | None = None,
-              stdin: Any = None) -> subprocess.Popen:
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        stdout: str | None = None,
+        stderr: str | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        stdin: Any = None,
+    ) -> subprocess.Popen:
         """Start a process inside the sandbox.  ``stdout``/``stderr`` name files in rawdir
         ("-" keeps stdout as a pipe).  The runner kills anything still running afterwards."""
 
-    def run(self, argv: Sequence[str], *, raw_name: str | None = None, timeout: float | None = None,
-            cwd: Path | None = None, env: dict[str, str] | None = None,
-            check: bool = True) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        raw_name: str | None = None,
+        timeout: float | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess:
         """Run a process inside the sandbox to completion, stdout captured as text (and saved
         to rawdir/raw_name).  Non-zero exit with ``check`` raises WorkloadError."""
 
@@ -90,9 +104,9 @@ class Workload:
     summary: ClassVar[str] = ""
     params: ClassVar[dict[str, Param]] = {}
     metrics: ClassVar[list[MetricDef]] = []
-    requires: ClassVar[list[str]] = []     # executables needed on PATH (Debian packages)
+    requires: ClassVar[list[str]] = []  # executables needed on PATH (Debian packages)
     packages: ClassVar[dict[str, str]] = {}  # executable → Debian package, named when it is missing
-    companion: ClassVar[bool] = False      # runs beside another workload until stop_event
+    companion: ClassVar[bool] = False  # runs beside another workload until stop_event
     # Size parameters of anonymous memory the sandbox must hold: above the budget (with no swap
     # configured) the iteration could only be OOM-killed, so the suite loader refuses it.
     resident: ClassVar[tuple[str, ...]] = ()

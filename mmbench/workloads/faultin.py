@@ -17,7 +17,7 @@ from mmbench.model.results import MetricDef
 from mmbench.workloads._support import parse_kv_line
 from mmbench.workloads.base import Samples, Workload, WorkloadContext
 
-UNIT = thp_size()   # a PMD-sized THP on this kernel
+UNIT = thp_size()  # a PMD-sized THP on this kernel
 
 
 def parse_faultin(text: str) -> dict[str, Any]:
@@ -42,19 +42,33 @@ def parse_faultin(text: str) -> dict[str, Any]:
 class Faultin(Workload):
     name = "faultin"
     summary = "Fault in an anonymous mapping; fault throughput and per-2MiB latency, huge vs base"
-    resident = ('size',)
+    resident = ("size",)
     params = {
         "size": Param("size", "0.5x", "mapping size (absolute or relative to the budget)"),
         "madvise": Param("bool", True, "call madvise(MADV_HUGEPAGE) on the mapping first"),
         "passes": Param("int", 1, "map, touch and unmap the region this many times per iteration", minimum=1),
     }
     metrics = [
-        MetricDef("Fault throughput", "MB/s", "higher", "rate", description="bytes faulted per second of the touch loop"),
+        MetricDef(
+            "Fault throughput", "MB/s", "higher", "rate", description="bytes faulted per second of the touch loop"
+        ),
         MetricDef("Fault latency", "us", "lower", "latency", description="time to fault one 2 MiB unit"),
-        MetricDef("Fault latency huge", "us", "lower", "latency", description="per-2MiB fault time, units backed by a THP"),
-        MetricDef("Fault latency base", "us", "lower", "latency", description="per-2MiB fault time, units of base pages"),
-        MetricDef("THP Active", "pages", "higher", "count", description="huge pages backing the mapping at the end (smaps AnonHugePages)"),
-        MetricDef("Percentage huge", "%", "higher", "percent", description="2 MiB units backed by a THP (pagemap+kpageflags)"),
+        MetricDef(
+            "Fault latency huge", "us", "lower", "latency", description="per-2MiB fault time, units backed by a THP"
+        ),
+        MetricDef(
+            "Fault latency base", "us", "lower", "latency", description="per-2MiB fault time, units of base pages"
+        ),
+        MetricDef(
+            "THP Active",
+            "pages",
+            "higher",
+            "count",
+            description="huge pages backing the mapping at the end (smaps AnonHugePages)",
+        ),
+        MetricDef(
+            "Percentage huge", "%", "higher", "percent", description="2 MiB units backed by a THP (pagemap+kpageflags)"
+        ),
     ]
 
     work = ("Fault throughput",)
@@ -66,8 +80,10 @@ class Faultin(Workload):
     def run(self, ctx: WorkloadContext) -> Samples:
         samples: Samples = {m.name: [] for m in self.metrics}
         for p in range(ctx.params["passes"]):
-            out = ctx.run([ctx.binary("faultin"), str(ctx.params["size"]), "1" if ctx.params["madvise"] else "0"],
-                          raw_name=f"faultin-{p}.out")
+            out = ctx.run(
+                [ctx.binary("faultin"), str(ctx.params["size"]), "1" if ctx.params["madvise"] else "0"],
+                raw_name=f"faultin-{p}.out",
+            )
             r = parse_faultin(out.stdout)
             lat, huge = r["lat_us"], r["huge"]
             samples["Fault throughput"].append(r["bytes"] / (1 << 20) / (r["total_ns"] / 1e9))

@@ -68,8 +68,9 @@ class Fio(Workload):
     requires = ["fio"]
     packages = {"fio": "fio"}
     params = {
-        "jobs": Param("str_list", ["read", "randread", "write"], "fio rw modes to run, one after the other",
-                      choices=tuple(LABELS)),
+        "jobs": Param(
+            "str_list", ["read", "randread", "write"], "fio rw modes to run, one after the other", choices=tuple(LABELS)
+        ),
         "file": Param("size", "0.75x", "size of the file the jobs work on"),
         "hog": Param("size", "0.5x", "anonymous memory held (and rewritten) during the jobs (0: none)"),
         "hog_period": Param("duration", "1s", "pause between the hog's passes over its memory"),
@@ -84,11 +85,21 @@ class Fio(Workload):
         out: list[MetricDef] = []
         for j in params["jobs"]:
             lab = LABELS[j]
-            out += [MetricDef(f"{lab} MB/s", "MB/s", "higher", "rate", description=f"fio {j}: bandwidth"),
-                    MetricDef(f"{lab} IOPS", "IO/s", "higher", "rate", description=f"fio {j}: IOs per second")]
-            out += [MetricDef(f"{p}-{lab} clat", "us", "lower", "latency", mean="amean",
-                              description=f"fio {j}: {p[1:]}th percentile completion latency")
-                    for p in PERCENTILES]
+            out += [
+                MetricDef(f"{lab} MB/s", "MB/s", "higher", "rate", description=f"fio {j}: bandwidth"),
+                MetricDef(f"{lab} IOPS", "IO/s", "higher", "rate", description=f"fio {j}: IOs per second"),
+            ]
+            out += [
+                MetricDef(
+                    f"{p}-{lab} clat",
+                    "us",
+                    "lower",
+                    "latency",
+                    mean="amean",
+                    description=f"fio {j}: {p[1:]}th percentile completion latency",
+                )
+                for p in PERCENTILES
+            ]
         return out
 
     def check(self, params: dict[str, Any], budget: int) -> None:
@@ -120,11 +131,25 @@ class Fio(Workload):
             for job in p["jobs"]:
                 report = ctx.rawdir / f"fio-{job}.json"
                 ctx.log(f"fio {job} for {p['runtime']:g}s on {p['file'] >> 20} MiB")
-                ctx.run(["fio", f"--name={job}", f"--filename={path}", f"--size={p['file']}", f"--rw={job}",
-                         f"--bs={p['bs']}", "--ioengine=psync", "--direct=0", "--time_based=1",
-                         f"--runtime={max(1, round(p['runtime']))}", "--output-format=json",
-                         f"--output={report}"],
-                        raw_name=f"fio-{job}.out", timeout=p["runtime"] + 300, cwd=ctx.workdir)
+                ctx.run(
+                    [
+                        "fio",
+                        f"--name={job}",
+                        f"--filename={path}",
+                        f"--size={p['file']}",
+                        f"--rw={job}",
+                        f"--bs={p['bs']}",
+                        "--ioengine=psync",
+                        "--direct=0",
+                        "--time_based=1",
+                        f"--runtime={max(1, round(p['runtime']))}",
+                        "--output-format=json",
+                        f"--output={report}",
+                    ],
+                    raw_name=f"fio-{job}.out",
+                    timeout=p["runtime"] + 300,
+                    cwd=ctx.workdir,
+                )
                 if not report.exists():
                     raise WorkloadError(f"fio {job} wrote no JSON report (see raw/fio-{job}.out)")
                 direction = "write" if "write" in job else "read"

@@ -16,13 +16,14 @@ class GuestPanic(Workload):
     params = {"delay": Param("duration", 1.0, "wait before the crash", minimum=0.0)}
     metrics = []
 
-    work = ()   # crashes the guest: nothing to measure
+    work = ()  # crashes the guest: nothing to measure
 
     def run(self, ctx: WorkloadContext) -> Samples:
         # Checked here, not at load: the host loads the suite too before booting the guest.
         if not in_guest():
-            raise WorkloadError("guestpanic crashes the kernel: it only runs inside an mmbench VM guest "
-                                "(mmbench run --kernel ...)")
+            raise WorkloadError(
+                "guestpanic crashes the kernel: it only runs inside an mmbench VM guest (mmbench run --kernel ...)"
+            )
         ctx.stop_event.wait(ctx.params["delay"])
         Path("/proc/sysrq-trigger").write_text("c")
         return {}

@@ -58,7 +58,7 @@ def parse_collapse(text: str) -> tuple[list[float], list[int]]:
 class HighAlloc(Workload):
     name = "highalloc"
     summary = "Huge page allocation success (hugetlb pool, MADV_COLLAPSE) under page-cache + anon load and after"
-    resident = ('load_anon', 'collapse_size')
+    resident = ("load_anon", "collapse_size")
     params = {
         "hugetlb_size": Param("size", "0.25x", "memory requested as hugetlb pages (machine-wide, not the sandbox)"),
         "step": Param("int", 1, "huge pages requested per write to nr_hugepages", minimum=1),
@@ -70,27 +70,73 @@ class HighAlloc(Workload):
         "rest": Param("duration", "1s", "pause between stopping the load and pass 2"),
     }
     metrics = [
-        MetricDef("% Success pass 1", "%", "higher", "percent", description="hugetlb pages obtained under load / requested"),
-        MetricDef("% Success pass 2", "%", "higher", "percent", description="hugetlb pages obtained after the load stopped / requested"),
+        MetricDef(
+            "% Success pass 1", "%", "higher", "percent", description="hugetlb pages obtained under load / requested"
+        ),
+        MetricDef(
+            "% Success pass 2",
+            "%",
+            "higher",
+            "percent",
+            description="hugetlb pages obtained after the load stopped / requested",
+        ),
         MetricDef("Time pass 1", "s", "lower", "time", description="time spent in the nr_hugepages writes of pass 1"),
         MetricDef("Time pass 2", "s", "lower", "time", description="time spent in the nr_hugepages writes of pass 2"),
-        MetricDef("Latency pass 1", "us", "lower", "latency", description="time of each nr_hugepages write (step pages), pass 1"),
-        MetricDef("Latency pass 2", "us", "lower", "latency", description="time of each nr_hugepages write (step pages), pass 2"),
-        MetricDef("% Collapse pass 1", "%", "higher", "percent", description="2 MiB units MADV_COLLAPSE turned into THPs, under load"),
-        MetricDef("% Collapse pass 2", "%", "higher", "percent", description="2 MiB units MADV_COLLAPSE turned into THPs, after the load"),
-        MetricDef("Collapse latency pass 1", "us", "lower", "latency", description="time of one MADV_COLLAPSE call, under load"),
-        MetricDef("Collapse latency pass 2", "us", "lower", "latency", description="time of one MADV_COLLAPSE call, after the load"),
+        MetricDef(
+            "Latency pass 1",
+            "us",
+            "lower",
+            "latency",
+            description="time of each nr_hugepages write (step pages), pass 1",
+        ),
+        MetricDef(
+            "Latency pass 2",
+            "us",
+            "lower",
+            "latency",
+            description="time of each nr_hugepages write (step pages), pass 2",
+        ),
+        MetricDef(
+            "% Collapse pass 1",
+            "%",
+            "higher",
+            "percent",
+            description="2 MiB units MADV_COLLAPSE turned into THPs, under load",
+        ),
+        MetricDef(
+            "% Collapse pass 2",
+            "%",
+            "higher",
+            "percent",
+            description="2 MiB units MADV_COLLAPSE turned into THPs, after the load",
+        ),
+        MetricDef(
+            "Collapse latency pass 1",
+            "us",
+            "lower",
+            "latency",
+            description="time of one MADV_COLLAPSE call, under load",
+        ),
+        MetricDef(
+            "Collapse latency pass 2",
+            "us",
+            "lower",
+            "latency",
+            description="time of one MADV_COLLAPSE call, after the load",
+        ),
     ]
 
-    work = ("Latency pass 1", "Latency pass 2")   # the nr_hugepages writes of both passes happened
+    work = ("Latency pass 1", "Latency pass 2")  # the nr_hugepages writes of both passes happened
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["hugetlb_size"] < hugepage_size():
             raise UsageError("workload.highalloc.params.hugetlb_size: less than one huge page")
         held = params["load_anon"] + (params["collapse_size"] if params["collapse"] else 0)
         if held >= budget * 0.9:
-            raise UsageError(f"workload.highalloc.params: load_anon + collapse_size = {held} bytes leaves "
-                             f"no room in the {budget} byte budget")
+            raise UsageError(
+                f"workload.highalloc.params: load_anon + collapse_size = {held} bytes leaves "
+                f"no room in the {budget} byte budget"
+            )
 
     def _pass(self, ctx: WorkloadContext, n: int, samples: Samples) -> None:
         p = ctx.params
@@ -98,8 +144,9 @@ class HighAlloc(Workload):
         orig = NR_HUGEPAGES.read_text().strip()
         ctx.set_knob(NR_HUGEPAGES, orig)  # journals the original value before the pool changes
         try:
-            out = ctx.run([ctx.binary("highalloc"), "hugetlb", orig, str(count), str(p["step"])],
-                          raw_name=f"hugetlb-pass{n}.out")
+            out = ctx.run(
+                [ctx.binary("highalloc"), "hugetlb", orig, str(count), str(p["step"])], raw_name=f"hugetlb-pass{n}.out"
+            )
         finally:
             ctx.set_knob(NR_HUGEPAGES, orig)
         lat, res = parse_hugetlb(out.stdout)
@@ -107,8 +154,9 @@ class HighAlloc(Workload):
         samples[f"Time pass {n}"] = [res["ns"] / 1e9]
         samples[f"Latency pass {n}"] = lat
         if p["collapse"] and p["collapse_size"] >= S.UNIT:
-            out = ctx.run([ctx.binary("highalloc"), "collapse", str(p["collapse_size"])],
-                          raw_name=f"collapse-pass{n}.out")
+            out = ctx.run(
+                [ctx.binary("highalloc"), "collapse", str(p["collapse_size"])], raw_name=f"collapse-pass{n}.out"
+            )
             clat, ok = parse_collapse(out.stdout)
             if ok:
                 samples[f"% Collapse pass {n}"] = [100.0 * sum(ok) / len(ok)]

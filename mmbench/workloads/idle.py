@@ -12,7 +12,7 @@ class Idle(Workload):
     params = {"duration": Param("duration", 60.0, "how long to record", minimum=0.1)}
     metrics = []
 
-    work = ()   # measures nothing itself: the monitors record the system
+    work = ()  # measures nothing itself: the monitors record the system
 
     def run(self, ctx: WorkloadContext) -> Samples:
         ctx.stop_event.wait(ctx.params["duration"])

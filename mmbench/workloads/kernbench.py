@@ -32,7 +32,7 @@ CONFIGS = ("tinyconfig", "allnoconfig", "defconfig")
 # kernbench's progress log in rawdir: "started", then "build N building" when make -jN starts
 # and "build N done" (thpchallenge waits for the first build)
 PROGRESS_LOG = "kernbench.log"
-STAMP = ".mmbench-unpacked"      # written last into an unpacked tree
+STAMP = ".mmbench-unpacked"  # written last into an unpacked tree
 
 
 def source_tarball() -> Path | None:
@@ -88,8 +88,10 @@ def guest_source(host_cache: Path) -> Path:
         raise WorkloadError("no /usr/src/linux-source-*.tar.xz: install Debian's linux-source package")
     tree = host_cache / "kernbench" / tarball.name[: -len(".tar.xz")]
     if not (tree / STAMP).exists() or not os.path.ismount(tree):
-        raise WorkloadError(f"kernbench in a VM guest: {tree} is not the read-only disk the VM runner "
-                            f"attaches (kernbench's guest_trees); refusing to build through virtiofs")
+        raise WorkloadError(
+            f"kernbench in a VM guest: {tree} is not the read-only disk the VM runner "
+            f"attaches (kernbench's guest_trees); refusing to build through virtiofs"
+        )
     return tree
 
 
@@ -142,17 +144,27 @@ class Kernbench(Workload):
         "config": Param("str", "tinyconfig", "kernel configuration made before building", choices=CONFIGS),
         "targets": Param("str_list", ["mm/"], "make targets (vmlinux for the whole kernel; dir/ for one directory)"),
         "jobs": Param("int", 0, "make -j jobs (0: the number of CPUs)", minimum=0),
-        "ladder": Param("bool", False, "build at each rung of MMTests' -j ladder (NCPU/LLCs/4 ... NCPU, powers "
-                        "of two; -jNCPU alone below 16 CPUs per LLC) instead of once at `jobs`; metrics "
-                        "Elapsed-<J>, User-<J>, System-<J>"),
-        "builds": Param("int", 1, "builds per iteration (0: until the accompanied workload finishes, "
-                        "for [workload.with.kernbench])", minimum=0),
+        "ladder": Param(
+            "bool",
+            False,
+            "build at each rung of MMTests' -j ladder (NCPU/LLCs/4 ... NCPU, powers "
+            "of two; -jNCPU alone below 16 CPUs per LLC) instead of once at `jobs`; metrics "
+            "Elapsed-<J>, User-<J>, System-<J>",
+        ),
+        "builds": Param(
+            "int",
+            1,
+            "builds per iteration (0: until the accompanied workload finishes, for [workload.with.kernbench])",
+            minimum=0,
+        ),
         "build_limit": Param("duration", "30m", "limit for one build"),
     }
     metrics = [
         MetricDef("Elapsed", "s", "lower", "time", description="wall-clock time of make -jN", resolution=0.01),
         MetricDef("User", "s", "lower", "time", description="user CPU time of make and its children", resolution=0.01),
-        MetricDef("System", "s", "lower", "time", description="system CPU time of make and its children", resolution=0.01),
+        MetricDef(
+            "System", "s", "lower", "time", description="system CPU time of make and its children", resolution=0.01
+        ),
     ]
 
     @staticmethod
@@ -170,9 +182,18 @@ class Kernbench(Workload):
         rungs = self.job_ladder(params) if params else None
         if rungs is None:
             return list(self.metrics)
-        return [MetricDef(f"{m.name}-{j}", m.unit, m.better, m.kind, description=f"{m.description}, make -j{j}",
-                          resolution=m.resolution)
-                for m in self.metrics for j in rungs]
+        return [
+            MetricDef(
+                f"{m.name}-{j}",
+                m.unit,
+                m.better,
+                m.kind,
+                description=f"{m.description}, make -j{j}",
+                resolution=m.resolution,
+            )
+            for m in self.metrics
+            for j in rungs
+        ]
 
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
         # a companion (builds = 0) is background load: its rows exist only when a build finished
@@ -185,8 +206,10 @@ class Kernbench(Workload):
         if params.get("ladder") and not params.get("builds", 1):
             raise UsageError("workload.kernbench.params.ladder: a companion (builds = 0) builds at one -j")
         if source_tarball() is None:
-            raise UsageError("workload kernbench: no /usr/src/linux-source-*.tar.xz: install Debian's "
-                             "linux-source package (apt-get install linux-source)")
+            raise UsageError(
+                "workload kernbench: no /usr/src/linux-source-*.tar.xz: install Debian's "
+                "linux-source package (apt-get install linux-source)"
+            )
         if not params["targets"]:
             raise UsageError("workload.kernbench.params.targets: name at least one make target")
         for t in params["targets"]:
@@ -202,8 +225,7 @@ class Kernbench(Workload):
         if in_guest() and os.environ.get("MMBENCH_HOST_CACHE"):
             tree = guest_source(Path(os.environ["MMBENCH_HOST_CACHE"]))
         else:
-            tree = unpack_source(ctx.log, lambda argv: ctx.run(argv, raw_name="kernbench-unpack.out",
-                                                               timeout=1800))
+            tree = unpack_source(ctx.log, lambda argv: ctx.run(argv, raw_name="kernbench-unpack.out", timeout=1800))
         # where the source was read from and the objects go (in a guest: two different disks)
         (ctx.rawdir / "kernbench-source.txt").write_text(f"{tree}\n{mount_of(tree)}\n{mount_of(ctx.workdir)}\n")
         return tree
@@ -212,10 +234,12 @@ class Kernbench(Workload):
         """The unpacked tree (unpacked here, on the host, at host speed): a guest reads it from
         a read-only disk at the same path, never through virtiofs (84,000 files exhaust
         virtiofsd's file descriptors: see mmbench/vm/trees.py)."""
+
         def tar(argv: list[str]) -> None:
             proc = subprocess.run(argv, capture_output=True, text=True)
             if proc.returncode != 0:
                 raise WorkloadError(f"kernbench: {' '.join(argv)} failed: {proc.stderr.strip()[-300:]}")
+
         return [unpack_source(log, tar)]
 
     def _make(self, ctx: WorkloadContext, argv: list[str], raw: str, timeout: float) -> bool:
@@ -253,8 +277,16 @@ class Kernbench(Workload):
             jobs = jobs or p["jobs"] or ctx.ncpus
             timing = ctx.rawdir / f"kernbench-time-{n}.txt"
             # GNU time wraps make so its rusage covers make's whole process tree (wait4)
-            timed = ["/usr/bin/time", "-o", str(timing), "-f", "elapsed %e user %U system %S",
-                     *make, f"-j{jobs}", *p["targets"]]
+            timed = [
+                "/usr/bin/time",
+                "-o",
+                str(timing),
+                "-f",
+                "elapsed %e user %U system %S",
+                *make,
+                f"-j{jobs}",
+                *p["targets"],
+            ]
             self.progress(ctx, f"build {n} building")
             if not self._make(ctx, timed, f"kernbench-build-{n}", p["build_limit"]):
                 self.progress(ctx, f"build {n} stopped")
@@ -262,7 +294,8 @@ class Kernbench(Workload):
             self.progress(ctx, f"build {n} done")
             products = build_products(build, p["targets"])
             (ctx.rawdir / f"kernbench-products-{n}.txt").write_text(
-                "".join(f"{name} {size}\n" for name, size in products))
+                "".join(f"{name} {size}\n" for name, size in products)
+            )
             if not products:
                 raise WorkloadError(f"make {' '.join(p['targets'])} produced nothing in {build}")
             return parse_time(timing.read_text())
@@ -273,7 +306,7 @@ class Kernbench(Workload):
         self.progress(ctx, "started")
         tree = self.source(ctx)
         rungs = self.job_ladder(ctx.params, ctx.ncpus)
-        if rungs is not None:       # MMTests' -j ladder: builds builds at each rung
+        if rungs is not None:  # MMTests' -j ladder: builds builds at each rung
             out: Samples = {}
             n = 0
             for j in rungs:

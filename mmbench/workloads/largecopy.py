@@ -53,13 +53,18 @@ class Largecopy(Workload):
         "source": Param("size", "0.1x", "uncompressed size of the generated source tree"),
         "target": Param("size", "2x", "total size of the copies (MMTests used 15x RAM)"),
         "threads": Param("int", 1, "concurrent cp -r copies", minimum=1, maximum=64),
-        "compress": Param("str", "none", "compression of the tar created in phase 4 (MMTests: gzip, CPU-bound "
-                          "at ~15 MB/s; gzip-fast is gzip -1)", choices=("none", "gzip", "gzip-fast")),
+        "compress": Param(
+            "str",
+            "none",
+            "compression of the tar created in phase 4 (MMTests: gzip, CPU-bound at ~15 MB/s; gzip-fast is gzip -1)",
+            choices=("none", "gzip", "gzip-fast"),
+        ),
         "seed": Param("int", 1, "seed of the source tree generator"),
         "phase_timeout": Param("duration", "30m", "limit for any single phase"),
     }
-    metrics = [MetricDef(p, "s", "lower", "time", description=f"time to {p.replace('dirs', 'directories')}")
-               for p in PHASES]
+    metrics = [
+        MetricDef(p, "s", "lower", "time", description=f"time to {p.replace('dirs', 'directories')}") for p in PHASES
+    ]
 
     work = tuple(PHASES)
 
@@ -78,15 +83,24 @@ class Largecopy(Workload):
         path = cache / f"src-v{GENERATOR_VERSION}-s{p['seed']}-{p['source']}.tar.gz"
         if not path.exists():
             ctx.log(f"largecopy: generating {path.name} (cached for later iterations)")
-            ctx.run([sys.executable, "-m", "mmbench.workloads._largecopy_gen", str(path), str(p["source"]), str(p["seed"])],
-                    raw_name="largecopy-generate.out", timeout=3600,
-                    env={"PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
-                                                                     os.environ.get("PYTHONPATH")]))})
+            ctx.run(
+                [sys.executable, "-m", "mmbench.workloads._largecopy_gen", str(path), str(p["source"]), str(p["seed"])],
+                raw_name="largecopy-generate.out",
+                timeout=3600,
+                env={
+                    "PYTHONPATH": os.pathsep.join(
+                        filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")])
+                    )
+                },
+            )
         return path
 
     def _serve(self, ctx: WorkloadContext, directory: Path) -> tuple[Any, int]:
-        proc = ctx.spawn([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
-                          "--directory", str(directory)], stdout="-", stderr="largecopy-httpd.log")
+        proc = ctx.spawn(
+            [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", str(directory)],
+            stdout="-",
+            stderr="largecopy-httpd.log",
+        )
         # 120 s: a Python start takes 20 s and more in a TCG guest on a loaded host (measured:
         # python-import launches of 19-21 s in a 512 MiB guest); 30 s failed an iteration there.
         deadline = time.monotonic() + 120
@@ -128,17 +142,38 @@ class Largecopy(Workload):
             url = f"http://127.0.0.1:{port}/{tarball.name}"
             log.write(f"source {tarball} ({tarball.stat().st_size} bytes compressed) via {url}\n")
             local = wd / "source.tar.gz"
-            timed("download tar", lambda: ctx.run(
-                ["curl", "--silent", "--show-error", "--fail", "--noproxy", "127.0.0.1", "--max-time", str(int(timeout)),
-                 "-o", str(local), url], raw_name="largecopy-curl.out", timeout=timeout + 10))
+            timed(
+                "download tar",
+                lambda: ctx.run(
+                    [
+                        "curl",
+                        "--silent",
+                        "--show-error",
+                        "--fail",
+                        "--noproxy",
+                        "127.0.0.1",
+                        "--max-time",
+                        str(int(timeout)),
+                        "-o",
+                        str(local),
+                        url,
+                    ],
+                    raw_name="largecopy-curl.out",
+                    timeout=timeout + 10,
+                ),
+            )
         finally:
             ctx.stop(server)
         if local.stat().st_size != tarball.stat().st_size:
             raise WorkloadError(f"download truncated: {local.stat().st_size} of {tarball.stat().st_size} bytes")
 
         (wd / "0").mkdir()
-        timed("unpack tar", lambda: ctx.run(["tar", "-xzf", str(local), "-C", str(wd / "0")],
-                                            raw_name="largecopy-unpack.out", timeout=timeout))
+        timed(
+            "unpack tar",
+            lambda: ctx.run(
+                ["tar", "-xzf", str(local), "-C", str(wd / "0")], raw_name="largecopy-unpack.out", timeout=timeout
+            ),
+        )
         src_bytes = _tree_bytes(wd / "0")
         ncopies = max(0, math.ceil(p["target"] / max(src_bytes, 1)) - 1)
         log.write(f"unpacked {src_bytes} bytes; {ncopies} copies for target {p['target']} bytes\n")
@@ -150,8 +185,9 @@ class Largecopy(Workload):
             while pending or running:
                 while pending and len(running) < p["threads"]:
                     n = pending.pop(0)
-                    running.append(ctx.spawn(["cp", "-r", str(wd / "0"), str(wd / str(n))],
-                                             stderr=f"largecopy-cp-{n}.err"))
+                    running.append(
+                        ctx.spawn(["cp", "-r", str(wd / "0"), str(wd / str(n))], stderr=f"largecopy-cp-{n}.err")
+                    )
                 proc = running[0]
                 try:
                     proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
@@ -172,14 +208,30 @@ class Largecopy(Workload):
         gz = p["compress"] != "none"
         archive = wd / ("all.tar.gz" if gz else "all.tar")
         env = {"GZIP": "-1"} if p["compress"] == "gzip-fast" else None
-        timed("create tarfile", lambda: ctx.run(["tar", "-czf" if gz else "-cf", str(archive), "-C", str(wd), *dirs],
-                                                env=env,
-                                                raw_name="largecopy-create.out", timeout=timeout))
-        timed("delete source dirs", lambda: ctx.run(["rm", "-rf", *[str(wd / d) for d in dirs]],
-                                                    raw_name="largecopy-delete.out", timeout=timeout))
+        timed(
+            "create tarfile",
+            lambda: ctx.run(
+                ["tar", "-czf" if gz else "-cf", str(archive), "-C", str(wd), *dirs],
+                env=env,
+                raw_name="largecopy-create.out",
+                timeout=timeout,
+            ),
+        )
+        timed(
+            "delete source dirs",
+            lambda: ctx.run(
+                ["rm", "-rf", *[str(wd / d) for d in dirs]], raw_name="largecopy-delete.out", timeout=timeout
+            ),
+        )
         (wd / "expand").mkdir()
-        timed("expand tar", lambda: ctx.run(["tar", "-xzf" if gz else "-xf", str(archive),
-                                             "-C", str(wd / "expand")], raw_name="largecopy-expand.out", timeout=timeout))
+        timed(
+            "expand tar",
+            lambda: ctx.run(
+                ["tar", "-xzf" if gz else "-xf", str(archive), "-C", str(wd / "expand")],
+                raw_name="largecopy-expand.out",
+                timeout=timeout,
+            ),
+        )
         log.write(f"archive {archive.name} {archive.stat().st_size} bytes\n")
         log.close()
         shutil.rmtree(wd, ignore_errors=True)  # free the disk early; the runner removes workdir anyway

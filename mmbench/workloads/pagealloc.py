@@ -24,12 +24,18 @@ from mmbench.model.results import MetricDef
 from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 _LINE = re.compile(r"^(write|read|anon|total) bytes (\d+) seconds ([\d.]+)$", re.M)
-_NAMES = {"write": "Write throughput", "read": "Read throughput", "anon": "Anon churn throughput",
-          "total": "Total throughput"}
-_DESC = {"write": "buffered file writes (MB/s of the write phase)",
-         "read": "sequential file reads (MB/s of the read phase)",
-         "anon": "anonymous memory faulted and freed (MB/s over the whole run)",
-         "total": "bytes written + read + anon faulted per second of the whole run"}
+_NAMES = {
+    "write": "Write throughput",
+    "read": "Read throughput",
+    "anon": "Anon churn throughput",
+    "total": "Total throughput",
+}
+_DESC = {
+    "write": "buffered file writes (MB/s of the write phase)",
+    "read": "sequential file reads (MB/s of the read phase)",
+    "anon": "anonymous memory faulted and freed (MB/s over the whole run)",
+    "total": "bytes written + read + anon faulted per second of the whole run",
+}
 
 
 def parse_pagealloc(text: str) -> Samples:
@@ -54,8 +60,9 @@ class Pagealloc(Workload):
         "chunk": Param("size", "8M", "anonymous chunk size"),
         "run_timeout": Param("duration", "30m", "limit for the run"),
     }
-    metrics = [MetricDef(_NAMES[k], "MB/s", "higher", "rate", description=_DESC[k])
-               for k in ("write", "read", "anon", "total")]
+    metrics = [
+        MetricDef(_NAMES[k], "MB/s", "higher", "rate", description=_DESC[k]) for k in ("write", "read", "anon", "total")
+    ]
 
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
         return [m.name for m in self.metric_defs(params)]
@@ -70,7 +77,9 @@ class Pagealloc(Workload):
         if params["size"] < (1 << 20):
             raise UsageError("workload.pagealloc.params.size: must be at least 1M")
         if params["chunk"] < page_size() or params["block"] < page_size():
-            raise UsageError(f"workload.pagealloc.params: chunk and block must be at least one page ({page_size()} bytes)")
+            raise UsageError(
+                f"workload.pagealloc.params: chunk and block must be at least one page ({page_size()} bytes)"
+            )
         if params["chunk"] * params["anon_threads"] >= budget:
             raise UsageError("workload.pagealloc.params.chunk: anon threads would exceed the budget")
 
@@ -79,8 +88,23 @@ class Pagealloc(Workload):
         d = ctx.workdir / "pagealloc"
         d.mkdir(parents=True, exist_ok=True)
         jobs = p["jobs"] or ctx.ncpus
-        argv = [ctx.binary("pagealloc"), "-d", str(d), "-s", str(p["size"]), "-j", str(jobs),
-                "-b", str(p["block"]), "-A", str(p["anon_threads"]), "-c", str(p["chunk"]), "-p", str(p["passes"])]
+        argv = [
+            ctx.binary("pagealloc"),
+            "-d",
+            str(d),
+            "-s",
+            str(p["size"]),
+            "-j",
+            str(jobs),
+            "-b",
+            str(p["block"]),
+            "-A",
+            str(p["anon_threads"]),
+            "-c",
+            str(p["chunk"]),
+            "-p",
+            str(p["passes"]),
+        ]
         (ctx.rawdir / "pagealloc.cmd").write_text(" ".join(argv) + "\n")
         out = ctx.run(argv, raw_name="pagealloc.out", timeout=p["run_timeout"])
         return parse_pagealloc(out.stdout)

@@ -59,14 +59,20 @@ class Pfscale(Workload):
         "case": Param("int", 1, "1 anonymous private, 2 file private (COW), 3 file shared", choices=(1, 2, 3)),
         "mode": Param("str", "processes", "tasks are processes or threads (one mm)", choices=("processes", "threads")),
         "tasks": Param("int_list", None, "task counts (default 1..number of CPUs)", minimum=1),
-        "ladder": Param("bool", False, "MMTests' will-it-scale task walk 2 ... 2xNCPU by the CPU topology "
-                        "(2, 3, 4 on 2 CPUs) instead of tasks"),
+        "ladder": Param(
+            "bool",
+            False,
+            "MMTests' will-it-scale task walk 2 ... 2xNCPU by the CPU topology (2, 3, 4 on 2 CPUs) instead of tasks",
+        ),
         "map_size": Param("size", "32M", "mapping each task faults, unmaps and maps again", minimum=4096),
         "warmup_time": Param("duration", "0.5s", "run before the measured window, per rung"),
         "duration": Param("duration", "3s", "measured window per rung", minimum=0.01),
         "thp": Param("bool", False, "allow THP in case 1 (default MADV_NOHUGEPAGE: base-page faults)"),
-        "sample": Param("duration", "0s", "pages/sec samples per this interval of the window (will-it-scale: "
-                        "1s); 0: one sample for the window"),
+        "sample": Param(
+            "duration",
+            "0s",
+            "pages/sec samples per this interval of the window (will-it-scale: 1s); 0: one sample for the window",
+        ),
     }
 
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
@@ -76,10 +82,22 @@ class Pfscale(Workload):
         what = CASES.get(params.get("case", 1), "")
         out: list[MetricDef] = []
         for n in task_ladder(params):
-            out += [MetricDef(f"faults/sec-{n}", "faults/s", "higher", "rate",
-                              description=f"{what}: page faults per second (getrusage), {n} task(s)"),
-                    MetricDef(f"pages/sec-{n}", "pages/s", "higher", "rate",
-                              description=f"{what}: pages written per second (will-it-scale's count), {n} task(s)")]
+            out += [
+                MetricDef(
+                    f"faults/sec-{n}",
+                    "faults/s",
+                    "higher",
+                    "rate",
+                    description=f"{what}: page faults per second (getrusage), {n} task(s)",
+                ),
+                MetricDef(
+                    f"pages/sec-{n}",
+                    "pages/s",
+                    "higher",
+                    "rate",
+                    description=f"{what}: pages written per second (will-it-scale's count), {n} task(s)",
+                ),
+            ]
         return out
 
     def check(self, params: dict[str, Any], budget: int) -> None:
@@ -91,22 +109,35 @@ class Pfscale(Workload):
         # Case 2 holds the page cache and the private copy at once: twice the mapping per task.
         need = params["map_size"] * top * (2 if params["case"] == 2 else 1)
         if need > budget * 0.9:
-            raise UsageError(f"workload.pfscale.params.map_size: {top} tasks x {params['map_size']} bytes "
-                             f"needs {need} bytes, more than 90% of the {budget} byte budget")
+            raise UsageError(
+                f"workload.pfscale.params.map_size: {top} tasks x {params['map_size']} bytes "
+                f"needs {need} bytes, more than 90% of the {budget} byte budget"
+            )
 
     def run(self, ctx: WorkloadContext) -> Samples:
         p = ctx.params
         samples: Samples = {}
         for n in task_ladder(p, ctx.ncpus):
-            out = ctx.run([ctx.binary("pfscale"), str(p["case"]), p["mode"], str(n), str(p["map_size"]),
-                           repr(float(p["warmup_time"])), repr(float(p["duration"])), str(ctx.workdir),
-                           "1" if p["thp"] else "0", repr(float(p.get("sample") or 0))],
-                          raw_name=f"pfscale-{n}.out")
+            out = ctx.run(
+                [
+                    ctx.binary("pfscale"),
+                    str(p["case"]),
+                    p["mode"],
+                    str(n),
+                    str(p["map_size"]),
+                    repr(float(p["warmup_time"])),
+                    repr(float(p["duration"])),
+                    str(ctx.workdir),
+                    "1" if p["thp"] else "0",
+                    repr(float(p.get("sample") or 0)),
+                ],
+                raw_name=f"pfscale-{n}.out",
+            )
             r = parse_pfscale(out.stdout)
             if r["tasks"] != n or r["ns"] <= 0:
                 raise WorkloadError(f"pfscale rung {n} reported tasks {r['tasks']} over {r['ns']} ns")
             samples[f"faults/sec-{n}"] = [r["faults"] / (r["ns"] / 1e9)]
-            if r["samples"]:   # will-it-scale's per-second figures
+            if r["samples"]:  # will-it-scale's per-second figures
                 samples[f"pages/sec-{n}"] = [pg / (ns / 1e9) for ns, pg in r["samples"] if ns > 0]
             else:
                 samples[f"pages/sec-{n}"] = [r["pages"] / (r["ns"] / 1e9)]

@@ -37,7 +37,7 @@ def parse_pft(text: str) -> list[dict[str, int]]:
 class Pft(Workload):
     name = "pft"
     summary = "Anonymous page-fault scalability: faults/sec and faults per CPU-second for 1..N clients"
-    resident = ('size',)
+    resident = ("size",)
     params = {
         "size": Param("size", "0.5x", "total anonymous memory faulted per repeat, split between the clients"),
         "clients": Param("int_list", None, "client counts (default 1..number of CPUs)", minimum=1),
@@ -53,14 +53,28 @@ class Pft(Workload):
         out: list[MetricDef] = []
         for n in client_ladder(params):
             out += [
-                MetricDef(f"faults/sec-{n}", "faults/s", "higher", "rate", description=f"anonymous faults per second, {n} client(s)"),
-                MetricDef(f"faults/cpu-{n}", "faults/cpu-s", "higher", "rate", description=f"anonymous faults per CPU-second of the clients, {n} client(s)"),
+                MetricDef(
+                    f"faults/sec-{n}",
+                    "faults/s",
+                    "higher",
+                    "rate",
+                    description=f"anonymous faults per second, {n} client(s)",
+                ),
+                MetricDef(
+                    f"faults/cpu-{n}",
+                    "faults/cpu-s",
+                    "higher",
+                    "rate",
+                    description=f"anonymous faults per CPU-second of the clients, {n} client(s)",
+                ),
             ]
         return out
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["size"] >= budget:
-            raise UsageError(f"workload.pft.params.size: {params['size']} bytes does not fit in the {budget} byte budget")
+            raise UsageError(
+                f"workload.pft.params.size: {params['size']} bytes does not fit in the {budget} byte budget"
+            )
         for n in client_ladder(params):
             if params["size"] // n < page_size():
                 raise UsageError(f"workload.pft.params.size: too small for {n} clients")
@@ -69,8 +83,10 @@ class Pft(Workload):
         p = ctx.params
         samples: Samples = {}
         for n in client_ladder(p, ctx.ncpus):
-            out = ctx.run([ctx.binary("pft"), str(p["size"]), str(n), p["mode"], str(p["repeat"]),
-                           "1" if p["thp"] else "0"], raw_name=f"pft-{n}.out")
+            out = ctx.run(
+                [ctx.binary("pft"), str(p["size"]), str(n), p["mode"], str(p["repeat"]), "1" if p["thp"] else "0"],
+                raw_name=f"pft-{n}.out",
+            )
             rows = parse_pft(out.stdout)
             samples[f"faults/sec-{n}"] = [r["faults"] / (r["wall_ns"] / 1e9) for r in rows]
             samples[f"faults/cpu-{n}"] = [r["faults"] / (r["cpu_ns"] / 1e9) for r in rows if r["cpu_ns"] > 0]

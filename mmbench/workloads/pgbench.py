@@ -29,11 +29,10 @@ from mmbench.workloads._topology import topology_of, topology_walk
 from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
 SCALE_BYTES = 15 << 20
-_TPS = re.compile(r"^tps = ([\d.]+) \((?:without initial connection time|excluding connections establishing)\)",
-                  re.M)
+_TPS = re.compile(r"^tps = ([\d.]+) \((?:without initial connection time|excluding connections establishing)\)", re.M)
 
 
-BATCH = 4            # seconds per batch (extract-report.pl $batch_size)
+BATCH = 4  # seconds per batch (extract-report.pl $batch_size)
 SKIP = 2 * BATCH - 1  # one-second lines skipped before the first batch ($sample < $startSamples)
 
 
@@ -132,28 +131,42 @@ class Pgbench(Workload):
     requires = ["setpriv"]
     params = {
         "database": Param("size", "0.5x", "size of the pgbench database (scale = database / 15 MiB)"),
-        "mode": Param("str", "read-only", "read-only (-S) or read-write (TPC-B-like)", choices=("read-only", "read-write")),
-        "clients": Param("int_list", [0], "client connections (0: the number of CPUs); a list runs each in turn",
-                         minimum=0, maximum=90),
-        "ladder": Param("bool", False, "run MMTests' client walk 1 ... 2xNCPU in turn (its pgbench configs: "
-                        "1, 2, 3, 4 on 2 CPUs)"),
-        "batched": Param("bool", False, "per-second aggregate log and MMTests' batched TPS samples "
-                         "(no per-transaction latency percentiles)"),
+        "mode": Param(
+            "str", "read-only", "read-only (-S) or read-write (TPC-B-like)", choices=("read-only", "read-write")
+        ),
+        "clients": Param(
+            "int_list",
+            [0],
+            "client connections (0: the number of CPUs); a list runs each in turn",
+            minimum=0,
+            maximum=90,
+        ),
+        "ladder": Param(
+            "bool", False, "run MMTests' client walk 1 ... 2xNCPU in turn (its pgbench configs: 1, 2, 3, 4 on 2 CPUs)"
+        ),
+        "batched": Param(
+            "bool",
+            False,
+            "per-second aggregate log and MMTests' batched TPS samples (no per-transaction latency percentiles)",
+        ),
         "duration": Param("duration", "30s", "length of the measured pgbench run"),
         "shared_buffers": Param("size", "0.25x", "PostgreSQL shared_buffers", minimum=1 << 20),
         "fsync": Param("bool", False, "fsync and synchronous_commit on (off: the disk does not dominate)"),
         "run_timeout": Param("duration", "30m", "limit for initdb, the data load and the run"),
     }
     metrics = [
-        MetricDef("TPS", "transactions/s", "higher", "rate", description="pgbench tps, without initial connection time"),
+        MetricDef(
+            "TPS", "transactions/s", "higher", "rate", description="pgbench tps, without initial connection time"
+        ),
         MetricDef("Latency p50", "ms", "lower", "time", description="median transaction latency (per-transaction log)"),
         MetricDef("Latency p95", "ms", "lower", "time", description="95th percentile transaction latency"),
         MetricDef("Latency p99", "ms", "lower", "time", description="99th percentile transaction latency"),
     ]
 
     @staticmethod
-    def client_counts(params: dict[str, Any], ncpus: int | None = None,
-                      topology: tuple[int, int, int, int] | None = None) -> list[int]:
+    def client_counts(
+        params: dict[str, Any], ncpus: int | None = None, topology: tuple[int, int, int, int] | None = None
+    ) -> list[int]:
         """The client counts to run, in order (0 = the number of CPUs).  The ladder is MMTests'
         topology walk from 1 to 2xNCPU (``topology``: CPUs, SMT, LLC and node weights; default
         this machine's, or a flat one of ``ncpus`` CPUs when that differs from this machine's)."""
@@ -175,16 +188,43 @@ class Pgbench(Workload):
             return list(self.metrics)
         out: list[MetricDef] = []
         for c in self.client_counts(params):
-            out.append(MetricDef(f"TPS-{c}", "transactions/s", "higher", "rate",
-                                 description=f"pgbench tps, {c} clients, without initial connection time"))
+            out.append(
+                MetricDef(
+                    f"TPS-{c}",
+                    "transactions/s",
+                    "higher",
+                    "rate",
+                    description=f"pgbench tps, {c} clients, without initial connection time",
+                )
+            )
             if params.get("batched"):
-                out += [MetricDef(f"TPS batched-{c}", "transactions/s", "higher", "rate",
-                                  description=f"MMTests' 4 s batches of the per-second log, {c} clients"),
-                        MetricDef(f"Latency mean-{c}", "ms", "lower", "time",
-                                  description=f"mean transaction latency, {c} clients (aggregate log)")]
+                out += [
+                    MetricDef(
+                        f"TPS batched-{c}",
+                        "transactions/s",
+                        "higher",
+                        "rate",
+                        description=f"MMTests' 4 s batches of the per-second log, {c} clients",
+                    ),
+                    MetricDef(
+                        f"Latency mean-{c}",
+                        "ms",
+                        "lower",
+                        "time",
+                        description=f"mean transaction latency, {c} clients (aggregate log)",
+                    ),
+                ]
             else:
-                out += [MetricDef(f"Latency p{q}-{c}", "ms", "lower", "time",
-                                  description=f"{q}th percentile transaction latency, {c} clients") for q in (50, 95, 99)]
+                out += [
+                    MetricDef(
+                        f"Latency p{q}-{c}",
+                        "ms",
+                        "lower",
+                        "time",
+                        description=f"{q}th percentile transaction latency, {c} clients",
+                    )
+                    for q in (50, 95, 99)
+                ]
         return out
 
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
@@ -194,13 +234,16 @@ class Pgbench(Workload):
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         if pg_bindir() is None:
-            raise UsageError("workload pgbench: no /usr/lib/postgresql/*/bin/pgbench: install Debian's "
-                             "postgresql package")
+            raise UsageError(
+                "workload pgbench: no /usr/lib/postgresql/*/bin/pgbench: install Debian's postgresql package"
+            )
         if params["duration"] < 1:
             raise UsageError("workload.pgbench.params.duration: must be at least 1s")
         if params["shared_buffers"] >= budget:
-            raise UsageError(f"workload.pgbench.params.shared_buffers: {params['shared_buffers']} bytes "
-                             f"does not fit in the {budget} byte budget")
+            raise UsageError(
+                f"workload.pgbench.params.shared_buffers: {params['shared_buffers']} bytes "
+                f"does not fit in the {budget} byte budget"
+            )
 
     def run(self, ctx: WorkloadContext) -> Samples:
         p = ctx.params
@@ -220,27 +263,61 @@ class Pgbench(Workload):
         def as_owner(argv: list[str]) -> list[str]:
             if not root:
                 return argv
-            return ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups",
-                    "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search", "--", *argv]
+            return [
+                "setpriv",
+                f"--reuid={user}",
+                f"--regid={user}",
+                "--init-groups",
+                "--inh-caps=+dac_read_search",
+                "--ambient-caps=+dac_read_search",
+                "--",
+                *argv,
+            ]
 
         server: subprocess.Popen | None = None
         try:
-            ctx.run(as_owner([str(bindir / "initdb"), "-D", str(data), "-U", user, "-A", "trust", "--no-sync",
-                              "-E", "UTF8"]), raw_name="initdb.out", timeout=p["run_timeout"])
+            ctx.run(
+                as_owner(
+                    [str(bindir / "initdb"), "-D", str(data), "-U", user, "-A", "trust", "--no-sync", "-E", "UTF8"]
+                ),
+                raw_name="initdb.out",
+                timeout=p["run_timeout"],
+            )
             sync = "on" if p["fsync"] else "off"
             counts = self.client_counts(p, ctx.ncpus)
-            server = ctx.spawn(as_owner([
-                str(bindir / "postgres"), "-D", str(data), "-k", str(sock), "-c", "listen_addresses=",
-                "-c", f"shared_buffers={p['shared_buffers'] // 8192}", "-c", f"fsync={sync}",
-                "-c", f"synchronous_commit={sync}", "-c", f"max_connections={max(counts) + 10}"]),
-                stdout="postgres.log", stderr="postgres.log")
+            server = ctx.spawn(
+                as_owner(
+                    [
+                        str(bindir / "postgres"),
+                        "-D",
+                        str(data),
+                        "-k",
+                        str(sock),
+                        "-c",
+                        "listen_addresses=",
+                        "-c",
+                        f"shared_buffers={p['shared_buffers'] // 8192}",
+                        "-c",
+                        f"fsync={sync}",
+                        "-c",
+                        f"synchronous_commit={sync}",
+                        "-c",
+                        f"max_connections={max(counts) + 10}",
+                    ]
+                ),
+                stdout="postgres.log",
+                stderr="postgres.log",
+            )
             (ctx.rawdir / "postgres.pid").write_text(f"{server.pid}\n")
             self._wait_ready(ctx, bindir, sock, user, server, p["run_timeout"])
             conn = ["-h", str(sock), "-U", user]
             scale = scale_for(p["database"])
             ctx.log(f"pgbench: loading scale {scale}")
-            ctx.run([str(bindir / "pgbench"), "-i", "-q", "-s", str(scale), *conn, "postgres"],
-                    raw_name="pgbench-init.out", timeout=p["run_timeout"])
+            ctx.run(
+                [str(bindir / "pgbench"), "-i", "-q", "-s", str(scale), *conn, "postgres"],
+                raw_name="pgbench-init.out",
+                timeout=p["run_timeout"],
+            )
             named = self.per_count(p)
             samples: Samples = {}
             for clients in counts:
@@ -251,18 +328,30 @@ class Pgbench(Workload):
                 self._stop_server(ctx, server)
             shutil.rmtree(sock, ignore_errors=True)
 
-    def _one(self, ctx: WorkloadContext, p: dict[str, Any], bindir: Path, conn: list[str], clients: int,
-             tag: str) -> Samples:
+    def _one(
+        self, ctx: WorkloadContext, p: dict[str, Any], bindir: Path, conn: list[str], clients: int, tag: str
+    ) -> Samples:
         """One pgbench run with ``clients`` connections; metric names end in ``tag``."""
         logdir = ctx.workdir / f"pglog{tag}"
         logdir.mkdir()
         raw = f"pgbench{tag}"
         # MMTests runs at most one pgbench thread per 8 CPUs (pgbench-bench: MAX_PGBENCH_THREADS)
         threads = max(1, min(clients, ctx.ncpus // 8)) if p.get("batched") else min(clients, ctx.ncpus)
-        argv = [str(bindir / "pgbench"), *conn, "-c", str(clients), "-j", str(threads),
-                "-T", str(max(1, round(p["duration"]))), "-l", f"--log-prefix={logdir}/tx",
-                *(["--aggregate-interval=1"] if p.get("batched") else []),
-                *(["-S"] if p["mode"] == "read-only" else []), "postgres"]
+        argv = [
+            str(bindir / "pgbench"),
+            *conn,
+            "-c",
+            str(clients),
+            "-j",
+            str(threads),
+            "-T",
+            str(max(1, round(p["duration"]))),
+            "-l",
+            f"--log-prefix={logdir}/tx",
+            *(["--aggregate-interval=1"] if p.get("batched") else []),
+            *(["-S"] if p["mode"] == "read-only" else []),
+            "postgres",
+        ]
         ctx.log(f"pgbench: {clients} clients for {p['duration']:g}s")
         out = ctx.run(argv, raw_name=f"{raw}.out", timeout=p["duration"] + p["run_timeout"])
         tps = parse_tps(out.stdout)
@@ -273,8 +362,10 @@ class Pgbench(Workload):
         if p.get("batched"):
             batches = batched_tps(text)
             if not batches:
-                raise WorkloadError(f"pgbench ran too briefly for a batch of MMTests' batched TPS (4 s after "
-                                    f"the first {SKIP + BATCH} s; see raw/{raw}-tx.log): make duration longer")
+                raise WorkloadError(
+                    f"pgbench ran too briefly for a batch of MMTests' batched TPS (4 s after "
+                    f"the first {SKIP + BATCH} s; see raw/{raw}-tx.log): make duration longer"
+                )
             mean = aggregate_latency_ms(text)
             out_s: Samples = {f"TPS{tag}": [tps], f"TPS batched{tag}": batches}
             if mean is not None:
@@ -284,17 +375,25 @@ class Pgbench(Workload):
         if not lat:
             raise WorkloadError(f"pgbench logged no transactions (see raw/{raw}-tx.log)")
         lat.sort()
-        return {f"TPS{tag}": [tps], f"Latency p50{tag}": [percentile(lat, 50)],
-                f"Latency p95{tag}": [percentile(lat, 95)], f"Latency p99{tag}": [percentile(lat, 99)]}
+        return {
+            f"TPS{tag}": [tps],
+            f"Latency p50{tag}": [percentile(lat, 50)],
+            f"Latency p95{tag}": [percentile(lat, 95)],
+            f"Latency p99{tag}": [percentile(lat, 99)],
+        }
 
-    def _wait_ready(self, ctx: WorkloadContext, bindir: Path, sock: Path, user: str,
-                    server: subprocess.Popen, timeout: float) -> None:
+    def _wait_ready(
+        self, ctx: WorkloadContext, bindir: Path, sock: Path, user: str, server: subprocess.Popen, timeout: float
+    ) -> None:
         deadline = time.monotonic() + min(timeout, 120)
         while time.monotonic() < deadline:
             if server.poll() is not None:
                 raise WorkloadError(f"postgres exited with status {server.returncode} at start (see raw/postgres.log)")
-            r = subprocess.run([str(bindir / "pg_isready"), "-q", "-h", str(sock), "-U", user],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            r = subprocess.run(
+                [str(bindir / "pg_isready"), "-q", "-h", str(sock), "-U", user],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             if r.returncode == 0:
                 return
             time.sleep(0.1)

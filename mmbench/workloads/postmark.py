@@ -35,8 +35,13 @@ _PATTERNS = {
 }
 # postmark scales its data figures to a readable unit (binary multiples)
 _SCALE = {"bytes": 1 / (1 << 20), "kilobytes": 1 / 1024, "megabytes": 1.0, "gigabytes": 1024.0}
-_UNITS = {"Transactions/s": "transactions/s", "Files created/s": "files/s", "Files deleted/s": "files/s",
-          "Data read MB/s": "MB/s", "Data written MB/s": "MB/s"}
+_UNITS = {
+    "Transactions/s": "transactions/s",
+    "Files created/s": "files/s",
+    "Files deleted/s": "files/s",
+    "Data read MB/s": "MB/s",
+    "Data written MB/s": "MB/s",
+}
 
 
 def parse_postmark(text: str) -> dict[str, float]:
@@ -54,7 +59,7 @@ def parse_postmark(text: str) -> dict[str, float]:
 class Postmark(Workload):
     name = "postmark"
     summary = "Postmark small-file transactions, optionally with a background anonymous-memory hog"
-    resident = ('hog',)
+    resident = ("hog",)
     requires = ["postmark"]
     params = {
         "fileset": Param("size", "1x", "average total size of the initial files (sets number; 0: use files)"),
@@ -92,26 +97,42 @@ class Postmark(Workload):
         # short relative one and run it from the workdir
         loc = ctx.workdir / "pm"
         loc.mkdir(parents=True, exist_ok=True)
-        cfg = "\n".join([
-            "set location pm",
-            f"set number {self.nfiles(p)}",
-            f"set transactions {p['transactions']}",
-            f"set size {p['size_min']} {p['size_max']}",
-            f"set subdirectories {p['subdirectories']}",
-            f"set read {p['block']}",
-            f"set write {p['block']}",
-            f"set buffering {'true' if p['buffering'] else 'false'}",
-            f"set seed {p['seed']}",
-            "show", "run", "quit", ""])
+        cfg = "\n".join(
+            [
+                "set location pm",
+                f"set number {self.nfiles(p)}",
+                f"set transactions {p['transactions']}",
+                f"set size {p['size_min']} {p['size_max']}",
+                f"set subdirectories {p['subdirectories']}",
+                f"set read {p['block']}",
+                f"set write {p['block']}",
+                f"set buffering {'true' if p['buffering'] else 'false'}",
+                f"set seed {p['seed']}",
+                "show",
+                "run",
+                "quit",
+                "",
+            ]
+        )
         (ctx.rawdir / "postmark.cfg").write_text(cfg)
         (ctx.workdir / "postmark.cfg").write_text(cfg)
         hog = None
         if p["hog"]:
-            hog = ctx.spawn([ctx.binary("anonhog"), str(p["hog"]), str(min(p["hog_block"], p["hog"])),
-                             str(max(int(p["hog_period"] * 1000), 10))], stdout="anonhog.out", stderr="anonhog.err")
+            hog = ctx.spawn(
+                [
+                    ctx.binary("anonhog"),
+                    str(p["hog"]),
+                    str(min(p["hog_block"], p["hog"])),
+                    str(max(int(p["hog_period"] * 1000), 10)),
+                ],
+                stdout="anonhog.out",
+                stderr="anonhog.err",
+            )
             self._wait_ready(ctx, hog)
         try:
-            out = ctx.run(["postmark", "postmark.cfg"], raw_name="postmark.out", timeout=p["run_timeout"], cwd=ctx.workdir)
+            out = ctx.run(
+                ["postmark", "postmark.cfg"], raw_name="postmark.out", timeout=p["run_timeout"], cwd=ctx.workdir
+            )
         finally:
             if hog is not None:
                 ctx.stop(hog)
@@ -125,8 +146,10 @@ class Postmark(Workload):
                 return
             if hog.poll() is not None:
                 if ctx.sandbox.oom_kills():
-                    raise WorkloadError("anonhog was OOM-killed faulting its region: hog is larger than the "
-                                        "budget allows (add swap or lower hog)")
+                    raise WorkloadError(
+                        "anonhog was OOM-killed faulting its region: hog is larger than the "
+                        "budget allows (add swap or lower hog)"
+                    )
                 raise WorkloadError(f"anonhog exited with status {hog.returncode} (see anonhog.err)")
             time.sleep(0.05)
         ctx.stop(hog)

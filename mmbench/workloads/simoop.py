@@ -37,8 +37,10 @@ STATS = ("p50", "p95", "p99", "max")
 # Ops an interval needs for its percentile to be more than its largest values: the 99th
 # percentile of fewer than 100 ops is (nearly) the maximum.
 MIN_OPS = {"p50": 1, "p95": 20, "p99": 100, "max": 1}
-_OP_LINE = re.compile(r"^(Read|Write|Allocation) latency usec: \(p50: (-?\d+)\) \(p95: (-?\d+)\) "
-                      r"\(p99: (-?\d+)\) \(max: (-?\d+)\) count (\d+)")
+_OP_LINE = re.compile(
+    r"^(Read|Write|Allocation) latency usec: \(p50: (-?\d+)\) \(p95: (-?\d+)\) "
+    r"\(p99: (-?\d+)\) \(max: (-?\d+)\) count (\d+)"
+)
 _RATES = re.compile(r"^rates work/s ([\d.]+) stalls/s ([\d.]+)")
 
 
@@ -57,8 +59,10 @@ def parse_simoop_notes(text: str) -> tuple[Samples, list[str]]:
     left_out: dict[str, int] = {}
     for line in text.splitlines():
         if line.startswith("warmup incomplete"):
-            raise WorkloadError(f"simoop {line.strip()}: no measurement (raise warmup_limit, or lower wss "
-                                f"so the working set faults in sooner)")
+            raise WorkloadError(
+                f"simoop {line.strip()}: no measurement (raise warmup_limit, or lower wss "
+                f"so the working set faults in sooner)"
+            )
         if line.startswith("warmup complete"):
             warm = True
             continue
@@ -87,16 +91,18 @@ def parse_simoop_notes(text: str) -> tuple[Samples, list[str]]:
         raise WorkloadError("simoop never completed its warm-up (see raw/simoop.out)")
     if not intervals:
         raise WorkloadError("simoop reported no interval after warm-up (see raw/simoop.out)")
-    notes = [f"{name}: left out of {n} of {intervals} intervals (fewer than "
-             f"{MIN_OPS[name.split('-')[0]]} {name.split('-', 1)[1].lower()} ops in the interval)"
-             for name, n in sorted(left_out.items())]
+    notes = [
+        f"{name}: left out of {n} of {intervals} intervals (fewer than "
+        f"{MIN_OPS[name.split('-')[0]]} {name.split('-', 1)[1].lower()} ops in the interval)"
+        for name, n in sorted(left_out.items())
+    ]
     return samples, notes
 
 
 class Simoop(Workload):
     name = "simoop"
     summary = "Simulated server: anon working set, file readers/writers, allocators; latency percentiles"
-    resident = ('wss',)
+    resident = ("wss",)
     params = {
         "wss": Param("size", "0.5x", "anonymous working set of the worker threads (above 1x needs swap)"),
         "workers": Param("int", 0, "worker threads (0: one per CPU)", minimum=0),
@@ -111,22 +117,60 @@ class Simoop(Workload):
         "pages_per_op": Param("int", 256, "random pages one unit of work touches", minimum=1),
         "stall": Param("duration", "10ms", "a work unit slower than this is a stall"),
         "runtime": Param("duration", "30s", "measured time after the warm-up"),
-        "warmup_time": Param("duration", "5s", "least time before measuring; the warm-up also lasts until "
-                             "every thread has done work (the working set is faulted in)"),
-        "warmup_limit": Param("duration", "10m", "longest warm-up: an iteration whose threads have not all "
-                              "done work by then fails"),
+        "warmup_time": Param(
+            "duration",
+            "5s",
+            "least time before measuring; the warm-up also lasts until "
+            "every thread has done work (the working set is faulted in)",
+        ),
+        "warmup_limit": Param(
+            "duration", "10m", "longest warm-up: an iteration whose threads have not all done work by then fails"
+        ),
         "interval": Param("duration", "2s", "reporting interval; one sample per metric each"),
     }
-    metrics = ([MetricDef(f"{s}-{op}", "us", "lower", "latency", mean="amean",
-                          description=f"{s} of {op.lower()} latency within an interval")
-                for op in OPS for s in STATS]
-               + [MetricDef(f"{op} ops/s", "ops/s", "higher", "rate", mean="amean",
-                            description=f"{op.lower()} ops completed per second of an interval "
-                                        f"(the ops its percentiles come from)") for op in OPS]
-               + [MetricDef("work/s", "units/s", "higher", "rate", mean="amean",
-                            description="work units (pages_per_op random page touches) per second"),
-                  MetricDef("stalls/s", "stalls/s", "lower", "rate", mean="amean",
-                            description="work units per second that took longer than the stall threshold")])
+    metrics = (
+        [
+            MetricDef(
+                f"{s}-{op}",
+                "us",
+                "lower",
+                "latency",
+                mean="amean",
+                description=f"{s} of {op.lower()} latency within an interval",
+            )
+            for op in OPS
+            for s in STATS
+        ]
+        + [
+            MetricDef(
+                f"{op} ops/s",
+                "ops/s",
+                "higher",
+                "rate",
+                mean="amean",
+                description=f"{op.lower()} ops completed per second of an interval (the ops its percentiles come from)",
+            )
+            for op in OPS
+        ]
+        + [
+            MetricDef(
+                "work/s",
+                "units/s",
+                "higher",
+                "rate",
+                mean="amean",
+                description="work units (pages_per_op random page touches) per second",
+            ),
+            MetricDef(
+                "stalls/s",
+                "stalls/s",
+                "lower",
+                "rate",
+                mean="amean",
+                description="work units per second that took longer than the stall threshold",
+            ),
+        ]
+    )
 
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
         # the workers' units of work, and a completed op of each kind that has threads
@@ -150,19 +194,53 @@ class Simoop(Workload):
         d.mkdir(parents=True, exist_ok=True)
         workers = p["workers"] or ctx.ncpus
         nfiles = max(1, p["files"] // p["file_size"])
-        argv = [ctx.binary("simoop"), "-d", str(d), "-w", str(p["wss"]), "-t", str(workers),
-                "-r", str(p["readers"]), "-W", str(p["writers"]), "-a", str(p["allocators"]),
-                "-n", str(nfiles), "-f", str(p["file_size"]), "-R", str(p["read_size"]),
-                "-X", str(p["write_size"]), "-M", str(p["alloc_size"]), "-p", str(p["pages_per_op"]),
-                "-s", str(max(int(p["stall"] * 1e6), 1)), "-T", repr(p["runtime"]), "-u", repr(p["warmup_time"]),
-                "-L", repr(p["warmup_limit"]),
-                "-i", repr(p["interval"])]
+        argv = [
+            ctx.binary("simoop"),
+            "-d",
+            str(d),
+            "-w",
+            str(p["wss"]),
+            "-t",
+            str(workers),
+            "-r",
+            str(p["readers"]),
+            "-W",
+            str(p["writers"]),
+            "-a",
+            str(p["allocators"]),
+            "-n",
+            str(nfiles),
+            "-f",
+            str(p["file_size"]),
+            "-R",
+            str(p["read_size"]),
+            "-X",
+            str(p["write_size"]),
+            "-M",
+            str(p["alloc_size"]),
+            "-p",
+            str(p["pages_per_op"]),
+            "-s",
+            str(max(int(p["stall"] * 1e6), 1)),
+            "-T",
+            repr(p["runtime"]),
+            "-u",
+            repr(p["warmup_time"]),
+            "-L",
+            repr(p["warmup_limit"]),
+            "-i",
+            repr(p["interval"]),
+        ]
         (ctx.rawdir / "simoop.cmd").write_text(" ".join(argv) + "\n")
-        out = ctx.run(argv, raw_name="simoop.out", check=False,
-                      timeout=p["runtime"] + max(p["warmup_time"], p["warmup_limit"]) + 1800)
+        out = ctx.run(
+            argv,
+            raw_name="simoop.out",
+            check=False,
+            timeout=p["runtime"] + max(p["warmup_time"], p["warmup_limit"]) + 1800,
+        )
         if out.returncode != 0 and "warmup incomplete" not in out.stdout:
             raise WorkloadError(f"simoop exited with status {out.returncode} (see raw/simoop.out and simoop.out.err)")
-        samples, notes = parse_simoop_notes(out.stdout)   # "warmup incomplete" (status 3) raises here
+        samples, notes = parse_simoop_notes(out.stdout)  # "warmup incomplete" (status 3) raises here
         (ctx.rawdir / "simoop-notes.txt").write_text("".join(n + "\n" for n in notes))
         for n in notes:
             ctx.log(f"simoop: {n}")

@@ -84,11 +84,15 @@ def parse_stressng_yaml(text: str) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for row in (doc or {}).get("metrics") or []:
         try:
-            out[str(row["stressor"])] = {"real": float(row["bogo-ops-per-second-real-time"]),
-                                         "cpu": float(row["bogo-ops-per-second-usr-sys-time"]),
-                                         "ops": float(row["bogo-ops"])}
+            out[str(row["stressor"])] = {
+                "real": float(row["bogo-ops-per-second-real-time"]),
+                "cpu": float(row["bogo-ops-per-second-usr-sys-time"]),
+                "ops": float(row["bogo-ops"]),
+            }
         except (KeyError, TypeError, ValueError):
-            raise WorkloadError(f"stress-ng's YAML report has a metrics row without bogo-ops figures: {row!r}") from None
+            raise WorkloadError(
+                f"stress-ng's YAML report has a metrics row without bogo-ops figures: {row!r}"
+            ) from None
     return out
 
 
@@ -100,10 +104,15 @@ class StressNg(Workload):
     params = {
         "stressors": Param("str_list", _DEFAULT, "stress-ng stressors to run, one after the other"),
         "workers": Param("int", 2, "workers (processes) per stressor", minimum=1),
-        "ladder": Param("bool", False, "run every stressor with 1, 2, 4 ... 2xNCPU workers (MMTests' "
-                        "stressng configs' thread ladder) instead of `workers` once"),
-        "threads": Param("int_list", [], "the worker counts to run instead of `workers` (a ladder of your own)",
-                         minimum=1),
+        "ladder": Param(
+            "bool",
+            False,
+            "run every stressor with 1, 2, 4 ... 2xNCPU workers (MMTests' "
+            "stressng configs' thread ladder) instead of `workers` once",
+        ),
+        "threads": Param(
+            "int_list", [], "the worker counts to run instead of `workers` (a ladder of your own)", minimum=1
+        ),
         "duration": Param("duration", "10s", "how long each stressor runs"),
         "memory": Param("size", "0.5x", "memory all workers of a stressor map together (split between them)"),
         "page_in": Param("bool", False, "stress-ng --page-in: touch pages not in core before use"),
@@ -134,10 +143,22 @@ class StressNg(Workload):
             for s in params["stressors"]:
                 tag = s if n is None else f"{s}-{n}"
                 who = f"stress-ng {s}" + ("" if n is None else f", {n} workers")
-                out += [MetricDef(f"{tag} bogo-ops/s", "bogo-ops/s", "higher", "rate",
-                                  description=f"{who}: bogo operations per second of wall time"),
-                        MetricDef(f"{tag} bogo-ops/s usr+sys", "bogo-ops/s", "higher", "rate",
-                                  description=f"{who}: bogo operations per CPU second (user + system)")]
+                out += [
+                    MetricDef(
+                        f"{tag} bogo-ops/s",
+                        "bogo-ops/s",
+                        "higher",
+                        "rate",
+                        description=f"{who}: bogo operations per second of wall time",
+                    ),
+                    MetricDef(
+                        f"{tag} bogo-ops/s usr+sys",
+                        "bogo-ops/s",
+                        "higher",
+                        "rate",
+                        description=f"{who}: bogo operations per CPU second (user + system)",
+                    ),
+                ]
         return out
 
     def check(self, params: dict[str, Any], budget: int) -> None:
@@ -149,14 +170,18 @@ class StressNg(Workload):
         known = available_stressors()
         for s in params["stressors"]:
             if s not in known:
-                raise UsageError(f"{where}.stressors: {s!r} is not a stressor of stress-ng {version()}"
-                                 f"{close_match(s, list(known))}; its vm stressors: {', '.join(vm_class())}")
+                raise UsageError(
+                    f"{where}.stressors: {s!r} is not a stressor of stress-ng {version()}"
+                    f"{close_match(s, list(known))}; its vm stressors: {', '.join(vm_class())}"
+                )
         if "vm" in params["stressors"]:
             methods = vm_methods()
             if methods and params["vm_method"] not in methods:
-                raise UsageError(f"{where}.vm_method: {params['vm_method']!r} is not a vm method of stress-ng "
-                                 f"{version()}{close_match(params['vm_method'], list(methods))}; "
-                                 f"methods: {', '.join(methods)}")
+                raise UsageError(
+                    f"{where}.vm_method: {params['vm_method']!r} is not a vm method of stress-ng "
+                    f"{version()}{close_match(params['vm_method'], list(methods))}; "
+                    f"methods: {', '.join(methods)}"
+                )
         if params["duration"] < 1:
             raise UsageError(f"{where}.duration: must be at least 1s")
         if params["memory"] >= budget:
@@ -165,14 +190,24 @@ class StressNg(Workload):
         if params["memory"] // most < (1 << 20):
             raise UsageError(f"{where}.memory: less than 1M per worker (with {most} workers)")
 
-    def argv(self, stressor: str, params: dict[str, Any], yaml_path: Path, temp: Path,
-             workers: int | None = None) -> list[str]:
+    def argv(
+        self, stressor: str, params: dict[str, Any], yaml_path: Path, temp: Path, workers: int | None = None
+    ) -> list[str]:
         """The stress-ng command line for one stressor (``workers``: a rung of the ladder)."""
         workers = workers or params["workers"]
         per_worker = params["memory"] // workers
-        argv = ["stress-ng", f"--{stressor}", str(workers),
-                "--timeout", f"{max(1, round(params['duration']))}s",
-                "--metrics-brief", "--yaml", str(yaml_path), "--temp-path", str(temp)]
+        argv = [
+            "stress-ng",
+            f"--{stressor}",
+            str(workers),
+            "--timeout",
+            f"{max(1, round(params['duration']))}s",
+            "--metrics-brief",
+            "--yaml",
+            str(yaml_path),
+            "--temp-path",
+            str(temp),
+        ]
         if stressor in size_options():
             argv += [f"--{stressor}-bytes", str(per_worker)]
         if stressor == "bigheap":
@@ -192,7 +227,7 @@ class StressNg(Workload):
 
     def run(self, ctx: WorkloadContext) -> Samples:
         p = ctx.params
-        _stress_ng()   # gone since the suite was loaded: say which package, not "no such file"
+        _stress_ng()  # gone since the suite was loaded: say which package, not "no such file"
         if "bigheap" in p["stressors"] and shutil.which("prlimit") is None:
             raise EnvironmentUnsupported("prlimit not found: install Debian's util-linux package")
         samples: Samples = {}
@@ -203,14 +238,19 @@ class StressNg(Workload):
                 temp = ctx.workdir / tag
                 temp.mkdir(parents=True, exist_ok=True)
                 ctx.log(f"stress-ng --{s} {n or p['workers']} for {p['duration']:g}s")
-                ctx.run(self.argv(s, p, yaml_path, temp, n), raw_name=f"stressng-{tag}.out",
-                        timeout=p["duration"] + 120, cwd=temp)
+                ctx.run(
+                    self.argv(s, p, yaml_path, temp, n),
+                    raw_name=f"stressng-{tag}.out",
+                    timeout=p["duration"] + 120,
+                    cwd=temp,
+                )
                 if not yaml_path.exists():
                     raise WorkloadError(f"stress-ng --{s} wrote no YAML report (see raw/stressng-{tag}.out)")
                 figures = parse_stressng_yaml(yaml_path.read_text())
                 if s not in figures:
-                    raise WorkloadError(f"stress-ng --{s} did no bogo operations in {p['duration']:g}s "
-                                        f"(see raw/stressng-{tag}.out)")
+                    raise WorkloadError(
+                        f"stress-ng --{s} did no bogo operations in {p['duration']:g}s (see raw/stressng-{tag}.out)"
+                    )
                 samples[f"{tag} bogo-ops/s"] = [figures[s]["real"]]
                 samples[f"{tag} bogo-ops/s usr+sys"] = [figures[s]["cpu"]]
         return samples

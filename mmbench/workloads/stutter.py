@@ -35,7 +35,7 @@ def parse_stutter(text: str) -> tuple[list[float], dict[str, int]]:
 class Stutter(Workload):
     name = "stutter"
     summary = "mmap+fault+munmap latency while an anon hog and a file copy keep the sandbox in reclaim"
-    resident = ('hog_size',)
+    resident = ("hog_size",)
     params = {
         "duration": Param("duration", "30s", "how long the latency loop runs"),
         "map_size": Param("size", "1M", "bytes mapped, touched and unmapped per sample", minimum=4096),
@@ -54,8 +54,10 @@ class Stutter(Workload):
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["hog_size"] + params["map_size"] >= budget * 0.95:
-            raise UsageError(f"workload.stutter.params.hog_size: {params['hog_size']} bytes leaves no room "
-                             f"in the {budget} byte budget (without swap the hog would be OOM-killed)")
+            raise UsageError(
+                f"workload.stutter.params.hog_size: {params['hog_size']} bytes leaves no room "
+                f"in the {budget} byte budget (without swap the hog would be OOM-killed)"
+            )
 
     def run(self, ctx: WorkloadContext) -> Samples:
         p = ctx.params
@@ -67,9 +69,17 @@ class Stutter(Workload):
                 procs.append(S.start_bg(ctx, ["copy", src, ctx.workdir / "stutter-dst"], "copy"))
             if p["hog_size"]:
                 procs.append(S.start_hog(ctx, p["hog_size"], int(p["hog_pause"] * 1000)))
-            out = ctx.run([ctx.binary("stutter"), f"{p['duration']:.3f}", str(p["map_size"]),
-                           str(int(p["interval"] * 1e6)), "1" if p["thp"] else "0"],
-                          raw_name="stutter.out", timeout=p["duration"] + 120)
+            out = ctx.run(
+                [
+                    ctx.binary("stutter"),
+                    f"{p['duration']:.3f}",
+                    str(p["map_size"]),
+                    str(int(p["interval"] * 1e6)),
+                    "1" if p["thp"] else "0",
+                ],
+                raw_name="stutter.out",
+                timeout=p["duration"] + 120,
+            )
             for proc in procs:
                 if proc.poll() is not None:
                     raise WorkloadError(f"background load exited early with status {proc.returncode}")

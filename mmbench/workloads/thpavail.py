@@ -26,52 +26,110 @@ from mmbench.workloads.faultin import parse_faultin
 class ThpAvail(Workload):
     name = "thpavail"
     summary = "Fault in a large anon mapping while page cache and slow IO fill memory; THP success and cost"
-    resident = ('size',)
+    resident = ("size",)
     requires = ["losetup", "mount"]
     params = {
         "size": Param("size", "0.8x", "anonymous mapping faulted in (fits once page cache is reclaimed)"),
-        "size_free": Param("float", 0.0, "if > 0: fault in this fraction of the memory free before the fill "
-                           "phase instead of size (1.0 = the seed's mapping the size of free memory)",
-                           minimum=0.0, maximum=1.0),
+        "size_free": Param(
+            "float",
+            0.0,
+            "if > 0: fault in this fraction of the memory free before the fill "
+            "phase instead of size (1.0 = the seed's mapping the size of free memory)",
+            minimum=0.0,
+            maximum=1.0,
+        ),
         "madvise": Param("bool", True, "madvise(MADV_HUGEPAGE) the mapping"),
         "read_size": Param("size", "2x", "size of the file the reader streams (created in the workdir)"),
         "read_file": Param("str", "", "stream this existing file instead of creating one"),
-        "writer": Param("str", "loop", "where the writer streams zeros: a throttled loop-mounted image, "
-                        "the workdir's filesystem, or no writer", choices=("loop", "workdir", "none")),
-        "loop_fs": Param("str", "auto", "filesystem of the loop image: auto = vfat if the kernel has it, else ext2",
-                         choices=("auto", "vfat", "ext2", "ext4", "xfs", "btrfs")),
+        "writer": Param(
+            "str",
+            "loop",
+            "where the writer streams zeros: a throttled loop-mounted image, the workdir's filesystem, or no writer",
+            choices=("loop", "workdir", "none"),
+        ),
+        "loop_fs": Param(
+            "str",
+            "auto",
+            "filesystem of the loop image: auto = vfat if the kernel has it, else ext2",
+            choices=("auto", "vfat", "ext2", "ext4", "xfs", "btrfs"),
+        ),
         "loop_size": Param("size", "256M", "size of the loop-mounted image"),
         "write_bps": Param("size", "8M", "write bandwidth limit (bytes/s) of the loop device; 0 = none"),
         "sync_every": Param("size", "4M", "writer calls fdatasync after this many bytes (0 = never)"),
         "free_threshold": Param("size", "0.15x", "start the fault-in once sandbox free memory is below this"),
         "dirty_threshold": Param("size", "0", "also wait until dirty + writeback pages reach this (0: do not wait)"),
-        "drop_read_cache": Param("bool", True, "drop the pre-created read file's page cache before the reader "
-                                 "starts, so the reader fills memory from the disk"),
+        "drop_read_cache": Param(
+            "bool",
+            True,
+            "drop the pre-created read file's page cache before the reader "
+            "starts, so the reader fills memory from the disk",
+        ),
         "fill_timeout": Param("duration", "60s", "start anyway after waiting this long for memory to fill"),
     }
     metrics = [
-        MetricDef("System Time", "s", "lower", "time", description="system CPU time of the fault-in loop (getrusage)", resolution=0.01),
-        MetricDef("User Time", "s", "lower", "time", description="user CPU time of the fault-in loop (getrusage)", resolution=0.01),
+        MetricDef(
+            "System Time",
+            "s",
+            "lower",
+            "time",
+            description="system CPU time of the fault-in loop (getrusage)",
+            resolution=0.01,
+        ),
+        MetricDef(
+            "User Time",
+            "s",
+            "lower",
+            "time",
+            description="user CPU time of the fault-in loop (getrusage)",
+            resolution=0.01,
+        ),
         MetricDef("Elapsed Time", "s", "lower", "time", description="wall-clock time of the fault-in loop"),
-        MetricDef("THP Active", "pages", "higher", "count", description="huge pages backing the mapping afterwards (its smaps AnonHugePages / 2 MiB)"),
-        MetricDef("Fault Alloc", "faults", "higher", "count", description="thp_fault_alloc delta around the touch loop"),
-        MetricDef("Fault Fallback", "faults", "lower", "count", description="thp_fault_fallback delta around the touch loop"),
-        MetricDef("Fault latency huge", "us", "lower", "latency", description="first-touch time of a 2 MiB unit backed by a THP"),
-        MetricDef("Fault latency base", "us", "lower", "latency", description="first-touch time of a 2 MiB unit of base pages"),
-        MetricDef("Percentage huge", "%", "higher", "percent", description="2 MiB units backed by a THP (pagemap+kpageflags)"),
+        MetricDef(
+            "THP Active",
+            "pages",
+            "higher",
+            "count",
+            description="huge pages backing the mapping afterwards (its smaps AnonHugePages / 2 MiB)",
+        ),
+        MetricDef(
+            "Fault Alloc", "faults", "higher", "count", description="thp_fault_alloc delta around the touch loop"
+        ),
+        MetricDef(
+            "Fault Fallback", "faults", "lower", "count", description="thp_fault_fallback delta around the touch loop"
+        ),
+        MetricDef(
+            "Fault latency huge",
+            "us",
+            "lower",
+            "latency",
+            description="first-touch time of a 2 MiB unit backed by a THP",
+        ),
+        MetricDef(
+            "Fault latency base", "us", "lower", "latency", description="first-touch time of a 2 MiB unit of base pages"
+        ),
+        MetricDef(
+            "Percentage huge", "%", "higher", "percent", description="2 MiB units backed by a THP (pagemap+kpageflags)"
+        ),
         MetricDef("Fill time", "s", "lower", "time", description="time until the background load filled the sandbox"),
-        MetricDef("Dirty at fault-in", "MiB", "higher", "count",
-                  description="dirty + writeback page cache when the fault-in started (the fill phase's condition)"),
+        MetricDef(
+            "Dirty at fault-in",
+            "MiB",
+            "higher",
+            "count",
+            description="dirty + writeback page cache when the fault-in started (the fill phase's condition)",
+        ),
     ]
 
-    work = (("Fault latency huge", "Fault latency base"),)   # units faulted, huge or base
+    work = (("Fault latency huge", "Fault latency base"),)  # units faulted, huge or base
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         if params["size"] < S.UNIT:
             raise UsageError(f"workload.thpavail.params.size: {params['size']} bytes is below one 2 MiB unit")
         if params["size_free"] == 0 and params["size"] >= budget:
-            raise UsageError(f"workload.thpavail.params.size: {params['size']} bytes does not fit in the "
-                             f"{budget} byte budget (without swap the fault-in would be OOM-killed)")
+            raise UsageError(
+                f"workload.thpavail.params.size: {params['size']} bytes does not fit in the "
+                f"{budget} byte budget (without swap the fault-in would be OOM-killed)"
+            )
         if params["writer"] == "loop" and params["loop_size"] < (64 << 20):
             raise UsageError("workload.thpavail.params.loop_size: at least 64M")
 
@@ -95,8 +153,9 @@ class ThpAvail(Workload):
             if p["size_free"] > 0:
                 size = int(free_before * p["size_free"]) // S.UNIT * S.UNIT
                 if size < S.UNIT:
-                    raise WorkloadError(f"only {free_before >> 20} MiB free before the fill phase: "
-                                        f"no room for a mapping")
+                    raise WorkloadError(
+                        f"only {free_before >> 20} MiB free before the fill phase: no room for a mapping"
+                    )
             info["mapping_bytes"] = size
             if p["writer"] == "loop":
                 fs = S.pick_loop_fs(p["loop_fs"])
@@ -121,13 +180,14 @@ class ThpAvail(Workload):
             info["free_at_start"] = ctx.sandbox.free()
             dirty = S.dirty_bytes(ctx)
             info["dirty_at_start"] = dirty
-            ctx.log(f"thpavail: fill phase {fill:.1f} s: {info['free_at_start'] >> 20} MiB free, "
-                    f"{dirty >> 20} MiB dirty+writeback; faulting in {size >> 20} MiB")
+            ctx.log(
+                f"thpavail: fill phase {fill:.1f} s: {info['free_at_start'] >> 20} MiB free, "
+                f"{dirty >> 20} MiB dirty+writeback; faulting in {size >> 20} MiB"
+            )
             for proc in procs:
                 if proc.poll() is not None:
                     raise WorkloadError(f"background {proc.args[1]} exited early with status {proc.returncode}")
-            out = ctx.run([ctx.binary("faultin"), str(size), "1" if p["madvise"] else "0"],
-                          raw_name="thpavail.out")
+            out = ctx.run([ctx.binary("faultin"), str(size), "1" if p["madvise"] else "0"], raw_name="thpavail.out")
         finally:
             S.stop_all(ctx, procs)
             (ctx.rawdir / "thpavail-info.json").write_text(json.dumps(info, indent=1))

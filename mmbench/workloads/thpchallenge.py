@@ -47,14 +47,18 @@ class ThpChallenge(ThpFault):
         t0 = time.monotonic()
         while not log.exists():
             if time.monotonic() - t0 > 5:  # the companion writes it first thing
-                raise WorkloadError("thpchallenge needs a kernel build beside it: add [workload.with.kernbench] "
-                                    "with builds = 0 to the suite")
+                raise WorkloadError(
+                    "thpchallenge needs a kernel build beside it: add [workload.with.kernbench] "
+                    "with builds = 0 to the suite"
+                )
             if ctx.stop_event.wait(0.1):
                 return
         while "building" not in log.read_text():
             if time.monotonic() - t0 > ctx.params["build_timeout"]:
-                raise WorkloadError(f"the kernbench companion did not start building within "
-                                    f"{ctx.params['build_timeout']:g} s (see raw/{PROGRESS_LOG})")
+                raise WorkloadError(
+                    f"the kernbench companion did not start building within "
+                    f"{ctx.params['build_timeout']:g} s (see raw/{PROGRESS_LOG})"
+                )
             if ctx.stop_event.wait(0.2):
                 return
 

@@ -60,7 +60,9 @@ class ThpFault(Workload):
         "fragment": Param("str", "none", "fragment memory first", choices=("none", "pagecache", "anon-holes")),
         "cache_size": Param("size", "1x", "pagecache: total size of the small files read randomly"),
         "cache_file_size": Param("size", "64K", "pagecache: size of each small file", minimum=4096),
-        "holes_size": Param("size", "0.4x", "anon-holes: anon memory faulted then half unmapped (1 MiB of every 2 MiB)"),
+        "holes_size": Param(
+            "size", "0.4x", "anon-holes: anon memory faulted then half unmapped (1 MiB of every 2 MiB)"
+        ),
     }
 
     def work_metrics(self, params: dict[str, Any]) -> list[WorkProof]:
@@ -70,22 +72,49 @@ class ThpFault(Workload):
         out: list[MetricDef] = []
         for t in thread_ladder(params):
             out += [
-                MetricDef(f"fault-huge-{t}", "us", "lower", "latency", description=f"per-2MiB fault time of THP-backed units, {t} thread(s)"),
-                MetricDef(f"fault-base-{t}", "us", "lower", "latency", description=f"per-2MiB fault time of base-page units, {t} thread(s)"),
-                MetricDef(f"fault-both-{t}", "us", "lower", "latency", description=f"per-2MiB fault time of all units, {t} thread(s)"),
-                MetricDef(f"Percentage huge-{t}", "%", "higher", "percent", description=f"units backed by a THP, {t} thread(s)"),
+                MetricDef(
+                    f"fault-huge-{t}",
+                    "us",
+                    "lower",
+                    "latency",
+                    description=f"per-2MiB fault time of THP-backed units, {t} thread(s)",
+                ),
+                MetricDef(
+                    f"fault-base-{t}",
+                    "us",
+                    "lower",
+                    "latency",
+                    description=f"per-2MiB fault time of base-page units, {t} thread(s)",
+                ),
+                MetricDef(
+                    f"fault-both-{t}",
+                    "us",
+                    "lower",
+                    "latency",
+                    description=f"per-2MiB fault time of all units, {t} thread(s)",
+                ),
+                MetricDef(
+                    f"Percentage huge-{t}",
+                    "%",
+                    "higher",
+                    "percent",
+                    description=f"units backed by a THP, {t} thread(s)",
+                ),
             ]
         return out
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         for t in thread_ladder(params):
             if params["size"] // t < S.UNIT:
-                raise UsageError(f"workload.thpfault.params.size: {params['size']} bytes is less than one "
-                                 f"2 MiB unit per thread for {t} threads")
+                raise UsageError(
+                    f"workload.thpfault.params.size: {params['size']} bytes is less than one "
+                    f"2 MiB unit per thread for {t} threads"
+                )
         held = params["size"] + (params["holes_size"] // 2 if params["fragment"] == "anon-holes" else 0)
         if held >= budget:
-            raise UsageError(f"workload.thpfault.params: size + holes_size/2 = {held} bytes does not fit "
-                             f"in the {budget} byte budget")
+            raise UsageError(
+                f"workload.thpfault.params: size + holes_size/2 = {held} bytes does not fit in the {budget} byte budget"
+            )
 
     def run(self, ctx: WorkloadContext) -> Samples:
         p = ctx.params
@@ -95,15 +124,20 @@ class ThpFault(Workload):
         if p["fragment"] == "pagecache":
             cache_dir.mkdir(exist_ok=True)
             nfiles = max(1, p["cache_size"] // p["cache_file_size"])
-            ctx.run([ctx.binary("bgload"), "mkfiles", str(cache_dir), str(nfiles), str(p["cache_file_size"])],
-                    raw_name="mkfiles.out")
+            ctx.run(
+                [ctx.binary("bgload"), "mkfiles", str(cache_dir), str(nfiles), str(p["cache_file_size"])],
+                raw_name="mkfiles.out",
+            )
         holes = p["holes_size"] if p["fragment"] == "anon-holes" else 0
         for t in thread_ladder(p, ctx.ncpus):
             if nfiles:
-                ctx.run([ctx.binary("bgload"), "randread", str(cache_dir), str(nfiles), "1"],
-                        raw_name=f"randread-{t}.out")
-            out = ctx.run([ctx.binary("thpfault"), str(p["size"]), str(t), "1" if p["madvise"] else "0", str(holes)],
-                          raw_name=f"thpfault-{t}.out")
+                ctx.run(
+                    [ctx.binary("bgload"), "randread", str(cache_dir), str(nfiles), "1"], raw_name=f"randread-{t}.out"
+                )
+            out = ctx.run(
+                [ctx.binary("thpfault"), str(p["size"]), str(t), "1" if p["madvise"] else "0", str(holes)],
+                raw_name=f"thpfault-{t}.out",
+            )
             lat, huge, _ = parse_thpfault(out.stdout)
             samples[f"fault-both-{t}"] = lat
             if all(h >= 0 for h in huge):

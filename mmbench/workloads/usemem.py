@@ -52,8 +52,12 @@ class Usemem(Workload):
         MetricDef("User", "s", "lower", "time", description="user CPU time of all passes", resolution=0.01),
         MetricDef("System", "s", "lower", "time", description="system CPU time of all passes", resolution=0.01),
         MetricDef("Throughput", "MB/s", "higher", "rate", description="bytes written per second, one sample per pass"),
-        MetricDef("Throughput first pass", "MB/s", "higher", "rate", description="first pass only (fault-in, no refaults)"),
-        MetricDef("Major faults", "faults", "lower", "count", description="major faults (swap-ins, file reads) of all passes"),
+        MetricDef(
+            "Throughput first pass", "MB/s", "higher", "rate", description="first pass only (fault-in, no refaults)"
+        ),
+        MetricDef(
+            "Major faults", "faults", "lower", "count", description="major faults (swap-ins, file reads) of all passes"
+        ),
     ]
 
     work = ("Throughput",)
@@ -65,11 +69,15 @@ class Usemem(Workload):
         if anon is None:
             anon = int((1.5 if swap > 0 else 0.8) * ctx.budget)
         elif anon > ctx.budget * 0.95 and swap == 0:
-            raise WorkloadError(f"anon_size {anon} bytes exceeds the {ctx.budget} byte budget and no swap is "
-                                f"active: it would be OOM-killed (add a [swap] table or lower anon_size)")
+            raise WorkloadError(
+                f"anon_size {anon} bytes exceeds the {ctx.budget} byte budget and no swap is "
+                f"active: it would be OOM-killed (add a [swap] table or lower anon_size)"
+            )
         ctx.log(f"usemem: anon {anon >> 20} MiB, file {p['file_size'] >> 20} MiB, swap free {swap >> 20} MiB")
-        out = ctx.run([ctx.binary("usemem"), str(anon), str(p["file_size"]), str(ctx.workdir / "usemem-file"),
-                       str(p["passes"])], raw_name="usemem.out")
+        out = ctx.run(
+            [ctx.binary("usemem"), str(anon), str(p["file_size"]), str(ctx.workdir / "usemem-file"), str(p["passes"])],
+            raw_name="usemem.out",
+        )
         passes, total = parse_usemem(out.stdout)
         tput = [r["bytes"] / (1 << 20) / (r["ns"] / 1e9) for r in passes]
         return {

@@ -67,14 +67,30 @@ class Vmscale(Workload):
         out: list[MetricDef] = []
         for case in params.get("case") or DEFAULT_CASES:
             what = CASES[case][1]
-            out += [MetricDef(f"total-throughput-{case}", "KB/s", "higher", "rate",
-                              description=f"{what}: all tasks' KB / time until the slowest task is done"),
-                    MetricDef(f"sum-task-throughput-{case}", "KB/s", "higher", "rate",
-                              description=f"{what}: sum of each task's KB / its own time (vm-scalability's "
-                                          f"throughput)"),
-                    MetricDef(f"reclaim-{case}", "events", "lower", "count",
-                              description=f"{what}: reclaim (memcg v2 pgsteal pages, v1 pgpgout folios; "
-                                          "whole machine: pgsteal_kswapd+direct)")]
+            out += [
+                MetricDef(
+                    f"total-throughput-{case}",
+                    "KB/s",
+                    "higher",
+                    "rate",
+                    description=f"{what}: all tasks' KB / time until the slowest task is done",
+                ),
+                MetricDef(
+                    f"sum-task-throughput-{case}",
+                    "KB/s",
+                    "higher",
+                    "rate",
+                    description=f"{what}: sum of each task's KB / its own time (vm-scalability's throughput)",
+                ),
+                MetricDef(
+                    f"reclaim-{case}",
+                    "events",
+                    "lower",
+                    "count",
+                    description=f"{what}: reclaim (memcg v2 pgsteal pages, v1 pgpgout folios; "
+                    "whole machine: pgsteal_kswapd+direct)",
+                ),
+            ]
         return out
 
     def check(self, params: dict[str, Any], budget: int) -> None:
@@ -83,8 +99,10 @@ class Vmscale(Workload):
         if len(set(params["case"])) != len(params["case"]):
             raise UsageError("workload.vmscale.params.case: a case is listed twice")
         if params["anon_size"] > budget * 0.9:
-            raise UsageError(f"workload.vmscale.params.anon_size: {params['anon_size']} bytes is more than "
-                             f"90% of the {budget} byte budget (the anon-w cases must not reclaim)")
+            raise UsageError(
+                f"workload.vmscale.params.anon_size: {params['anon_size']} bytes is more than "
+                f"90% of the {budget} byte budget (the anon-w cases must not reclaim)"
+            )
         for key in ("file_size", "lru_anon_size"):
             if params[key] < 4096:
                 raise UsageError(f"workload.vmscale.params.{key}: {params[key]} bytes is less than a page")
@@ -94,16 +112,21 @@ class Vmscale(Workload):
         tasks = p["tasks"] or ctx.ncpus
         stat = ctx.sandbox.memory_path / "memory.stat"
         # whole-machine mode (a VM guest, sandbox = "none"): the machine's reclaim, /proc/vmstat
-        stat_arg = "/proc/vmstat" if getattr(ctx.sandbox, "whole_machine", False) else \
-            str(stat) if stat.exists() else "-"
+        stat_arg = (
+            "/proc/vmstat" if getattr(ctx.sandbox, "whole_machine", False) else str(stat) if stat.exists() else "-"
+        )
         if "anon-lru" in p["case"] and swap_free_bytes() == 0:
-            raise WorkloadError("vmscale anon-lru needs active swap (add a [swap] table to the suite): "
-                                "without it an anonymous region above the budget is OOM-killed")
+            raise WorkloadError(
+                "vmscale anon-lru needs active swap (add a [swap] table to the suite): "
+                "without it an anonymous region above the budget is OOM-killed"
+            )
         samples: Samples = {}
         for case in p["case"]:
             size = p[CASES[case][0]]
-            out = ctx.run([ctx.binary("vmscale"), case, str(tasks), str(size), str(ctx.workdir), stat_arg],
-                          raw_name=f"vmscale-{case}.out")
+            out = ctx.run(
+                [ctx.binary("vmscale"), case, str(tasks), str(size), str(ctx.workdir), stat_arg],
+                raw_name=f"vmscale-{case}.out",
+            )
             r = parse_vmscale(out.stdout)
             if r["ns"] <= 0 or r["bytes"] <= 0:
                 raise WorkloadError(f"vmscale {case} reported {r['bytes']} bytes in {r['ns']} ns")
@@ -115,8 +138,9 @@ class Vmscale(Workload):
             reclaimed = reclaim_events(r)
             if reclaimed is not None:
                 samples[f"reclaim-{case}"] = [float(reclaimed)]
-            ctx.log(f"vmscale {case}: {tasks} tasks, {size >> 20} MiB, {r['ns'] / 1e9:.2f} s, "
-                    f"reclaim events {reclaimed}")
+            ctx.log(
+                f"vmscale {case}: {tasks} tasks, {size >> 20} MiB, {r['ns'] / 1e9:.2f} s, reclaim events {reclaimed}"
+            )
         return samples
 
 

@@ -17,6 +17,24 @@ from mmbench.analysis.compare.percent import PCT_BASE_NEG, PCT_BASE_ZERO, PCT_NO
 from mmbench.analysis.compare.regressions import Regression, regressions
 
 
-__all__ = ["SCHEMA", "Better", "Comparison", "Deferred", "PCT_BASE_NEG", "PCT_BASE_ZERO", "PCT_NO_BASE",
-           "PCT_NO_VALUE", "Regression", "Row", "Section", "SectionKind", "build_comparison", "env_diff",
-           "flatten", "pct_diff", "regressions", "unique_names", "vm_notes"]
+__all__ = [
+    "SCHEMA",
+    "Better",
+    "Comparison",
+    "Deferred",
+    "PCT_BASE_NEG",
+    "PCT_BASE_ZERO",
+    "PCT_NO_BASE",
+    "PCT_NO_VALUE",
+    "Regression",
+    "Row",
+    "Section",
+    "SectionKind",
+    "build_comparison",
+    "env_diff",
+    "flatten",
+    "pct_diff",
+    "regressions",
+    "unique_names",
+    "vm_notes",
+]

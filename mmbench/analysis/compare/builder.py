@@ -23,10 +23,17 @@ from mmbench.analysis.runstatus import run_status_notes
 from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
 
 
-def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: bool = False,
-                     seed: int = 0, convention: st.Convention = "mmbench",
-                     primary: list[str] | None = None, mechanisms: list[str] | None = None,
-                     monitor_views: list[tuple[str, str]] | None = None) -> Comparison:
+def build_comparison(
+    runs: list[RunRecord],
+    *,
+    pvalues: bool = False,
+    ratio: bool = False,
+    seed: int = 0,
+    convention: st.Convention = "mmbench",
+    primary: list[str] | None = None,
+    mechanisms: list[str] | None = None,
+    monitor_views: list[tuple[str, str]] | None = None,
+) -> Comparison:
     """Compare ``runs`` (the first is the baseline).  ``pvalues`` is recorded for the exporters
     (p-values are always computed); ``ratio`` adds the per-workload ratio sections.
     ``convention="mmtests"`` summarises metrics as MMTests does (see :func:`stats.summarise`);
@@ -39,14 +46,16 @@ def build_comparison(runs: list[RunRecord], *, pvalues: bool = False, ratio: boo
     ctx = Context(runs, unique_names(runs), convention=convention, monitor_views=list(monitor_views or []))
     cmp = Comparison(baseline=ctx.base, runs=ctx.names, pvalues=pvalues, ratio=ratio, seed=seed)
     if ctx.names != [r.name for r in runs]:
-        ctx.note("runs with the same name were renamed: " + ", ".join(
-            f"{r.name} → {n}" for r, n in zip(runs, ctx.names) if r.name != n))
+        ctx.note(
+            "runs with the same name were renamed: "
+            + ", ".join(f"{r.name} → {n}" for r, n in zip(runs, ctx.names) if r.name != n)
+        )
     cmp.env_diff = env_diff(runs, ctx.names)
     ctx.headline = suite_headline(runs)
     families.resolve(ctx, cmp, primary, mechanisms)
     for text in memcg_notes(runs, ctx.names) + vm_notes(runs, ctx.names) + interleave_notes(runs, ctx.names):
         ctx.note(text)
-    for text in run_status_notes(runs, ctx.names):   # incomplete or failed runs are said so
+    for text in run_status_notes(runs, ctx.names):  # incomplete or failed runs are said so
         ctx.note(text)
     labels: dict[str, None] = {}
     for r in runs:
@@ -97,17 +106,21 @@ def _measured(ctx: Context, name: str, label: str, w: WorkloadRun | None) -> lis
     bad = [it for it in w.iterations if it.status != "ok" and not it.warmup]
     if bad:
         kinds = Counter(it.status for it in bad)
-        why = "; ".join(f"iteration {it.index} {it.status}" + (f": {it.reason}" if it.reason else "")
-                        for it in bad[:5])
-        ctx.note(f"{label} ({name}): {len(bad)} iteration(s) excluded "
-                 f"({', '.join(f'{c} {k}' for k, c in sorted(kinds.items()))}): {why}")
+        why = "; ".join(f"iteration {it.index} {it.status}" + (f": {it.reason}" if it.reason else "") for it in bad[:5])
+        ctx.note(
+            f"{label} ({name}): {len(bad)} iteration(s) excluded "
+            f"({', '.join(f'{c} {k}' for k, c in sorted(kinds.items()))}): {why}"
+        )
     m = w.measured()
     # an imported iteration whose benchmark logs could not be read keeps its duration, vmstat
     # and monitors (docs/mmtests-import.md): said, not hidden
     short = [it for it in m if it.reason]
     if short:
-        ctx.note(f"{label} ({name}): " + "; ".join(f"iteration {it.index}: {it.reason}" for it in short[:5])
-                 + (f" (and {len(short) - 5} more)" if len(short) > 5 else ""))
+        ctx.note(
+            f"{label} ({name}): "
+            + "; ".join(f"iteration {it.index}: {it.reason}" for it in short[:5])
+            + (f" (and {len(short) - 5} more)" if len(short) > 5 else "")
+        )
     if not m:
         ctx.note(f"{label} ({name}): no measured iteration")
     return m
@@ -120,9 +133,9 @@ def _pcts(ctx: Context, cmp: Comparison) -> None:
                 r.significant.setdefault(n, False)
                 r.lead.setdefault(n, False)
                 r.p.setdefault(n, None)
-                if n not in r.ci:        # not r.ci.setdefault: that would compute a deferred interval
+                if n not in r.ci:  # not r.ci.setdefault: that would compute a deferred interval
                     r.ci[n] = None
-            if r.pct:      # already MMTests' percentages (sections/mmtests.py), or none by design
+            if r.pct:  # already MMTests' percentages (sections/mmtests.py), or none by design
                 continue
             b = r.values.get(ctx.base)
             if not ctx.multi:

@@ -19,6 +19,7 @@ from mmbench.model.results import MetricDef, RunRecord
 @dataclass
 class Test:
     """One p-value of the report, and the rows whose cells (for ``run``) it decides."""
+
     rows: list[Row]
     run: str
     p: float
@@ -98,8 +99,7 @@ class Series:
     run's); ``arrays`` are then the iterations' arrays that have samples, and the
     sorting and summing is done on them in place, with the results the lists would give."""
 
-    def __init__(self, per_iter: list, indices: list[int], kind: st.MeanKind,
-                 arrays: list | None = None):
+    def __init__(self, per_iter: list, indices: list[int], kind: st.MeanKind, arrays: list | None = None):
         self.per_iter = per_iter
         self.indices = indices
         self.kind = kind
@@ -118,11 +118,13 @@ class Series:
     def _sorted_finite(self) -> list:
         """Each iteration's finite samples, sorted by numpy (as sorted() sorts them)."""
         import numpy as np
+
         return [np.sort(a if self._all_finite else a[np.isfinite(a)]) for a in self.arrays or []]
 
     @cached_property
     def _all_finite(self) -> bool:
         import numpy as np
+
         return all(bool(np.isfinite(a).all()) for a in self.arrays or [])
 
     @cached_property
@@ -130,11 +132,12 @@ class Series:
         """All samples sorted, NaNs last: a list, or an array for array-backed series."""
         if self.arrays is not None:
             import numpy as np
+
             if not self.arrays:
                 return []
-            if self._all_finite:      # the sorted iterations merged: timsort finds their runs
+            if self._all_finite:  # the sorted iterations merged: timsort finds their runs
                 return np.sort(np.concatenate(self._sorted_finite), kind="stable")
-            return np.sort(np.concatenate(self.arrays))    # NaNs last, as sorted_values puts them
+            return np.sort(np.concatenate(self.arrays))  # NaNs last, as sorted_values puts them
         return st.sorted_values(st.pooled(self.per_iter))
 
     @cached_property
@@ -151,8 +154,15 @@ class Series:
                     out[q].append(v)
         return out
 
-    def summary(self, better: st.Better, latency: bool,
-                convention: st.Convention = "mmbench") -> list[tuple[str, float]]:
-        return st.summarise(self.per_iter, kind=self.kind, better=better, latency=latency,
-                            iteration_means=self.iteration_means, pooled_sorted=self.pooled_sorted,
-                            convention=convention)
+    def summary(
+        self, better: st.Better, latency: bool, convention: st.Convention = "mmbench"
+    ) -> list[tuple[str, float]]:
+        return st.summarise(
+            self.per_iter,
+            kind=self.kind,
+            better=better,
+            latency=latency,
+            iteration_means=self.iteration_means,
+            pooled_sorted=self.pooled_sorted,
+            convention=convention,
+        )

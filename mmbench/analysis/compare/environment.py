@@ -38,20 +38,25 @@ def unique_names(runs: list[RunRecord]) -> list[str]:
 
 def interleave_notes(runs: list[RunRecord], names: list[str]) -> list[str]:
     """One line per interleaved run: its rounds and whether the machine drifted between them."""
-    return [f"{n}: interleaved, {summarise_rounds(r.fingerprint)['rounds']}" for r, n in zip(runs, names)
-            if isinstance((r.fingerprint or {}).get("rounds"), list)]
+    return [
+        f"{n}: interleaved, {summarise_rounds(r.fingerprint)['rounds']}"
+        for r, n in zip(runs, names)
+        if isinstance((r.fingerprint or {}).get("rounds"), list)
+    ]
 
 
 def memcg_notes(runs: list[RunRecord], names: list[str]) -> list[str]:
     """A run whose sandbox memory budget is too small for what its suite aims at."""
     from mmbench.config.aims import memcg_warning
+
     out = []
     for r, n in zip(runs, names):
         fp = r.fingerprint or {}
         sb = fp.get("sandbox") or {}
         mem = fp.get("memory") or {}
-        warning = memcg_warning(list(sb.get("aims") or []), str(sb.get("mode", "")),
-                                mem.get("budget"), mem.get("MemTotal"))
+        warning = memcg_warning(
+            list(sb.get("aims") or []), str(sb.get("mode", "")), mem.get("budget"), mem.get("MemTotal")
+        )
         if warning:
             out.append(f"{n}: {warning}")
     return out
@@ -67,23 +72,34 @@ def vm_notes(runs: list[RunRecord], names: list[str]) -> list[str]:
     emulated = [n for n in tcg if n not in counted]
     if counted:
         ns = sorted({str(vms[n].get("clock_ns_per_instruction", 1)) for n in counted})
-        out.append(f"{', '.join(counted)}: ran in a QEMU guest under TCG on the instruction clock ({'/'.join(ns)} ns "
-                   f"per instruction executed): times count the guest's work and do not drift with the host's "
-                   f"load, but they are not hardware times (a cache miss, memory bandwidth or lock contention "
-                   f"costs no more than any instruction; docs/examples.md)")
+        out.append(
+            f"{', '.join(counted)}: ran in a QEMU guest under TCG on the instruction clock ({'/'.join(ns)} ns "
+            f"per instruction executed): times count the guest's work and do not drift with the host's "
+            f"load, but they are not hardware times (a cache miss, memory bandwidth or lock contention "
+            f"costs no more than any instruction; docs/examples.md)"
+        )
     if emulated:
-        out.append(f"{', '.join(emulated)}: ran in a QEMU guest under TCG emulation on the host's clock: times "
-                   f"are emulated (8-10x slower than hardware, unevenly, drifting with the host's load); counts "
-                   f"and ratios between runs under the same emulator stay meaningful")
+        out.append(
+            f"{', '.join(emulated)}: ran in a QEMU guest under TCG emulation on the host's clock: times "
+            f"are emulated (8-10x slower than hardware, unevenly, drifting with the host's load); counts "
+            f"and ratios between runs under the same emulator stay meaningful"
+        )
     in_vm = {n: v for n, v in vms.items() if v}
     if in_vm and len(in_vm) < len(vms):
-        out.append(f"only {', '.join(in_vm)} ran in a VM; {', '.join(n for n in vms if n not in in_vm)} "
-                   f"ran on a host: their times and capacities are not comparable")
-    for key, what in (("accelerator", "accelerator"), ("clock", "guest clock (times are not comparable)"),
-                      ("clock_ns_per_instruction", "instruction clock's ns per instruction"),
-                      ("host", "host machine"), ("memory_mb", "guest memory"),
-                      ("numa_nodes", "guest NUMA nodes"), ("below_4g_mb", "guest RAM below 4 GiB (zones)"),
-                      ("qemu", "QEMU version")):
+        out.append(
+            f"only {', '.join(in_vm)} ran in a VM; {', '.join(n for n in vms if n not in in_vm)} "
+            f"ran on a host: their times and capacities are not comparable"
+        )
+    for key, what in (
+        ("accelerator", "accelerator"),
+        ("clock", "guest clock (times are not comparable)"),
+        ("clock_ns_per_instruction", "instruction clock's ns per instruction"),
+        ("host", "host machine"),
+        ("memory_mb", "guest memory"),
+        ("numa_nodes", "guest NUMA nodes"),
+        ("below_4g_mb", "guest RAM below 4 GiB (zones)"),
+        ("qemu", "QEMU version"),
+    ):
         seen = {str(v.get(key)) for v in in_vm.values()}
         if len(seen) > 1:
             out.append(f"the VM runs differ in {what}: " + ", ".join(f"{n}={v.get(key)}" for n, v in in_vm.items()))

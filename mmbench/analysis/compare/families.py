@@ -38,9 +38,10 @@ _KEYS = {"primary": "primary", "mechanism": "mechanisms"}
 
 def _suite_table(run: RunRecord) -> dict:
     text = run.suite_text or ""
-    if not re.search(r"^\s*(primary|mechanisms|aims|headline)\s*=", text, re.M):   # most suites: no parse
+    if not re.search(r"^\s*(primary|mechanisms|aims|headline)\s*=", text, re.M):  # most suites: no parse
         return {}
     import tomllib
+
     try:
         return tomllib.loads(text).get("suite") or {}
     except tomllib.TOMLDecodeError:
@@ -65,8 +66,11 @@ def run_families(run: RunRecord) -> tuple[list[str], list[str], str]:
     if stored is not None:
         prim, mech = stored.get("primary"), stored.get("mechanisms")
         if isinstance(prim, list) and prim or isinstance(mech, list) and mech:
-            return ([str(x) for x in prim] if isinstance(prim, list) else [],
-                    [str(x) for x in mech] if isinstance(mech, list) else [], "stored with the run")
+            return (
+                [str(x) for x in prim] if isinstance(prim, list) else [],
+                [str(x) for x in mech] if isinstance(mech, list) else [],
+                "stored with the run",
+            )
     table = _suite_table(run)
     prim, mech = table.get("primary"), table.get("mechanisms")
     prim = [str(x) for x in prim] if isinstance(prim, list) else []
@@ -85,8 +89,9 @@ def _defaults(run: RunRecord, aims: list[str], prim: list[str], mech: list[str])
     table = _suite_table(run)
     heads = [str(h) for h in (table.get("headline") or [])]
     labels = [w.label for w in run.workloads]
-    pairs = ([(w.label, h) for h in heads for w in run.workloads if any(m.name == h for m in w.metrics)]
-             or [(w.label, w.metrics[0].name) for w in run.workloads if w.metrics])
+    pairs = [(w.label, h) for h in heads for w in run.workloads if any(m.name == h for m in w.metrics)] or [
+        (w.label, w.metrics[0].name) for w in run.workloads if w.metrics
+    ]
     return pr.default_families(aims, pairs, labels, prim, mech)
 
 
@@ -115,18 +120,22 @@ def parse_override(option: str, specs: list[str] | str) -> list[str]:
     for spec in [specs] if isinstance(specs, str) else specs:
         parts = [p.replace("\x00", ",").strip() for p in spec.replace("\\,", "\x00").split(",")]
         if not spec.strip() or any(not p for p in parts):
-            raise UsageError(f"{option} {spec!r}: an empty row name (give ROW[,ROW...], e.g. "
-                             f"'Compaction stalls,THP fault alloc')")
+            raise UsageError(
+                f"{option} {spec!r}: an empty row name (give ROW[,ROW...], e.g. 'Compaction stalls,THP fault alloc')"
+            )
         entries += parts
     entries = list(dict.fromkeys(entries))
     if len(entries) > pr.MAX_PRIMARY:
-        raise UsageError(f"{option}: {len(entries)} rows; at most {pr.MAX_PRIMARY} (a family of more has too "
-                         f"little power at a few iterations: leave the others exploratory)")
+        raise UsageError(
+            f"{option}: {len(entries)} rows; at most {pr.MAX_PRIMARY} (a family of more has too "
+            f"little power at a few iterations: leave the others exploratory)"
+        )
     return entries
 
 
-def resolve(ctx: Context, cmp: Comparison, primary: list[str] | None = None,
-            mechanisms: list[str] | None = None) -> None:
+def resolve(
+    ctx: Context, cmp: Comparison, primary: list[str] | None = None, mechanisms: list[str] | None = None
+) -> None:
     """The comparison's declared entries: those of every run, in order, without repeats, or the
     ones given at compare time (``primary``/``mechanisms``, which replace the stored family)."""
     per_run = [run_families(r) for r in ctx.runs]
@@ -146,8 +155,10 @@ def resolve(ctx: Context, cmp: Comparison, primary: list[str] | None = None,
             source = ", ".join(sources)
             lists = [got[idx] for got in per_run]
             if any(x != lists[0] for x in lists[1:]):
-                ctx.note(f"the runs' suites declare different {_KEYS[fam]} rows; the {fam} family is their union: "
-                         + "; ".join(f"{n}: {', '.join(p) or 'none'}" for n, p in zip(ctx.names, lists)))
+                ctx.note(
+                    f"the runs' suites declare different {_KEYS[fam]} rows; the {fam} family is their union: "
+                    + "; ".join(f"{n}: {', '.join(p) or 'none'}" for n, p in zip(ctx.names, lists))
+                )
         parsed = [pr.parse_entry(e, names) for e in entries]
         if fam == "primary":
             ctx.primary = parsed
@@ -190,19 +201,25 @@ def _check_chosen(option: str, entries: list, hits: list[list[tuple[Section, Row
             sec, _ = h[0]
             kind = sec.kind if sec.kind != "monitor" else sec.source.lower()
             hint = f"{kind}:{sec.label}:{e.text.split(':')[-1].strip()}" if sec.label else e.text
-            raise UsageError(f"{option} {e.text!r}: matches {len(h)} rows ({rows}): name one with a section, "
-                             f"e.g. {hint!r}")
+            raise UsageError(
+                f"{option} {e.text!r}: matches {len(h)} rows ({rows}): name one with a section, e.g. {hint!r}"
+            )
         if not h:
             rows = [(s, r) for s in cmp.sections for r in s.rows if s.kind != "ratio"]
             same_name = [(s, r) for s, r in rows if r.metric.lower() == e.name]
             if same_name and e.stat not in (None, "mean"):
                 stats = sorted({r.stat for _, r in same_name})
-                raise UsageError(f"{option} {e.text!r}: {same_name[0][1].metric} has no {e.stat.upper()} row "
-                                 f"(its rows: {', '.join(stats)})")
+                raise UsageError(
+                    f"{option} {e.text!r}: {same_name[0][1].metric} has no {e.stat.upper()} row "
+                    f"(its rows: {', '.join(stats)})"
+                )
             if same_name:
-                raise UsageError(f"{option} {e.text!r}: no row of that name in the section named; it is in "
-                                 + "; ".join(sorted({s.title for s, _ in same_name})))
-            from mmbench.model.params import close_match     # difflib: only on this error path
+                raise UsageError(
+                    f"{option} {e.text!r}: no row of that name in the section named; it is in "
+                    + "; ".join(sorted({s.title for s, _ in same_name}))
+                )
+            from mmbench.model.params import close_match  # difflib: only on this error path
+
             by_low = {r.metric.lower(): r.metric for _, r in rows}
             hint = close_match(e.name, list(by_low))
             hint = f" (did you mean {by_low[hint.split(chr(39))[1]]!r}?)" if hint else ""
@@ -219,25 +236,31 @@ def mark_rows(ctx: Context, cmp: Comparison) -> None:
         else:
             for e, h in zip(entries, hits[fam]):
                 if len(h) > 1:
-                    ctx.note(f"{_KEYS[fam]} entry {e.text!r} names {len(h)} rows ({'; '.join(_row_label(s, r) for s, r in h)}), "
-                             f"each a test of the {fam} family; name one with a section (compare --{_KEYS[fam]} "
-                             f"chooses the family now)")
+                    ctx.note(
+                        f"{_KEYS[fam]} entry {e.text!r} names {len(h)} rows ({'; '.join(_row_label(s, r) for s, r in h)}), "
+                        f"each a test of the {fam} family; name one with a section (compare --{_KEYS[fam]} "
+                        f"chooses the family now)"
+                    )
     owner: dict[int, str] = {}
     for fam in ("primary", "mechanism"):
         for h in hits[fam]:
             for sec, r in h:
                 if id(r) in owner and owner[id(r)] != fam:
                     chosen = ctx.chosen
-                    if len(chosen) == 1:           # the one chosen at compare time wins
+                    if len(chosen) == 1:  # the one chosen at compare time wins
                         keep = next(iter(chosen))
-                        ctx.note(f"{_row_label(sec, r)}: in the {keep} family chosen at compare time, not the "
-                                 f"stored {'mechanism' if keep == 'primary' else 'primary'} family")
+                        ctx.note(
+                            f"{_row_label(sec, r)}: in the {keep} family chosen at compare time, not the "
+                            f"stored {'mechanism' if keep == 'primary' else 'primary'} family"
+                        )
                         owner[id(r)] = keep
                         continue
-                    raise UsageError(f"{_row_label(sec, r)} is named both primary (an outcome) and a mechanism"
-                                     + (" by --primary and --mechanisms" if chosen else
-                                        " by the runs' suites") + "; a row is one or the other: choose with "
-                                     "compare --primary/--mechanisms")
+                    raise UsageError(
+                        f"{_row_label(sec, r)} is named both primary (an outcome) and a mechanism"
+                        + (" by --primary and --mechanisms" if chosen else " by the runs' suites")
+                        + "; a row is one or the other: choose with "
+                        "compare --primary/--mechanisms"
+                    )
                 owner[id(r)] = fam
     rows_in = {"primary": 0, "mechanism": 0}
     for sec in cmp.sections:
@@ -251,11 +274,16 @@ def mark_rows(ctx: Context, cmp: Comparison) -> None:
                 r.family = "exploratory"
     for fam in ("primary", "mechanism"):
         if rows_in[fam] > pr.MAX_PRIMARY:
-            ctx.note(f"the {fam} family holds {rows_in[fam]} rows, more than {pr.MAX_PRIMARY}: at a few iterations "
-                     f"such a family has little power (compare --{_KEYS[fam]} names fewer)")
+            ctx.note(
+                f"the {fam} family holds {rows_in[fam]} rows, more than {pr.MAX_PRIMARY}: at a few iterations "
+                f"such a family has little power (compare --{_KEYS[fam]} names fewer)"
+            )
     if not ctx.multi:
         return
-    for fam, entries, out in (("primary", ctx.primary, cmp.primary), ("mechanism", ctx.mechanisms, cmp.mechanisms.lines)):
+    for fam, entries, out in (
+        ("primary", ctx.primary, cmp.primary),
+        ("mechanism", ctx.mechanisms, cmp.mechanisms.lines),
+    ):
         for e, h in zip(entries, hits[fam]):
             h = [(s, r) for s, r in h if owner.get(id(r)) == fam]
             if not h:

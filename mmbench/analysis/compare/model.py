@@ -86,7 +86,7 @@ class Row:
     # "primary" / "mechanism" when the suite declares the row so (whether or not a test could
     # run), "exploratory" when it is tested and not declared, None for descriptive rows
     family: Family | None = None
-    test: str = ""                                        # "welch", "count-exact", "count", "" (untested)
+    test: str = ""  # "welch", "count-exact", "count", "" (untested)
     p_raw: dict[str, float | None] = field(default_factory=dict)
     # exploratory rows with q < 0.05 in their own family (marked "~", never gating)
     lead: dict[str, bool] = field(default_factory=dict)
@@ -122,8 +122,8 @@ class Section:
     title: str
     kind: SectionKind
     rows: list[Row] = field(default_factory=list)
-    label: str = ""      # the workload label
-    source: str = ""     # the workload's plugin, or the monitor's name
+    label: str = ""  # the workload label
+    source: str = ""  # the workload's plugin, or the monitor's name
     # how MMTests prints this section (``--convention mmtests``; report/mmtests_text.py): "part"
     # (table, huge, locality, duration, vmstat, schedstat, iostat, monitor-view, ratio), "field"
     # (the column width), "decimals", "title" (the line compare-kernels.sh echoes before it),
@@ -135,6 +135,7 @@ class Section:
 class PrimaryLine:
     """One line of the primary (or mechanism) summary at the top of every report: a declared row
     against one run (``row`` None: the suite names it but this comparison has no such row)."""
+
     entry: str
     section: str
     row: Row | None
@@ -145,6 +146,7 @@ class PrimaryLine:
 class DeclaredFamily:
     """A declared family of a comparison: its entries, where they come from (the runs' suites, or
     ``compare --primary``/``--mechanisms``), and one summary line per (row, run)."""
+
     entries: list[str] = field(default_factory=list)
     source: str = ""
     chosen_at_compare: bool = False
@@ -188,42 +190,66 @@ class Comparison:
             "runs": list(self.runs),
             "env_diff": [[k, {r: _jsonable(v) for r, v in vals.items()}] for k, vals in self.env_diff],
             "sections": [
-                {"title": s.title,
-                 "rows": [{
-                     "metric": r.metric, "stat": r.stat, "unit": r.unit,
-                     "better": None if r.family == "mechanism" else r.better,
-                     "values": {n: _num(r.values.get(n)) for n in self.runs},
-                     "pct": {n: _num(r.pct.get(n)) for n in self.runs},
-                     "significant": {n: bool(r.significant.get(n, False)) for n in self.runs},
-                     "p": {n: _num(r.p.get(n)) for n in self.runs},
-                     "ci": {n: _ci(r.ci.get(n)) for n in self.runs},
-                     "mde_pct": {n: _mde(r.mde.get(n)) for n in self.runs},
-                     "mde_why": {n: _mde_why(r, n) for n in self.runs},
-                     "family": r.family, "test": r.test or None,
-                     "p_raw": {n: _num(r.p_raw.get(n)) for n in self.runs},
-                     "lead": {n: bool(r.lead.get(n, False)) for n in self.runs},
-                     "why": {n: r.why.get(n) for n in self.runs},
-                     "judged": {n: r.judged.get(n, "test" if r.p.get(n) is not None else None) for n in self.runs},
-                     "resolution": r.resolution if r.test or r.judged else None,
-                 } for r in s.rows]}
-                for s in self.sections],
-            "primary": {"entries": list(self.primary_entries), "source": self.primary_source,
-                        "chosen_at_compare": self.primary_chosen_at_compare,
-                        "family_sizes": dict(self.family_sizes),
-                        "rows": [_line(pl) for pl in self.primary]},
-            "mechanisms": {"entries": list(self.mechanisms.entries), "source": self.mechanisms.source,
-                           "chosen_at_compare": self.mechanisms.chosen_at_compare,
-                           "rows": [_line(pl) for pl in self.mechanisms.lines]},
-            "families": {f: family_error_rate(f, self.family_sizes.get(f, 0), self.deterministic_counts.get(f, 0))
-                         for f in FAMILIES},
+                {
+                    "title": s.title,
+                    "rows": [
+                        {
+                            "metric": r.metric,
+                            "stat": r.stat,
+                            "unit": r.unit,
+                            "better": None if r.family == "mechanism" else r.better,
+                            "values": {n: _num(r.values.get(n)) for n in self.runs},
+                            "pct": {n: _num(r.pct.get(n)) for n in self.runs},
+                            "significant": {n: bool(r.significant.get(n, False)) for n in self.runs},
+                            "p": {n: _num(r.p.get(n)) for n in self.runs},
+                            "ci": {n: _ci(r.ci.get(n)) for n in self.runs},
+                            "mde_pct": {n: _mde(r.mde.get(n)) for n in self.runs},
+                            "mde_why": {n: _mde_why(r, n) for n in self.runs},
+                            "family": r.family,
+                            "test": r.test or None,
+                            "p_raw": {n: _num(r.p_raw.get(n)) for n in self.runs},
+                            "lead": {n: bool(r.lead.get(n, False)) for n in self.runs},
+                            "why": {n: r.why.get(n) for n in self.runs},
+                            "judged": {
+                                n: r.judged.get(n, "test" if r.p.get(n) is not None else None) for n in self.runs
+                            },
+                            "resolution": r.resolution if r.test or r.judged else None,
+                        }
+                        for r in s.rows
+                    ],
+                }
+                for s in self.sections
+            ],
+            "primary": {
+                "entries": list(self.primary_entries),
+                "source": self.primary_source,
+                "chosen_at_compare": self.primary_chosen_at_compare,
+                "family_sizes": dict(self.family_sizes),
+                "rows": [_line(pl) for pl in self.primary],
+            },
+            "mechanisms": {
+                "entries": list(self.mechanisms.entries),
+                "source": self.mechanisms.source,
+                "chosen_at_compare": self.mechanisms.chosen_at_compare,
+                "rows": [_line(pl) for pl in self.mechanisms.lines],
+            },
+            "families": {
+                f: family_error_rate(f, self.family_sizes.get(f, 0), self.deterministic_counts.get(f, 0))
+                for f in FAMILIES
+            },
             "verdicts": dict(self.verdicts),
             "notes": [f"warning: {w}" for w in self.warnings] + list(self.notes),
         }
 
 
 def _line(pl: PrimaryLine) -> dict[str, Any]:
-    return {"entry": pl.entry, "section": pl.section, "run": pl.run,
-            "metric": pl.row.metric if pl.row else None, "stat": pl.row.stat if pl.row else None}
+    return {
+        "entry": pl.entry,
+        "section": pl.section,
+        "run": pl.run,
+        "metric": pl.row.metric if pl.row else None,
+        "stat": pl.row.stat if pl.row else None,
+    }
 
 
 FAMILY_TEXT = {
@@ -237,12 +263,20 @@ def family_error_rate(family: str, tests: int, deterministic: int) -> dict[str, 
     """What a mark of ``family`` means, for JSON readers: each family holds its own false discovery
     rate, so an A/A comparison carries some mark in some family more often than 5 % (docs/statistics.md §4)."""
     mark, gates, what = FAMILY_TEXT[family]
-    return {"rows": what, "mark": mark, "gates": gates, "tests": tests,
-            "method": "Benjamini-Hochberg", "false_discovery_rate": 0.05,
-            "error_rate": (f"at most 5% of comparisons without a true change mark a row of this family "
-                           f"(false discovery rate 5% within its {tests} test(s)); the families are adjusted "
-                           f"apart, so a report marks a row of some family more often than that"),
-            "deterministic_changes": deterministic}
+    return {
+        "rows": what,
+        "mark": mark,
+        "gates": gates,
+        "tests": tests,
+        "method": "Benjamini-Hochberg",
+        "false_discovery_rate": 0.05,
+        "error_rate": (
+            f"at most 5% of comparisons without a true change mark a row of this family "
+            f"(false discovery rate 5% within its {tests} test(s)); the families are adjusted "
+            f"apart, so a report marks a row of some family more often than that"
+        ),
+        "deterministic_changes": deterministic,
+    }
 
 
 def _mde(v: float | None) -> float | None:

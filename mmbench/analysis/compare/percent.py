@@ -26,7 +26,7 @@ def pct_diff(base: float | None, new: float | None, better: Better) -> tuple[flo
         return None, PCT_NO_BASE
     if new is None or not math.isfinite(new):
         return None, PCT_NO_VALUE
-    if close(new, base):          # 7 vs 7.00000001: the same value, not "-0.00%"
+    if close(new, base):  # 7 vs 7.00000001: the same value, not "-0.00%"
         return 0.0, None
     if base == 0:
         return None, PCT_BASE_ZERO

@@ -19,6 +19,7 @@ def mde_text(mde: float, digits: str = ".1f") -> str:
     iterations)' past MDE_SHOWN_MAX."""
     return f">{MDE_SHOWN_MAX:g}% (too few iterations)" if abs(mde) > MDE_SHOWN_MAX else f"{mde:+{digits}}%"
 
+
 EFFECT_PCT = 5.0
 ITERATION_LIMIT = 100_000
 
@@ -30,8 +31,9 @@ def family_alpha(ctx: Context, row: Row) -> tuple[float, int]:
     return sig.ALPHA / m, m
 
 
-def row_mde(ctx: Context, row: Row, run: str, base: list[float], new: list[float], kind: str,
-            test: str) -> float | None:
+def row_mde(
+    ctx: Context, row: Row, run: str, base: list[float], new: list[float], kind: str, test: str
+) -> float | None:
     """The minimum detectable effect (80 % power) of the test applied to ``row``, at the level
     Benjamini–Hochberg gives one change in its family (:func:`family_alpha`), so a true change
     of this size is starred (or marked) 80 % of the time, not 80 % before the adjustment; in the
@@ -45,9 +47,12 @@ def row_mde(ctx: Context, row: Row, run: str, base: list[float], new: list[float
     if test.startswith("count"):
         got = sig.count_min_detectable_effect(base, new, alpha=alpha, direction=direction)
         if got is None:
-            row.mde_why[run] = (f"no change of any size could be marked at {len(base)} vs {len(new)} iterations "
-                                f"(its family's level {alpha:.2g} is below the exact count test's smallest p)"
-                                if sum(base) > 0 else "the baseline counted nothing: a change of its rate has no size")
+            row.mde_why[run] = (
+                f"no change of any size could be marked at {len(base)} vs {len(new)} iterations "
+                f"(its family's level {alpha:.2g} is below the exact count test's smallest p)"
+                if sum(base) > 0
+                else "the baseline counted nothing: a change of its rate has no size"
+            )
         return got
     got = sig.min_detectable_effect(base, new, kind, alpha=alpha, direction=direction)  # type: ignore[arg-type]
     if got is None:
@@ -60,9 +65,10 @@ def suite_headline(runs: list[RunRecord]) -> set[str]:
     out: set[str] = set()
     for r in runs:
         text = r.suite_text or ""
-        if not re.search(r"^\s*headline\s*=", text, re.M):   # most suites: skip the TOML parser
+        if not re.search(r"^\s*headline\s*=", text, re.M):  # most suites: skip the TOML parser
             continue
         import tomllib
+
         try:
             names = (tomllib.loads(text).get("suite") or {}).get("headline") or []
         except tomllib.TOMLDecodeError:
@@ -96,21 +102,29 @@ def headline_warnings(ctx: Context, rows: list[tuple[str, MetricDef, Row, dict[s
             if mde is None or abs(mde) <= EFFECT_PCT:
                 continue
             weak.append(f"{mde_text(mde)} for {n}")
-            k = sig.iterations_to_detect(b_it, n_it, md.mean_kind, EFFECT_PCT, limit=ITERATION_LIMIT,
-                                         alpha=family_alpha(ctx, row)[0])
+            k = sig.iterations_to_detect(
+                b_it, n_it, md.mean_kind, EFFECT_PCT, limit=ITERATION_LIMIT, alpha=family_alpha(ctx, row)[0]
+            )
             if k is None:
                 unknown = True
             else:
                 need = max(need, k)
         what = f"{label}: {md.name} ({row.stat})"
         if weak:
-            how = (f"more than {ITERATION_LIMIT} iterations per run would be needed" if unknown else
-                   f"{need} iterations per run would detect it at this variation")
+            how = (
+                f"more than {ITERATION_LIMIT} iterations per run would be needed"
+                if unknown
+                else f"{need} iterations per run would detect it at this variation"
+            )
             fam, m = (row.family or "exploratory"), family_alpha(ctx, row)[1]
-            out.append(f"{what} could not detect a {EFFECT_PCT:g}% change against {ctx.base}: smallest "
-                       f"change starred 80% of the time (its {fam} family of {m} tests) {', '.join(weak)}; {how}")
+            out.append(
+                f"{what} could not detect a {EFFECT_PCT:g}% change against {ctx.base}: smallest "
+                f"change starred 80% of the time (its {fam} family of {m} tests) {', '.join(weak)}; {how}"
+            )
         if single:
-            out.append(f"{what} could not detect any change against {ctx.base} for {', '.join(single)}: "
-                       f"one iteration a side allows no test; run at least 2 (the number needed for "
-                       f"{EFFECT_PCT:g}% follows from the spread of several)")
+            out.append(
+                f"{what} could not detect any change against {ctx.base} for {', '.join(single)}: "
+                f"one iteration a side allows no test; run at least 2 (the number needed for "
+                f"{EFFECT_PCT:g}% follows from the spread of several)"
+            )
     return out

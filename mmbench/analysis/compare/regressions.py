@@ -36,7 +36,7 @@ def regressions(comparison: Comparison, threshold_pct: float) -> list[Regression
                 pct = r.pct.get(n)
                 b, v = r.values.get(comparison.baseline), r.values.get(n)
                 if pct is None and b == 0 and v is not None and v > 0 and r.better == "lower":
-                    pct = -float("inf")        # from 0 to some: worse by more than any threshold
+                    pct = -float("inf")  # from 0 to some: worse by more than any threshold
                 if r.significant.get(n) and pct is not None and pct < -abs(threshold_pct):
                     out.append(Regression(s.title, r.metric, r.stat, n, pct, r.p.get(n)))
     return out

@@ -13,6 +13,7 @@ from mmbench.model.results import RunRecord
 class RowValues:
     """One declared row: where it is (``section``), its better direction, its resolution (the
     smallest difference its unit expresses) and each run's per-iteration values."""
+
     section: str
     better: str
     resolution: float
@@ -39,6 +40,5 @@ def row_iterations(runs: list[RunRecord], entries: list[str] | None = None) -> d
         if len(found) != 1:
             continue
         section, row = found[0]
-        out[entry] = RowValues(section, row.better, row.resolution,
-                               {n: list(row.iterations.get(n, [])) for n in names})
+        out[entry] = RowValues(section, row.better, row.resolution, {n: list(row.iterations.get(n, [])) for n in names})
     return out

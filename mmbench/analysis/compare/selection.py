@@ -35,8 +35,16 @@ def _fmt(v: float) -> str:
     return f"{v:.6g}"
 
 
-def test_row(ctx: Context, row: Row, run: str, base: list[float], new: list[float],
-             kind: st.MeanKind = "amean", count: bool = False, resolution: float = 0.0) -> sig.TestResult | None:
+def test_row(
+    ctx: Context,
+    row: Row,
+    run: str,
+    base: list[float],
+    new: list[float],
+    kind: st.MeanKind = "amean",
+    count: bool = False,
+    resolution: float = 0.0,
+) -> sig.TestResult | None:
     """Judge ``row`` for ``run`` on one value per iteration a side: a deterministic verdict (both
     runs constant at ``resolution``), else a test whose p-value is registered with its deferred
     interval and MDE, or the reason there is none."""
@@ -53,8 +61,7 @@ def test_row(ctx: Context, row: Row, run: str, base: list[float], new: list[floa
     row.test = row.test or res.test
     why = None
     if res.state == "too-few-samples":
-        why = (f"no test: {res.n_base} vs {res.n_new} iterations (a test needs 2 a side: the iteration is "
-               f"the unit)")
+        why = f"no test: {res.n_base} vs {res.n_new} iterations (a test needs 2 a side: the iteration is the unit)"
     elif res.state == "same-constant":
         why = f"no change: {_fmt(base[0])} in every iteration of both runs (not tested)"
     elif res.state == "no-variance":
@@ -62,13 +69,20 @@ def test_row(ctx: Context, row: Row, run: str, base: list[float], new: list[floa
     elif res.state == "undefined":
         why = "no test: the test statistic is undefined for these values"
     elif res.p_floor > sig.ALPHA:
-        if res.test == "count-exact" and res.p_floor >= 2.0 / math.comb(res.n_base + res.n_new, min(res.n_base, res.n_new)) * 0.999:
-            why = (f"cannot reach q <= {sig.ALPHA:g} at this n: at {res.n_base} vs {res.n_new} iterations the exact "
-                   f"count test's smallest p is {res.p_floor:.2g} (a count that moves in every iteration needs "
-                   f"{_iterations_for_floor()} a side)")
+        if (
+            res.test == "count-exact"
+            and res.p_floor >= 2.0 / math.comb(res.n_base + res.n_new, min(res.n_base, res.n_new)) * 0.999
+        ):
+            why = (
+                f"cannot reach q <= {sig.ALPHA:g} at this n: at {res.n_base} vs {res.n_new} iterations the exact "
+                f"count test's smallest p is {res.p_floor:.2g} (a count that moves in every iteration needs "
+                f"{_iterations_for_floor()} a side)"
+            )
         else:
-            why = (f"cannot reach q <= {sig.ALPHA:g} at this n: {_fmt(sum(base) + sum(new))} events in all, even "
-                   f"the most extreme split of them would give p = {res.p_floor:.2g}")
+            why = (
+                f"cannot reach q <= {sig.ALPHA:g} at this n: {_fmt(sum(base) + sum(new))} events in all, even "
+                f"the most extreme split of them would give p = {res.p_floor:.2g}"
+            )
     if why is not None:
         row.why[run] = why
     if res.ok and res.p_floor <= sig.ALPHA:
@@ -94,8 +108,10 @@ def _iterations_for_floor() -> int:
 def judge_deterministic(row: Row, run: str, det: sig.Determinism) -> None:
     """Record :func:`significance.deterministic`'s verdict: a change (starred or marked with its
     family once families are known, ``families.adjust``) or none; never a test."""
+
     def span(lo: float, hi: float) -> str:
         return _fmt(lo) if lo == hi else f"{_fmt(lo)}-{_fmt(hi)}"
+
     b, n = span(*det.base), span(*det.new)
     where = f"in every iteration ({det.n_base} vs {det.n_new})"
     row.test = row.test or "deterministic"
@@ -116,13 +132,12 @@ def _notes(row: Row, runs: list[str]) -> None:
         if n in row.why:
             by.setdefault(row.why[n], []).append(n)
     for text, who in by.items():
-        if text.startswith("no change:"):     # the values say it; kept in Row.why for the summary
+        if text.startswith("no change:"):  # the values say it; kept in Row.why for the summary
             continue
         row.add_note(f"{text} for {', '.join(who)}")
 
 
-def metric_tests(ctx: Context, md: MetricDef, series: dict[str, Series], mean_row: Row,
-                 pct_rows: list[Row]) -> None:
+def metric_tests(ctx: Context, md: MetricDef, series: dict[str, Series], mean_row: Row, pct_rows: list[Row]) -> None:
     kind = md.mean_kind
     res = md.effective_resolution
     for r in [mean_row, *pct_rows]:
@@ -151,8 +166,14 @@ def metric_tests(ctx: Context, md: MetricDef, series: dict[str, Series], mean_ro
         _notes(r, ctx.names[1:])
 
 
-def iteration_row_tests(ctx: Context, row: Row, vals: dict[str, list[float]],
-                        kind: st.MeanKind = "amean", count: bool = False, resolution: float = 0.0) -> None:
+def iteration_row_tests(
+    ctx: Context,
+    row: Row,
+    vals: dict[str, list[float]],
+    kind: st.MeanKind = "amean",
+    count: bool = False,
+    resolution: float = 0.0,
+) -> None:
     """Test a row whose per-iteration values are ``vals`` (duration, vmstat and monitor rows)
     against the baseline, so --fail-on-regression and --ratio see them.  Two
     runs with the same constant in every iteration (a swap counter that stays 0) are not tested

@@ -13,11 +13,13 @@ def keep_stats(comparison: Comparison, spec: str) -> None:
     stats = {r.stat.lower() for s in comparison.sections for r in s.rows}
     unknown = sorted(w for w in wanted if w != "mean" and w not in stats)
     if unknown:
-        raise UsageError(f"--stats: no row has the statistic {unknown[0]!r}; "
-                         f"the rows have: mean, {', '.join(sorted(stats))}")
+        raise UsageError(
+            f"--stats: no row has the statistic {unknown[0]!r}; the rows have: mean, {', '.join(sorted(stats))}"
+        )
 
     def keep(stat: str) -> bool:
         s = stat.lower()
         return s in wanted or ("mean" in wanted and s in ("amean", "hmean", "gmean"))
+
     for section in comparison.sections:
         section.rows = [r for r in section.rows if keep(r.stat)]

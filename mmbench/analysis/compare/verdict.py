@@ -76,8 +76,9 @@ def verdict_line(ctx: Context, cmp: Comparison, run: str) -> str:
         if r.significant.get(run):
             pct = r.pct.get(run)
             better = (pct > 0) if pct is not None else ((v or 0) > (b or 0)) == (r.better == "higher")
-            how = ", ".join(x for x in (f"{_v(b)} -> {_v(v)}", f"{pct:+.1f}%" if pct is not None else "",
-                                        _q(r, run)) if x)
+            how = ", ".join(
+                x for x in (f"{_v(b)} -> {_v(v)}", f"{pct:+.1f}%" if pct is not None else "", _q(r, run)) if x
+            )
             parts.append(f"outcome {_name(r)} {'better' if better else 'worse'} ({how})")
         elif r.p.get(run) is not None:
             parts.append(f"outcome {_name(r)} not resolved{_n(r, run)}{_mde(r, run)}")
@@ -86,6 +87,9 @@ def verdict_line(ctx: Context, cmp: Comparison, run: str) -> str:
         else:
             parts.append(f"outcome {_name(r)} not tested")
     if not outcomes:
-        parts.append("no outcome row declared (--primary names them)" if not cmp.primary_entries
-                     else "no declared outcome row in this comparison")
+        parts.append(
+            "no outcome row declared (--primary names them)"
+            if not cmp.primary_entries
+            else "no declared outcome row in this comparison"
+        )
     return "; ".join(parts)

@@ -23,8 +23,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from mmbench.errors import UsageError
-from mmbench.importers.mmtests import (gnutime, highalloc, pft, postmark, simoop, stutterp, thpscale,
-                                       time_unmap, usemem)
+from mmbench.importers.mmtests import gnutime, highalloc, pft, postmark, simoop, stutterp, thpscale, time_unmap, usemem
 from mmbench.importers.store import removed_on_failure
 from mmbench.importers.mmtests._common import BadLog, MissingLog, bad_line, find_log, number, numbered, read_lines
 from mmbench.monitors import mpstat as mpstat_monitor
@@ -34,8 +33,9 @@ from mmbench.model.names import check_name
 from mmbench.model.store import Store
 from mmbench.model.results import IterationResult, WorkloadRun
 
-FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (time_unmap, pft, thpscale, usemem, simoop, stutterp,
-                                                      postmark, highalloc)}
+FORMATS: dict[str, ModuleType] = {
+    m.NAME: m for m in (time_unmap, pft, thpscale, usemem, simoop, stutterp, postmark, highalloc)
+}
 _ITER = re.compile(r"^iter-(\d+)$")
 
 
@@ -78,8 +78,10 @@ def iter_dirs(run: Path, warnings: list[str] | None = None) -> list[tuple[int, P
         if problem:
             raise UsageError(f"import-mmtests: {p}: {problem}")
         if n in found:
-            raise UsageError(f"import-mmtests: {found[n]} and {p.name} are both iteration {n}; one would be "
-                             f"dropped: remove or rename one")
+            raise UsageError(
+                f"import-mmtests: {found[n]} and {p.name} are both iteration {n}; one would be "
+                f"dropped: remove or rename one"
+            )
         found[n] = p
     return sorted(found.items())
 
@@ -87,8 +89,11 @@ def iter_dirs(run: Path, warnings: list[str] | None = None) -> list[tuple[int, P
 def find_runs(root: Path) -> dict[str, Path]:
     """Run folders under ``root``: those holding at least one ``iter-<N>`` folder, by folder name
     (validated by :func:`import_tree` for the runs it imports)."""
-    return {p.name: p for p in sorted(root.iterdir())
-            if p.is_dir() and any(_ITER.match(q.name) and q.is_dir() for q in p.iterdir())}
+    return {
+        p.name: p
+        for p in sorted(root.iterdir())
+        if p.is_dir() and any(_ITER.match(q.name) and q.is_dir() for q in p.iterdir())
+    }
 
 
 # ---- iteration-level files ---------------------------------------------------------------------
@@ -108,8 +113,11 @@ def read_timestamps(it: Path) -> dict[str, dict[str, float]] | None:
         f = line.split()
         if len(f) != 9 or (f[4], f[6], f[8]) != ("user", "system", "elapsed"):
             raise bad_line(path, lineno, "expected 'time :: TEST <U> user <S> system <E> elapsed'")
-        out[f[2]] = {"user": number(path, lineno, f[3], "user"), "system": number(path, lineno, f[5], "system"),
-                     "elapsed": number(path, lineno, f[7], "elapsed")}
+        out[f[2]] = {
+            "user": number(path, lineno, f[3], "user"),
+            "system": number(path, lineno, f[5], "system"),
+            "elapsed": number(path, lineno, f[7], "elapsed"),
+        }
     return out
 
 
@@ -123,10 +131,18 @@ def _vmstat_line(path: Path, lineno: int, line: str) -> tuple[str, int]:
 # /proc/schedstat per-CPU fields MMTests sums (MonitorMmtestsschedstat.pm): name → (field index,
 # first schedstat version that has it).  Version 15 (kernels 4.x-5.x) has only ttwu_*; the sis_*
 # fields come from MMTests users' out-of-tree kernel patches (versions 16-18).
-SCHEDSTAT_FIELDS = {"ttwu_count": (5, 15), "ttwu_local": (6, 15), "sis_search": (10, 16),
-                    "sis_domain_search": (11, 16), "sis_scanned": (12, 16), "sis_failed": (13, 16),
-                    "sis_recent_hit": (14, 17), "sis_recent_miss": (15, 17), "sis_core_search": (16, 18),
-                    "sis_core_miss": (17, 18)}
+SCHEDSTAT_FIELDS = {
+    "ttwu_count": (5, 15),
+    "ttwu_local": (6, 15),
+    "sis_search": (10, 16),
+    "sis_domain_search": (11, 16),
+    "sis_scanned": (12, 16),
+    "sis_failed": (13, 16),
+    "sis_recent_hit": (14, 17),
+    "sis_recent_miss": (15, 17),
+    "sis_core_search": (16, 18),
+    "sis_core_miss": (17, 18),
+}
 
 
 def _schedstat_sum(path: Path, lineno: int, version: int, line: str, into: dict[str, int]) -> None:
@@ -134,8 +150,9 @@ def _schedstat_sum(path: Path, lineno: int, version: int, line: str, into: dict[
     for key, (i, since) in SCHEDSTAT_FIELDS.items():
         if version >= since:
             if len(f) <= i or not re.fullmatch(r"-?\d+", f[i]):
-                raise bad_line(path, lineno, f"/proc/schedstat version {version}: expected an integer "
-                                             f"{key} in field {i}")
+                raise bad_line(
+                    path, lineno, f"/proc/schedstat version {version}: expected an integer {key} in field {i}"
+                )
             into[key] = into.get(key, 0) + int(f[i])
 
 
@@ -176,8 +193,13 @@ def read_sysstate(it: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[s
             continue
         m = re.match(r"^file (start|end) :: (\S+)", line)
         if m:
-            section = (m.group(1) if m.group(2) == "/proc/vmstat" else
-                       f"sched-{m.group(1)}" if m.group(2) == "/proc/schedstat" else None)
+            section = (
+                m.group(1)
+                if m.group(2) == "/proc/vmstat"
+                else f"sched-{m.group(1)}"
+                if m.group(2) == "/proc/schedstat"
+                else None
+            )
             continue
         if section is None or not line.strip():
             continue
@@ -193,8 +215,9 @@ def read_sysstate(it: Path) -> tuple[dict[str, dict[str, int]], dict[str, dict[s
     return vm_out, sched_out
 
 
-def read_proc_vmstat_monitor(it: Path, bench: str, *, keep_empty: bool = False
-                             ) -> list[tuple[float, dict[str, int]]] | None:
+def read_proc_vmstat_monitor(
+    it: Path, bench: str, *, keep_empty: bool = False
+) -> list[tuple[float, dict[str, int]]] | None:
     """The frames of the proc-vmstat monitor ``proc-vmstat-<bench>[.gz|.xz]`` (watch-proc-vmstat.sh: a
     ``time: <epoch>`` line, then /proc/vmstat, every MONITOR_UPDATE_FREQUENCY seconds) as
     (epoch, counters); None when the monitor was not run."""
@@ -233,8 +256,7 @@ def frames_tsv(frames: list[tuple[float, dict[str, int]]]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def read_tool_monitor(it: Path, bench: str, mon: str,
-                      parse: Callable[[list[str]], Any]) -> tuple[Path, str] | None:
+def read_tool_monitor(it: Path, bench: str, mon: str, parse: Callable[[list[str]], Any]) -> tuple[Path, str] | None:
     """MMTests' ``<mon>-<bench>[.gz|.xz]`` (vmstat or mpstat output, as the monitor wrote it), checked
     with the mmbench monitor's own parser: (file, text), or None when the monitor was not run."""
     path = find_log(it / f"{mon}-{bench}")
@@ -262,15 +284,20 @@ def kernel_release(it: Path) -> tuple[str, str]:
 
 
 # MMTests releases whose trees were generated and checked (docs/mmtests-import.md §5)
-SUPPORTED = ("MMTests v0.25 (2022-02) to v1.00 (2026-01) per-benchmark logs for "
-             + ", ".join(FORMATS) + "; MMTests HEAD (2025-12 on) GNU time files logs/time-<A>-<I> "
-             "of any benchmark")
+SUPPORTED = (
+    "MMTests v0.25 (2022-02) to v1.00 (2026-01) per-benchmark logs for "
+    + ", ".join(FORMATS)
+    + "; MMTests HEAD (2025-12 on) GNU time files logs/time-<A>-<I> "
+    "of any benchmark"
+)
 LEGACY = "per-benchmark logs"
 # MMTests commits whose trees were generated here (docs/mmtests-import.md §5) → the release
 # whose report rules (statistics, row names) compare --convention mmtests follows
-KNOWN_REVISIONS = {"8143a1ea1258397a97fd40076a9382b03a9ca09e": "v0.25",
-                   "02ffbdca86bae7f873fba4de649c1658c0a8ae0e": "v1.00",
-                   "638401e07e70d67fa5a1e6295e1315ae0af831b2": "head"}
+KNOWN_REVISIONS = {
+    "8143a1ea1258397a97fd40076a9382b03a9ca09e": "v0.25",
+    "02ffbdca86bae7f873fba4de649c1658c0a8ae0e": "v1.00",
+    "638401e07e70d67fa5a1e6295e1315ae0af831b2": "head",
+}
 RULES = ("v0.25", "v1.00", "head")
 GNU_TIME = "GNU time files"
 
@@ -294,8 +321,8 @@ def read_bench(bench: str, logs: Path) -> tuple[Any, str | None, str]:
     reason) when its log is unreadable (:class:`BadLog`)."""
     fmt = FORMATS.get(bench)
     why = ""
-    bad = None     # the layout whose log is there but holds nothing readable (empty, binary, a
-                   # symlink out of the tree): a known layout without samples, the file named
+    bad = None  # the layout whose log is there but holds nothing readable (empty, binary, a
+    # symlink out of the tree): a known layout without samples, the file named
     if fmt is not None:
         try:
             return fmt.read(logs), LEGACY, ""
@@ -328,7 +355,7 @@ def mmtests_rules(revision: str, layouts: dict[str, set[str]]) -> tuple[str, str
     wrote GNU time files (only MMTests since 2025-12 does); else v1.00's (the last release with
     per-benchmark logs), said in a warning."""
     known = [sha for sha in KNOWN_REVISIONS if len(revision) >= 7 and sha.startswith(revision.lower())]
-    if len(known) == 1:     # bin/mmtests-rev-id prints the whole sha; a shortened one is accepted
+    if len(known) == 1:  # bin/mmtests-rev-id prints the whole sha; a shortened one is accepted
         return KNOWN_REVISIONS[known[0]], f"MMTests commit {revision[:12]}"
     if any(GNU_TIME in found for found in layouts.values()):
         return "head", "GNU time files (MMTests since 2025-12)"
@@ -357,8 +384,10 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
         vmstats, schedstats = sysstate if sysstate is not None else (None, {})
         # in the order MMTests ran them (tests-timestamp), then by name
         order = list(times or {})
-        benches = sorted((p for p in it.iterdir() if p.is_dir() and (p / "logs").is_dir()),
-                         key=lambda p: (order.index(p.name) if p.name in order else len(order), p.name))
+        benches = sorted(
+            (p for p in it.iterdir() if p.is_dir() and (p / "logs").is_dir()),
+            key=lambda p: (order.index(p.name) if p.name in order else len(order), p.name),
+        )
         if not benches:
             warnings.append(f"{it}: no <benchmark>/logs folder; iter-{n} skipped")
         for bdir in benches:
@@ -366,8 +395,9 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
             res = IterationResult(workload=bench, index=n, warmup=False, status="ok")
             w = workloads.get(bench)
             if w is None:
-                w = workloads[bench] = WorkloadRun(label=bench, plugin=f"mmtests-{bench}",
-                                                   params={"mmtests_format": None}, metrics=[])
+                w = workloads[bench] = WorkloadRun(
+                    label=bench, plugin=f"mmtests-{bench}", params={"mmtests_format": None}, metrics=[]
+                )
             parsed, layout, why = read_bench(bench, bdir / "logs")
             if layout is not None:
                 layouts.setdefault(bench, set()).add(layout)
@@ -384,8 +414,9 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
             else:
                 if not parsed.samples:
                     res.reason = "no benchmark samples: the raw logs hold none"
-                    warnings.append(f"{bdir / 'logs'}: no samples; iter-{n} of {bench} keeps only its "
-                                    f"duration, vmstat and monitors")
+                    warnings.append(
+                        f"{bdir / 'logs'}: no samples; iter-{n} of {bench} keeps only its duration, vmstat and monitors"
+                    )
                 res.samples = parsed.samples
                 res.imported.update(parsed.imported)
                 for md in parsed.metrics:
@@ -400,11 +431,15 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
             frames = [f for f in every if f[1]] if every is not None else None
             if frames and len(frames) >= 2:
                 files.setdefault((bench, n), []).append(("proc-vmstat", "proc-vmstat.tsv", frames_tsv(frames)))
-                res.monitors["proc-vmstat"] = {"files": ["proc-vmstat.tsv"], "samples": len(frames), "errors": [],
-                                               "imported_from": str(find_log(it / f"proc-vmstat-{bench}")),
-                                               # MonitorProcvmstat.pm reads a frame when the next
-                                               # "time:" line arrives: all but the last block
-                                               "mmtests_frames_read": len(every) - 1}
+                res.monitors["proc-vmstat"] = {
+                    "files": ["proc-vmstat.tsv"],
+                    "samples": len(frames),
+                    "errors": [],
+                    "imported_from": str(find_log(it / f"proc-vmstat-{bench}")),
+                    # MonitorProcvmstat.pm reads a frame when the next
+                    # "time:" line arrives: all but the last block
+                    "mmtests_frames_read": len(every) - 1,
+                }
             iostat = find_log(it / f"iostat-{bench}")
             if iostat is not None:
                 # no mmbench monitor reads iostat: kept for compare --convention mmtests's iostat section
@@ -428,24 +463,33 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
     for bench, misses in unread.items():
         if bench not in layouts and not any(_results_in(logs) for _, logs, _ in misses):
             # only MMTests' own console log: the benchmark never ran (its install failed, say)
-            warnings.append(f"{path.name}: {bench} wrote no results in any iter-N (only mmtests.log: see it "
-                            f"for why); its duration, vmstat and monitors are imported")
-        elif bench not in layouts:     # no iter-N in a known layout: the tree's layout is unknown
+            warnings.append(
+                f"{path.name}: {bench} wrote no results in any iter-N (only mmtests.log: see it "
+                f"for why); its duration, vmstat and monitors are imported"
+            )
+        elif bench not in layouts:  # no iter-N in a known layout: the tree's layout is unknown
             n, logs, _ = misses[0]
-            msg = (f"{path.name}: {bench}: unknown MMTests result layout: iter-{n}/{bench}/logs holds "
-                   f"{_listing(logs)}; supported: {SUPPORTED}")
+            msg = (
+                f"{path.name}: {bench}: unknown MMTests result layout: iter-{n}/{bench}/logs holds "
+                f"{_listing(logs)}; supported: {SUPPORTED}"
+            )
             if not partial:
-                raise UsageError(f"import-mmtests: {msg} (--partial imports the duration, vmstat and "
-                                 f"monitors without the benchmark's samples)")
+                raise UsageError(
+                    f"import-mmtests: {msg} (--partial imports the duration, vmstat and "
+                    f"monitors without the benchmark's samples)"
+                )
             warnings.append(f"{msg}; --partial: only its duration, vmstat and monitors are imported")
         else:
             for n, _, why in misses:
-                warnings.append(f"{why}: iter-{n} of {bench} has no benchmark samples; its duration, vmstat "
-                                f"and monitors are kept")
+                warnings.append(
+                    f"{why}: iter-{n} of {bench} has no benchmark samples; its duration, vmstat and monitors are kept"
+                )
     for bench, found in layouts.items():
         if len(found) > 1:
-            raise UsageError(f"import-mmtests: {path.name}: {bench}: iterations in different MMTests layouts "
-                             f"({' and '.join(sorted(found))}); import them as separate runs")
+            raise UsageError(
+                f"import-mmtests: {path.name}: {bench}: iterations in different MMTests layouts "
+                f"({' and '.join(sorted(found))}); import them as separate runs"
+            )
         w = workloads[bench]
         fmt = FORMATS[bench] if LEGACY in found else gnutime
         w.params["mmtests_format"] = bench if LEGACY in found else "gnu-time"
@@ -455,20 +499,33 @@ def read_run(name: str, path: Path, *, partial: bool = False, rules: str | None 
     if rules is None:
         rules, how = mmtests_rules(revision, layouts)
         if how == "assumed":
-            warnings.append(f"{path.name}: MMTests commit {revision[:12] or 'unknown'} is not one this importer "
-                            f"was checked against; compare --convention mmtests follows MMTests v1.00's "
-                            f"report rules (--mmtests-rules v0.25|v1.00|head chooses)")
-    fp = {"imported_from": "mmtests", "source": str(path.resolve()), "host": host, "kernel": {"release": release},
-          "mmtests": {"revision": revision, "rules": rules, "rules_from": how}}
+            warnings.append(
+                f"{path.name}: MMTests commit {revision[:12] or 'unknown'} is not one this importer "
+                f"was checked against; compare --convention mmtests follows MMTests v1.00's "
+                f"report rules (--mmtests-rules v0.25|v1.00|head chooses)"
+            )
+    fp = {
+        "imported_from": "mmtests",
+        "source": str(path.resolve()),
+        "host": host,
+        "kernel": {"release": release},
+        "mmtests": {"revision": revision, "rules": rules, "rules_from": how},
+    }
     return ImportedRun(name, path, list(workloads.values()), fp, warnings, files)
 
 
 def write_run(store: Store, run: ImportedRun, store_name: str, *, force: bool) -> Path:
-    writer = store.create_run(store_name, force=force,
-                              suite_text=f"# imported from the MMTests result tree {run.source}\n",
-                              suite_hash="", suite_effective={"imported_from": "mmtests", "source": str(run.source)},
-                              fingerprint=run.fingerprint, settings={}, status="running",
-                              description=f"imported from MMTests {run.source}")
+    writer = store.create_run(
+        store_name,
+        force=force,
+        suite_text=f"# imported from the MMTests result tree {run.source}\n",
+        suite_hash="",
+        suite_effective={"imported_from": "mmtests", "source": str(run.source)},
+        fingerprint=run.fingerprint,
+        settings={},
+        status="running",
+        description=f"imported from MMTests {run.source}",
+    )
     with removed_on_failure(store, store_name):
         _write_iterations(writer, run)
     return writer.path
@@ -483,7 +540,7 @@ def _write_iterations(writer: Any, run: ImportedRun) -> None:
             d.mkdir(parents=True, exist_ok=True)
             it.path = str(d.relative_to(writer.path))
             for mon, fname, content in run.monitor_files.get((w.label, it.index), []):
-                if mon == "mmtests":      # a file only the MMTests convention reads (iostat)
+                if mon == "mmtests":  # a file only the MMTests convention reads (iostat)
                     (d / "mmtests").mkdir(exist_ok=True)
                     (d / "mmtests" / fname).write_text(content)
                     continue
@@ -495,9 +552,16 @@ def _write_iterations(writer: Any, run: ImportedRun) -> None:
     writer.finish("imported")
 
 
-def import_tree(store: Store, directory: Path, names: list[str], *, prefix: str = "",
-                force: bool = False, partial: bool = False,
-                rules: str | None = None) -> tuple[list[tuple[str, Path]], list[str]]:
+def import_tree(
+    store: Store,
+    directory: Path,
+    names: list[str],
+    *,
+    prefix: str = "",
+    force: bool = False,
+    partial: bool = False,
+    rules: str | None = None,
+) -> tuple[list[tuple[str, Path]], list[str]]:
     """Import the runs ``names`` (all when empty) of the MMTests tree ``directory``.  Everything is
     parsed and checked before the first run is written, so bad input writes nothing.  Returns
     (stored name, folder) per run and the warnings."""
@@ -513,7 +577,7 @@ def import_tree(store: Store, directory: Path, names: list[str], *, prefix: str 
     missing = [n for n in wanted if n not in runs]
     if missing:
         raise UsageError(f"import-mmtests: no run {missing[0]!r} in {root}; runs: {', '.join(runs)}")
-    for n in wanted:   # a folder name that is not a plain name is an error, never a path to follow
+    for n in wanted:  # a folder name that is not a plain name is an error, never a path to follow
         check_name(n, f"{root}: MMTests run folder")
     if rules is not None and rules not in RULES:
         raise UsageError(f"--mmtests-rules {rules!r}: expected one of {', '.join(RULES)}")
@@ -522,8 +586,10 @@ def import_tree(store: Store, directory: Path, names: list[str], *, prefix: str 
     if not force:
         for t in targets:
             if store.exists(t):
-                raise UsageError(f"run {t!r} already exists in {store}; use --force to replace it "
-                                 f"or --prefix to store under other names")
+                raise UsageError(
+                    f"run {t!r} already exists in {store}; use --force to replace it "
+                    f"or --prefix to store under other names"
+                )
     warnings = [w for r in parsed for w in r.warnings]
     done = [(t, write_run(store, r, t, force=force)) for r, t in zip(parsed, targets)]
     return done, warnings

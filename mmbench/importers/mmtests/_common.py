@@ -52,6 +52,7 @@ class Parsed:
         """Samples parsed in bulk (a numpy array): kept as the array when there are many."""
         if md.name in self.samples and len(self.samples[md.name]):
             import numpy as np
+
             values = np.concatenate([np.asarray(self.samples[md.name], dtype=float), values])
         elif md.name not in self.samples:
             self.metrics.append(md)
@@ -97,8 +98,10 @@ def log_files(logs: Path, pattern: re.Pattern[str], key: Callable[[re.Match[str]
         k = key(m)
         base = p.name[:-3] if p.name.endswith((".gz", ".xz")) else p.name
         if k in bases and bases[k] != base:
-            raise BadLog(f"{logs}: {bases[k]} and {base} are the same log (numbered alike); one would be "
-                         f"dropped: remove or rename one")
+            raise BadLog(
+                f"{logs}: {bases[k]} and {base} are the same log (numbered alike); one would be "
+                f"dropped: remove or rename one"
+            )
         bases[k] = base
         found.setdefault(k, find_log(p))  # type: ignore[arg-type]
     return found
@@ -133,8 +136,11 @@ def read_bytes(path: Path) -> bytes:
         try:
             os.stat(path)
         except OSError as e:
-            raise refuse(f"{path}: a symlink loop; not read" if e.errno == errno.ELOOP else
-                         f"{path}: a dangling symlink to {os.readlink(path)!r}; not read") from None
+            raise refuse(
+                f"{path}: a symlink loop; not read"
+                if e.errno == errno.ELOOP
+                else f"{path}: a dangling symlink to {os.readlink(path)!r}; not read"
+            ) from None
     where = _outside_tree(path)
     if where is not None:
         raise BadLog(f"{path}: a symlink to {where}, outside the MMTests run folder; not read")
@@ -200,8 +206,9 @@ def gnu_time(path: Path, lineno: int, line: str) -> tuple[float, float, float]:
     ``0.01user 0.02system 0:00.03elapsed 66%CPU (...)`` (elapsed is [h:]m:s), as MMTests'
     _time_to_user/_sys/_elapsed split it (Extract.pm:278-327, v0.25)."""
     fields = line.split()
-    if len(fields) < 3 or not (fields[0].endswith("user") and fields[1].endswith("system")
-                               and fields[2].endswith("elapsed")):
+    if len(fields) < 3 or not (
+        fields[0].endswith("user") and fields[1].endswith("system") and fields[2].endswith("elapsed")
+    ):
         raise bad_line(path, lineno, "expected GNU time's 'Nuser Nsystem [H:]M:S.sselapsed ...'")
     user = number(path, lineno, fields[0][:-4], "user time")
     system = number(path, lineno, fields[1][:-6], "system time")

@@ -25,7 +25,7 @@ from mmbench.model.results import MetricDef
 # the MMTests summary type of its extract module (compare --convention mmtests)
 SUMMARY = "Multiops"
 _FILE = re.compile(r"^time-([^-/]+)-(\d+)(?:\.gz|\.xz)?$")
-METRICS = (("Elapsed", "elapsed"), ("System", "system"), ("User", "user"))   # the parser's sort order
+METRICS = (("Elapsed", "elapsed"), ("System", "system"), ("User", "user"))  # the parser's sort order
 
 
 def files(logs: Path) -> dict[str, dict[int, Path]]:
@@ -42,7 +42,7 @@ def files(logs: Path) -> dict[str, dict[int, Path]]:
 def present(logs: Path) -> bool:
     try:
         return bool(files(logs))
-    except BadLog:   # there, but two names for one file: reading it says so
+    except BadLog:  # there, but two names for one file: reading it says so
         return True
 
 
@@ -81,13 +81,16 @@ def read_time_file(path: Path) -> dict[str, float]:
                 elif word.endswith("system"):
                     out["system"] = float(word[:-6])
                 elif "elapsed" in word:
-                    out["elapsed"] = _seconds(path, lineno, word[:word.index("elapsed")])
+                    out["elapsed"] = _seconds(path, lineno, word[: word.index("elapsed")])
             except ValueError:
                 raise bad_line(path, lineno, f"{word!r} is not GNU time's Nuser/Nsystem/[H:]M:S.sselapsed") from None
     missing = [k for k in ("user", "system", "elapsed") if k not in out]
     if missing:
-        raise bad_line(path, len(lines), f"no GNU time {'/'.join(missing)} time (expected a line "
-                                         f"'Nuser Nsystem [H:]M:S.sselapsed ...')")
+        raise bad_line(
+            path,
+            len(lines),
+            f"no GNU time {'/'.join(missing)} time (expected a line 'Nuser Nsystem [H:]M:S.sselapsed ...')",
+        )
     return out
 
 
@@ -98,8 +101,7 @@ def read(logs: Path) -> Parsed:
     out = Parsed()
     for metric, key in METRICS:
         for a in sorted(times, key=_factor_key):
-            md = MetricDef(f"{metric}-{a}", "s", "lower", "time",
-                           description=f"{metric.lower()} time (GNU time), {a}")
+            md = MetricDef(f"{metric}-{a}", "s", "lower", "time", description=f"{metric.lower()} time (GNU time), {a}")
             vals = out.values(md)
             vals.extend(t[key] for t in times[a])
     return out

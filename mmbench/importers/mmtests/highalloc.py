@@ -17,8 +17,16 @@ import re
 from pathlib import Path
 
 from mmbench.errors import UsageError
-from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, log_files, number, numbered,
-                                               open_log, read_lines)
+from mmbench.importers.mmtests._common import (
+    MissingLog,
+    Parsed,
+    bad_line,
+    log_files,
+    number,
+    numbered,
+    open_log,
+    read_lines,
+)
 from mmbench.model.results import MetricDef
 
 # the MMTests summary type of its extract module (compare --convention mmtests)
@@ -58,10 +66,18 @@ def read(logs: Path) -> Parsed:
         if not attempts:
             last = sorted(files.items())[-1][1]
             raise UsageError(f"{last}: line 1: no '<i> success|failure <latency>' line in any pass of {w}")
-        out.add(MetricDef(f"{w}-pass", "passes", "higher", "count", description=f"highalloc passes under {w}"),
-                float(len(files)))
-        out.add(MetricDef(f"{w}-success", "%", "higher", "percent",
-                          description=f"huge-order allocations that succeeded under {w}"), success * 100.0 / attempts)
-        out.add(MetricDef(f"{w}-mean-lat", "ns", "lower", "time",
-                          description=f"mean allocation latency under {w}"), lat_sum / attempts)
+        out.add(
+            MetricDef(f"{w}-pass", "passes", "higher", "count", description=f"highalloc passes under {w}"),
+            float(len(files)),
+        )
+        out.add(
+            MetricDef(
+                f"{w}-success", "%", "higher", "percent", description=f"huge-order allocations that succeeded under {w}"
+            ),
+            success * 100.0 / attempts,
+        )
+        out.add(
+            MetricDef(f"{w}-mean-lat", "ns", "lower", "time", description=f"mean allocation latency under {w}"),
+            lat_sum / attempts,
+        )
     return out

@@ -15,8 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, number, numbered, read_lines,
-                                               scaling_files)
+from mmbench.importers.mmtests._common import MissingLog, Parsed, bad_line, number, numbered, read_lines, scaling_files
 from mmbench.model.results import MetricDef
 
 # the MMTests summary type of its extract module (compare --convention mmtests)
@@ -31,18 +30,24 @@ def read(logs: Path) -> Parsed:
         raise MissingLog(f"{logs}/pft-<N>.log[.gz|.xz] is missing")
     out = Parsed()
     for n, path in files:
-        cpu = MetricDef(f"faults/cpu-{n}", "faults/s", "higher", "rate",
-                        description=f"faults per CPU second, {n} clients")
-        sec = MetricDef(f"faults/sec-{n}", "faults/s", "higher", "rate",
-                        description=f"faults per wall second, {n} clients")
+        cpu = MetricDef(
+            f"faults/cpu-{n}", "faults/s", "higher", "rate", description=f"faults per CPU second, {n} clients"
+        )
+        sec = MetricDef(
+            f"faults/sec-{n}", "faults/s", "higher", "rate", description=f"faults per wall second, {n} clients"
+        )
         for lineno, line in numbered(read_lines(path)):
             text = line.replace("s", "")
             if _LETTER.search(text) or not text.strip():
                 continue
             fields = text.split()
             if len(fields) != 8:
-                raise bad_line(path, lineno, f"{len(fields)} fields, expected 8 (MappingSize Threads CacheLine "
-                               f"UserTime SysTime WallTime flt/cpu/s fault/wsec)")
+                raise bad_line(
+                    path,
+                    lineno,
+                    f"{len(fields)} fields, expected 8 (MappingSize Threads CacheLine "
+                    f"UserTime SysTime WallTime flt/cpu/s fault/wsec)",
+                )
             out.add(cpu, number(path, lineno, fields[6], "flt/cpu/s"))
             out.add(sec, number(path, lineno, fields[7], "fault/wsec"))
     return out

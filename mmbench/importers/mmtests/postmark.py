@@ -23,11 +23,13 @@ from mmbench.model.results import MetricDef
 SUMMARY = "Singleops"
 NAME = "postmark"
 _NUM = r"\(([0-9.]+)"
-_RULES = [(re.compile(r"seconds of transactions " + _NUM), "Transactions", "transactions/s"),
-          (re.compile(r"megabytes read " + _NUM), "DataRead/MB", "MB/s"),
-          (re.compile(r"megabytes written " + _NUM), "DataWrite/MB", "MB/s"),
-          (re.compile(r"Creation alone:.*" + _NUM), "FilesCreate", "files/s"),
-          (re.compile(r"Deletion alone:.*" + _NUM), "FilesDeleted", "files/s")]
+_RULES = [
+    (re.compile(r"seconds of transactions " + _NUM), "Transactions", "transactions/s"),
+    (re.compile(r"megabytes read " + _NUM), "DataRead/MB", "MB/s"),
+    (re.compile(r"megabytes written " + _NUM), "DataWrite/MB", "MB/s"),
+    (re.compile(r"Creation alone:.*" + _NUM), "FilesCreate", "files/s"),
+    (re.compile(r"Deletion alone:.*" + _NUM), "FilesDeleted", "files/s"),
+]
 _MIXED = re.compile(r"Mixed with transactions.*" + _NUM)
 
 
@@ -53,6 +55,8 @@ def read(logs: Path) -> Parsed:
                 name = "CreateTransact" if recent == "FilesCreate" else "DeleteTransact"
                 out.add(_md(name, "files/s"), number(path, lineno, m.group(1), name))
     if "Transactions" not in out.samples:
-        raise UsageError(f"{path}: line {len(lines)}: no 'seconds of transactions (N per second)' line "
-                         f"(not a postmark report, or truncated)")
+        raise UsageError(
+            f"{path}: line {len(lines)}: no 'seconds of transactions (N per second)' line "
+            f"(not a postmark report, or truncated)"
+        )
     return out

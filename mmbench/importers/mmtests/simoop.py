@@ -24,8 +24,10 @@ from mmbench.model.results import MetricDef
 # the MMTests summary type of its extract module (compare --convention mmtests)
 SUMMARY = "Multiops"
 NAME = "simoop"
-_LINE = re.compile(r"([A-Za-z]+) latency (?:usec: )?\(p50: ([0-9,]+)\) \(p95: ([0-9,]+)\) \(p99: ([0-9,]+)\)"
-                   r"(?: \(max: ([0-9,]+)\))?")
+_LINE = re.compile(
+    r"([A-Za-z]+) latency (?:usec: )?\(p50: ([0-9,]+)\) \(p95: ([0-9,]+)\) \(p99: ([0-9,]+)\)"
+    r"(?: \(max: ([0-9,]+)\))?"
+)
 _LOOSE = re.compile(r"latency (?:usec: )?\(")
 OPS = ("Read", "Write", "Allocation")
 
@@ -49,9 +51,12 @@ def read(logs: Path) -> Parsed:
             continue
         for name, text in zip(("p50", "p95", "p99", "max"), m.groups()[1:]):
             if text is not None:
-                out.add(MetricDef(f"{name}-{op}", "us", "lower", "time",
-                                  description=f"{op} latency {name} per report interval"),
-                        number(path, lineno, text, f"{name}"))
+                out.add(
+                    MetricDef(
+                        f"{name}-{op}", "us", "lower", "time", description=f"{op} latency {name} per report interval"
+                    ),
+                    number(path, lineno, text, f"{name}"),
+                )
     if not reading:
         raise MissingLog(f"{path}: no 'Warmup complete' line (the run ended before measuring)")
     return out

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, number, numbered, read_lines,
-                                               scaling_files)
+from mmbench.importers.mmtests._common import MissingLog, Parsed, bad_line, number, numbered, read_lines, scaling_files
 from mmbench.model.results import MetricDef
 
 # the MMTests summary type of its extract module (compare --convention mmtests)

@@ -22,8 +22,16 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, number, numbered, read_bytes, read_lines,
-                                               scaling_files)
+from mmbench.importers.mmtests._common import (
+    MissingLog,
+    Parsed,
+    bad_line,
+    number,
+    numbered,
+    read_bytes,
+    read_lines,
+    scaling_files,
+)
 from mmbench.model.perl import perl_num
 from mmbench.model.results import MetricDef
 
@@ -48,7 +56,7 @@ def _locality_slow(path: Path, n: int, out: Parsed) -> None:
         if not line.startswith("fault"):
             continue
         f = line.split()
-        kind = "base" if len(f) > 2 and f[2] == "base" else "huge"      # as ExtractThpscalelocality.pm
+        kind = "base" if len(f) > 2 and f[2] == "base" else "huge"  # as ExtractThpscalelocality.pm
         v = perl_num(f[5] if len(f) > 5 else None)
         table[kind][0] += 1
         if v == 1:
@@ -69,7 +77,8 @@ def read_fast(path: Path, n: int, out: Parsed) -> bool:
     False when any fault line is not one it reads exactly (the line-by-line readers then name the
     bad line, or take a locality field that is no number as Perl does)."""
     import numpy as np
-    from mmbench.cbuild import binary_for     # built on first use, cached by the source's hash
+    from mmbench.cbuild import binary_for  # built on first use, cached by the source's hash
+
     exe = binary_for(Path(__file__).with_name("fieldlines.c"))
     proc = subprocess.run([exe, "fault", "2", "3,5", "huge", "base"], input=read_bytes(path), capture_output=True)
     if proc.returncode != 0:
@@ -80,11 +89,14 @@ def read_fast(path: Path, n: int, out: Parsed) -> bool:
     _locality_table(huge, np.frombuffer(proc.stdout, dtype=np.float64, count=count, offset=8 + 9 * count), n, out)
     if count == 0:
         return True
-    defs = {k: MetricDef(f"fault-{k}-{n}", "us", "lower", "latency",
-                         description=f"{k} fault + 2 MiB memset latency, {n} threads")
-            for k in ("base", "huge", "both")}
+    defs = {
+        k: MetricDef(
+            f"fault-{k}-{n}", "us", "lower", "latency", description=f"{k} fault + 2 MiB memset latency, {n} threads"
+        )
+        for k in ("base", "huge", "both")
+    }
     first = "huge" if huge[0] else "base"
-    for kind in (first, "both", "base" if first == "huge" else "huge"):   # the order the loop sees them
+    for kind in (first, "both", "base" if first == "huge" else "huge"):  # the order the loop sees them
         sel = lat if kind == "both" else lat[huge if kind == "huge" else ~huge]
         if sel.size:
             out.add_array(defs[kind], sel)
@@ -100,9 +112,12 @@ def read(logs: Path) -> Parsed:
         if read_fast(path, n, out):
             continue
         _locality_slow(path, n, out)
-        defs = {k: MetricDef(f"fault-{k}-{n}", "us", "lower", "latency",
-                             description=f"{k} fault + 2 MiB memset latency, {n} threads")
-                for k in ("base", "huge", "both")}
+        defs = {
+            k: MetricDef(
+                f"fault-{k}-{n}", "us", "lower", "latency", description=f"{k} fault + 2 MiB memset latency, {n} threads"
+            )
+            for k in ("base", "huge", "both")
+        }
         # a thpscale log has a line per 2 MiB fault (millions): lists are filled directly, and the
         # kinds get their MetricDef (and a place in the metric order) only once seen
         seen: dict[str, list[float]] = {}
@@ -118,7 +133,7 @@ def read(logs: Path) -> Parsed:
                 if not math.isfinite(lat):
                     raise ValueError
             except ValueError:
-                lat = number(path, lineno, f[3], "latency")   # raises the one-line error
+                lat = number(path, lineno, f[3], "latency")  # raises the one-line error
             if f[2] not in seen:
                 seen[f[2]] = out.values(defs[f[2]])
                 if not both:

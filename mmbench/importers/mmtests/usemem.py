@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mmbench.importers.mmtests._common import (MissingLog, Parsed, bad_line, gnu_time, log_files, numbered,
-                                               read_lines)
+from mmbench.importers.mmtests._common import MissingLog, Parsed, bad_line, gnu_time, log_files, numbered, read_lines
 from mmbench.model.results import MetricDef
 
 # the MMTests summary type of its extract module (compare --convention mmtests)
@@ -38,5 +37,5 @@ def read(logs: Path) -> Parsed:
                 out.add(elsp, elapsed)
                 break
         else:
-            raise bad_line(path, len(lines),  "no GNU time line with 'elapsed'")
+            raise bad_line(path, len(lines), "no GNU time line with 'elapsed'")
     return out

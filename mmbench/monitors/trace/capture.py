@@ -31,9 +31,16 @@ WRITE_BUFFER = 1 << 20
 class RawCapture:
     """A private trace instance with some events enabled, copied raw to per-CPU files."""
 
-    def __init__(self, journal: Any, outdir: Path, events: list[tuple[str, str]], buffer_kb: int,
-                 poll: float = 0.1, log: Callable[[str], None] = print,
-                 on_poll: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        journal: Any,
+        outdir: Path,
+        events: list[tuple[str, str]],
+        buffer_kb: int,
+        poll: float = 0.1,
+        log: Callable[[str], None] = print,
+        on_poll: Callable[[], None] | None = None,
+    ) -> None:
         self.journal = journal
         self.outdir = outdir
         self.events = events
@@ -62,14 +69,14 @@ class RawCapture:
         (self.outdir / "formats").mkdir(parents=True, exist_ok=True)
         for f in self.formats:
             (self.outdir / "formats" / f"{f.system}:{f.name}").write_text(f.text)
-        for name in ("header_page", "header_event"):   # the page and record header layouts
+        for name in ("header_page", "header_event"):  # the page and record header layouts
             try:
                 (self.outdir / name).write_text((TRACEFS / "events" / name).read_text())
             except OSError:
                 pass
         size_path = inst / "buffer_size_kb"
         cur = size_path.read_text().strip()
-        if "expanded" in cur:   # "7 (expanded: 1408)": make the journal's original a plain number
+        if "expanded" in cur:  # "7 (expanded: 1408)": make the journal's original a plain number
             with open(size_path, "w") as fh:
                 fh.write(cur.split("expanded:")[1].strip(" )"))
         self.journal.set_value(size_path, str(self.buffer_kb))
@@ -119,7 +126,7 @@ class RawCapture:
                 if len(self.errors) < 5:
                     self.errors.append(f"{type(e).__name__}: {e}")
             self._stop.wait(self.poll)
-            self.reader_cpu_s = time.thread_time() - t0   # the observer's cost while the workload runs
+            self.reader_cpu_s = time.thread_time() - t0  # the observer's cost while the workload runs
 
     def stop(self) -> dict[str, Any]:
         """Disable events, read what is left, close, remove the instance (and unmount)."""
@@ -167,12 +174,18 @@ class RawCapture:
                     break
                 time.sleep(0.05)
         unmount(self.mounted)
-        meta = {"bytes": self.bytes, "cpus": sorted(self._outs), "page_size": self.page_size,
-                "reader_cpu_s": round(getattr(self, "reader_cpu_s", 0.0), 4),
-                "ring_buffer": stats, "ring_buffer_per_cpu": per_cpu, "instance": self.inst.name,
-                "mounted_tracefs": self.mounted, "events": [f.full for f in self.formats],
-                "kernel_release": os.uname().release,
-                "errors": self.errors + problems}
+        meta = {
+            "bytes": self.bytes,
+            "cpus": sorted(self._outs),
+            "page_size": self.page_size,
+            "reader_cpu_s": round(getattr(self, "reader_cpu_s", 0.0), 4),
+            "ring_buffer": stats,
+            "ring_buffer_per_cpu": per_cpu,
+            "instance": self.inst.name,
+            "mounted_tracefs": self.mounted,
+            "events": [f.full for f in self.formats],
+            "kernel_release": os.uname().release,
+            "errors": self.errors + problems,
+        }
         (self.outdir / "capture.json").write_text(json.dumps(meta, indent=1))
         return meta
-

@@ -30,8 +30,13 @@ SOURCE = Path(__file__).with_name("trace_decode.c")
 # roles of trace_decode.c's spec
 R_COUNT, R_BEGIN, R_END, R_LRU, R_THROTTLED, R_EXTFRAG, R_FORK, R_DUMP = range(8)
 KINDS = [*sa.PAIRS, "throttled"]
-ROLE_FIELDS = {R_END: ["nr_reclaimed"], R_LRU: ["nr_scanned"], R_THROTTLED: ["usec_delayed"],
-               R_EXTFRAG: ["change_ownership", "fallback_order"], R_FORK: ["parent_pid", "child_pid"]}
+ROLE_FIELDS = {
+    R_END: ["nr_reclaimed"],
+    R_LRU: ["nr_scanned"],
+    R_THROTTLED: ["usec_delayed"],
+    R_EXTFRAG: ["change_ownership", "fallback_order"],
+    R_FORK: ["parent_pid", "child_pid"],
+}
 
 
 def event_roles() -> dict[str, tuple[int, int]]:
@@ -153,8 +158,11 @@ def _parse_stats(text: str, cap: Capture) -> dict[str, Any]:
         elif p[0] == "window":
             out["windows"].append((int(p[1]), int(p[2])))
         elif p[0] == "extfrag":
-            out["extfrag"] = {"extfrag": int(p[1]), "extfrag_change_ownership": int(p[2]),
-                              "extfrag_fragmenting": int(p[3])}
+            out["extfrag"] = {
+                "extfrag": int(p[1]),
+                "extfrag_change_ownership": int(p[2]),
+                "extfrag_fragmenting": int(p[3]),
+            }
         elif p[0] == "high_order":
             out["high_order"][names[int(p[1])]] = int(p[2])
             if len(p) > 3:
@@ -201,9 +209,14 @@ def run_c(cap: Capture, binary: str, stalls_path: Path | None, dump: Path | None
         out = _parse_stats((t / "stats").read_text(), cap)
         if stalls_path is not None:
             import numpy as np
+
             rows = np.fromfile(t / "table", dtype=TABLE_ROW)
-            out["table"] = {"kind": sa.Coded(rows["kind"], KINDS), "who": sa.Coded(rows["who"], WHO_CODES),
-                            "dur_ns": rows["dur_ns"], "lost": rows["lost"]}
+            out["table"] = {
+                "kind": sa.Coded(rows["kind"], KINDS),
+                "who": sa.Coded(rows["who"], WHO_CODES),
+                "dur_ns": rows["dur_ns"],
+                "lost": rows["lost"],
+            }
         return out
 
 
@@ -216,13 +229,19 @@ def run_reference(cap: Capture, stalls_path: Path | None) -> dict[str, Any]:
     stalls = sa.find_stalls(dec.events, dec.columns, cap.comms(), wl, dec.loss_windows(), unpaired)
     if stalls_path is not None:
         sa.write_stalls(stalls_path, stalls)
-    return {"events": {f.name: dec.counts.get(f.name, 0) for f in cap.formats}, "unknown": dec.unknown,
-            "truncated": dec.truncated,
-            "cpus": {c: st.as_dict() for c, st in dec.cpus.items()}, "windows": dec.loss_windows(),
-            "extfrag": sa.extfrag_counts(dec.events, dec.columns, cap.pageblock_order()),
-            "high_order": sa.high_order_counts(dec.events, dec.columns),
-            "speculative": sa.speculative_counts(dec.events, dec.columns, speculative_masks(cap)),
-            "unpaired": unpaired, "stalls": len(stalls), "lost_stalls": sum(s.lost for s in stalls)}
+    return {
+        "events": {f.name: dec.counts.get(f.name, 0) for f in cap.formats},
+        "unknown": dec.unknown,
+        "truncated": dec.truncated,
+        "cpus": {c: st.as_dict() for c, st in dec.cpus.items()},
+        "windows": dec.loss_windows(),
+        "extfrag": sa.extfrag_counts(dec.events, dec.columns, cap.pageblock_order()),
+        "high_order": sa.high_order_counts(dec.events, dec.columns),
+        "speculative": sa.speculative_counts(dec.events, dec.columns, speculative_masks(cap)),
+        "unpaired": unpaired,
+        "stalls": len(stalls),
+        "lost_stalls": sum(s.lost for s in stalls),
+    }
 
 
 SLOWER = "decoded by the Python reference reader, 25-45x slower than trace_decode.c"
@@ -232,14 +251,22 @@ def fallback_warning(e: BaseException) -> str:
     """Why the C decoder was not used, naming the file: its source missing from an installed
     mmbench (a wheel without its package data), no compiler, or a build or run that failed."""
     if isinstance(e, FileNotFoundError) and Path(e.filename or "") == SOURCE:
-        return (f"{SOURCE.name} is missing from the installed mmbench ({SOURCE}): {SLOWER}; "
-                "reinstall mmbench with its package data (pip install .)")
+        return (
+            f"{SOURCE.name} is missing from the installed mmbench ({SOURCE}): {SLOWER}; "
+            "reinstall mmbench with its package data (pip install .)"
+        )
     first = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{SLOWER} ({SOURCE}: {type(e).__name__}: {first})"
 
 
-def decode_capture(outdir: Path, binary: Callable[[Path], str] | None, *, keep_raw: bool = False,
-                   reference: bool = False, where: str = "recording machine") -> dict[str, Any]:
+def decode_capture(
+    outdir: Path,
+    binary: Callable[[Path], str] | None,
+    *,
+    keep_raw: bool = False,
+    reference: bool = False,
+    where: str = "recording machine",
+) -> dict[str, Any]:
     """Decode the capture in ``outdir`` in place: writes stalls.tsv, stalls.txt and counts.json,
     removes the raw pages unless ``keep_raw``; returns what goes into the monitor's metadata."""
     t0 = time.monotonic()
@@ -256,7 +283,7 @@ def decode_capture(outdir: Path, binary: Callable[[Path], str] | None, *, keep_r
             prog = binary(SOURCE)
             decoder = "c"
             st = run_c(cap, prog, outdir / "stalls.tsv")
-        except Exception as e:   # no compiler, a failed build: the reference decodes instead (slower)
+        except Exception as e:  # no compiler, a failed build: the reference decodes instead (slower)
             warnings.append(fallback_warning(e))
             decoder = "python"
     if st is None:
@@ -272,24 +299,44 @@ def decode_capture(outdir: Path, binary: Callable[[Path], str] | None, *, keep_r
     lost_events = sum(v["lost_events"] for v in st["cpus"].values())
     lost_pages = sum(v["lost_pages"] for v in st["cpus"].values())
     rb = cap.meta.get("ring_buffer", {})
-    counts = {"events": {k: v for k, v in st["events"].items() if v}, "extfrag": st["extfrag"],
-              "kswapd_wakes": wakes,
-              "unknown_records": st["unknown"], "truncated_records": st.get("truncated", 0),
-              "pages_with_lost_events": lost_pages, "lost_events": lost_events, "cpus": cpus,
-              "loss_windows": len(st["windows"]), "stalls_in_loss": st["lost_stalls"],
-              "unpaired": st["unpaired"], "ring_buffer": rb, "elapsed_s": cap.meta.get("elapsed_s"),
-              "decoder": decoder, "decode_s": round(decode_s, 4), "decode_cpu_s": round(_cpu() - cpu0, 4),
-              "raw_bytes": cap.raw_bytes(), "workload_pids": sorted(cap.workload_pids()),
-              "decoded_on": where}
+    counts = {
+        "events": {k: v for k, v in st["events"].items() if v},
+        "extfrag": st["extfrag"],
+        "kswapd_wakes": wakes,
+        "unknown_records": st["unknown"],
+        "truncated_records": st.get("truncated", 0),
+        "pages_with_lost_events": lost_pages,
+        "lost_events": lost_events,
+        "cpus": cpus,
+        "loss_windows": len(st["windows"]),
+        "stalls_in_loss": st["lost_stalls"],
+        "unpaired": st["unpaired"],
+        "ring_buffer": rb,
+        "elapsed_s": cap.meta.get("elapsed_s"),
+        "decoder": decoder,
+        "decode_s": round(decode_s, 4),
+        "decode_cpu_s": round(_cpu() - cpu0, 4),
+        "raw_bytes": cap.raw_bytes(),
+        "workload_pids": sorted(cap.workload_pids()),
+        "decoded_on": where,
+    }
     (outdir / "counts.json").write_text(json.dumps(counts, indent=1))
     if not keep_raw:
         for f in cap.files.values():
             f.unlink(missing_ok=True)
     events = sum(st["events"].values())
-    return {"events": events, "stalls": st["stalls"], "decode_s": round(decode_s, 3), "decoder": decoder,
-            "decoder_peak_rss_kb": st.get("peak_rss_kb"), "warnings": warnings,
-            "notes": [f"warning: {w}" for w in warnings] + notes, "lost_events": lost_events, "pages_with_lost_events": lost_pages,
-            "stalls_in_loss": st["lost_stalls"]}
+    return {
+        "events": events,
+        "stalls": st["stalls"],
+        "decode_s": round(decode_s, 3),
+        "decoder": decoder,
+        "decoder_peak_rss_kb": st.get("peak_rss_kb"),
+        "warnings": warnings,
+        "notes": [f"warning: {w}" for w in warnings] + notes,
+        "lost_events": lost_events,
+        "pages_with_lost_events": lost_pages,
+        "stalls_in_loss": st["lost_stalls"],
+    }
 
 
 def _cpu() -> float:
@@ -303,6 +350,7 @@ def c_records(cap: Capture, binary: str, workdir: Path) -> dict[str, list[tuple]
     (ts, cpu, pid, *numeric fields): what the tests and bench/trace-measure compare with
     ``ringbuffer.decode_files``."""
     import numpy as np
+
     run_c(cap, binary, None, dump=workdir)
     out: dict[str, list[tuple]] = {}
     for order, (fmt, st, cols) in enumerate(event_table(cap.formats)):

@@ -13,8 +13,16 @@ from typing import Iterable
 from mmbench.monitors.trace.tracefs import TRACEFS
 
 
-_STRUCT_CODES = {(1, False): "B", (1, True): "b", (2, False): "H", (2, True): "h",
-                 (4, False): "I", (4, True): "i", (8, False): "Q", (8, True): "q"}
+_STRUCT_CODES = {
+    (1, False): "B",
+    (1, True): "b",
+    (2, False): "H",
+    (2, True): "h",
+    (4, False): "I",
+    (4, True): "i",
+    (8, False): "Q",
+    (8, True): "q",
+}
 
 
 @dataclass
@@ -22,7 +30,7 @@ class EventFormat:
     system: str
     name: str
     id: int
-    fields: dict[str, tuple[int, int, bool]]   # name → (offset, size, signed)
+    fields: dict[str, tuple[int, int, bool]]  # name → (offset, size, signed)
     text: str = ""
 
     @property
@@ -57,7 +65,7 @@ def parse_format(system: str, name: str, text: str) -> EventFormat:
             ev_id = int(line[3:])
         elif line.startswith("field:"):
             parts = [p.strip() for p in line.split(";") if p.strip()]
-            decl = parts[0][len("field:"):].strip()
+            decl = parts[0][len("field:") :].strip()
             fname = decl.split()[-1]
             if "[" in fname:
                 fname = fname.split("[")[0]

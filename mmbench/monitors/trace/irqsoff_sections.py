@@ -41,12 +41,13 @@ _TRIGGER = re.compile(r"^# trigger info: (\S+)")
 @dataclass
 class SiteStats:
     """All sections one (caller, parent) pair of the disable began."""
-    caller: int                 # offset from _stext, as the tracepoint records it
+
+    caller: int  # offset from _stext, as the tracepoint records it
     parent: int
     count: int = 0
     total_us: int = 0
-    buckets: dict[int, int] = field(default_factory=dict)   # log2 bucket → sections
-    longest_us: int | None = None                          # exact, from the onmax histogram
+    buckets: dict[int, int] = field(default_factory=dict)  # log2 bucket → sections
+    longest_us: int | None = None  # exact, from the onmax histogram
 
 
 @dataclass
@@ -90,7 +91,7 @@ def parse_hist(text: str) -> SectionsHist:
         site = (_s32(key["caller"][0]), _s32(key["parent"][0]))
         st = sites.setdefault(site, SiteStats(*site))
         last = st
-        if "lat" in key and key["lat"][1]:          # the log2 histogram: count and sum per bucket
+        if "lat" in key and key["lat"][1]:  # the log2 histogram: count and sum per bucket
             st.count += vals.get("hitcount", 0)
             st.total_us += vals.get("lat", 0)
             st.buckets[key["lat"][0]] = st.buckets.get(key["lat"][0], 0) + vals.get("hitcount", 0)
@@ -144,7 +145,7 @@ class Symbols:
 
     def name(self, off: int) -> str:
         i = bisect.bisect_right(self._starts, off) - 1
-        if i < 0:      # before the first symbol: parent_offs of 0 - _stext without frame pointers
+        if i < 0:  # before the first symbol: parent_offs of 0 - _stext without frame pointers
             return f"0x{off & 0xFFFFFFFF:x}"
         return self._names[i]
 
@@ -200,8 +201,8 @@ class Offender:
     mm_class: str
     count: int = 0
     total_us: int = 0
-    longest_us: int = 0          # exact where the onmax histogram was read, else the top bucket's bound
-    p99_bucket: int = 0          # log2 bucket holding the 99th percentile section: <= 2^b us
+    longest_us: int = 0  # exact where the onmax histogram was read, else the top bucket's bound
+    p99_bucket: int = 0  # log2 bucket holding the 99th percentile section: <= 2^b us
     sites: set[str] = field(default_factory=set)
     buckets: dict[int, int] = field(default_factory=dict)
 
@@ -217,7 +218,7 @@ def offenders(hist: SectionsHist, symbols: Symbols) -> list[Offender]:
         o.total_us += st.total_us
         top = max(st.buckets) if st.buckets else 0
         # a log2 key holds ilog2(roundup_pow_of_two(us)): bucket b is (2^(b-1), 2^b] us
-        longest = st.longest_us if st.longest_us is not None else (2 ** top if st.buckets else 0)
+        longest = st.longest_us if st.longest_us is not None else (2**top if st.buckets else 0)
         o.longest_us = max(o.longest_us, longest)
         o.sites.add(f"{caller}<-{parent}")
         for b, n in st.buckets.items():
@@ -246,28 +247,36 @@ def report(offs: list[Offender], hist: SectionsHist, top: int = 25, per_class: i
     if not hist.exact_max:
         lines.append("! longest sections are log2 bucket bounds (the onmax histogram was not read)")
     over = f">{LONG_SECTION_US} us"
-    lines.append(f"{'longest us':>10} {'total us':>10} {'count':>8} {over:>8} {'p99 <=':>7}  class         function (sites)")
+    lines.append(
+        f"{'longest us':>10} {'total us':>10} {'count':>8} {over:>8} {'p99 <=':>7}  class         function (sites)"
+    )
     for o in offs[:top]:
         sites = ", ".join(sorted(o.sites)[:3]) + (" ..." if len(o.sites) > 3 else "")
-        lines.append(f"{o.longest_us:>10} {o.total_us:>10} {o.count:>8} {sections_over(o.buckets):>8} "
-                     f"{2 ** o.p99_bucket:>7}  {o.mm_class:<13} {o.who} ({sites})")
+        lines.append(
+            f"{o.longest_us:>10} {o.total_us:>10} {o.count:>8} {sections_over(o.buckets):>8} "
+            f"{2**o.p99_bucket:>7}  {o.mm_class:<13} {o.who} ({sites})"
+        )
     classes: dict[str, list[Offender]] = {}
     for o in offs:
         classes.setdefault(o.mm_class, []).append(o)
     lines.append("By class of code:")
     for c, group in sorted(classes.items(), key=lambda kv: -max(o.longest_us for o in kv[1])):
         lead = max(group, key=lambda o: o.longest_us)
-        lines.append(f"  {c:<13} longest {lead.longest_us} us ({lead.who}), total "
-                     f"{sum(o.total_us for o in group)} us, {sum(o.count for o in group)} sections, "
-                     f"{sum(sections_over(o.buckets) for o in group)} over {LONG_SECTION_US} us")
+        lines.append(
+            f"  {c:<13} longest {lead.longest_us} us ({lead.who}), total "
+            f"{sum(o.total_us for o in group)} us, {sum(o.count for o in group)} sections, "
+            f"{sum(sections_over(o.buckets) for o in group)} over {LONG_SECTION_US} us"
+        )
     # the mm classes' own leaders: under TCG the whole-machine list above is interrupt paths and
     # scheduler sections, and a compaction scanner never reaches its top 25
     lines.append("Top functions of each class of mm code:")
     for c in IRQSOFF_MM_CLASSES:
         for o in sorted(classes.get(c, []), key=lambda o: (-o.longest_us, -o.total_us, o.who))[:per_class]:
             sites = ", ".join(sorted(o.sites)[:2]) + (" ..." if len(o.sites) > 2 else "")
-            lines.append(f"{o.longest_us:>10} {o.total_us:>10} {o.count:>8} {sections_over(o.buckets):>8} "
-                         f"{2 ** o.p99_bucket:>7}  {c:<13} {o.who} ({sites})")
+            lines.append(
+                f"{o.longest_us:>10} {o.total_us:>10} {o.count:>8} {sections_over(o.buckets):>8} "
+                f"{2**o.p99_bucket:>7}  {c:<13} {o.who} ({sites})"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -282,6 +291,7 @@ def analyze_dirs(dirs: list[Path]) -> str:
     """The offender table over several iterations' monitor folders (sections summed per function,
     the longest kept).  A folder without the monitor's files is a usage error, never skipped."""
     from mmbench.errors import UsageError
+
     merged: dict[str, Offender] = {}
     dropped, exact = 0, True
     for d in dirs:

@@ -35,14 +35,35 @@ from mmbench.model.userfile import read_user_file
 # line too under CONFIG_CC_OPTIMIZE_FOR_SIZE), where 2.6.38 (frame pointers) named the caller,
 # e.g. ``compaction_alloc``.
 LOCK_AND_TRACE_HELPERS: tuple[str, ...] = (
-    "_raw_spin_*", "__raw_spin_*", "do_raw_spin_*", "raw_spin_rq_*",
-    "_raw_read_*", "__raw_read_*", "_raw_write_*", "__raw_write_*",
-    "*_irqsave", "*_irqrestore", "*lock_irq", "*unlock_irq",        # e.g. folio_lruvec_lock_irqsave
-    "queued_spin_lock_slowpath", "native_queued_spin_lock_slowpath", "__pv_queued_spin_*",
-    "preempt_count_add", "preempt_count_sub",
-    "trace_hardirqs_*", "tracer_hardirqs_*", "lockdep_hardirqs_*", "trace_irq_*",
-    "check_critical_timing", "start_critical_timing*", "stop_critical_timing*",
-    "__trace_stack", "__ftrace_trace_stack", "ftrace_trace_stack", "__trace_function", "trace_function",
+    "_raw_spin_*",
+    "__raw_spin_*",
+    "do_raw_spin_*",
+    "raw_spin_rq_*",
+    "_raw_read_*",
+    "__raw_read_*",
+    "_raw_write_*",
+    "__raw_write_*",
+    "*_irqsave",
+    "*_irqrestore",
+    "*lock_irq",
+    "*unlock_irq",  # e.g. folio_lruvec_lock_irqsave
+    "queued_spin_lock_slowpath",
+    "native_queued_spin_lock_slowpath",
+    "__pv_queued_spin_*",
+    "preempt_count_add",
+    "preempt_count_sub",
+    "trace_hardirqs_*",
+    "tracer_hardirqs_*",
+    "lockdep_hardirqs_*",
+    "trace_irq_*",
+    "check_critical_timing",
+    "start_critical_timing*",
+    "stop_critical_timing*",
+    "__trace_stack",
+    "__ftrace_trace_stack",
+    "ftrace_trace_stack",
+    "__trace_function",
+    "trace_function",
 )
 
 # Interrupt/softirq entry and exit, and the bottoms of every stack: where one of these disabled or
@@ -50,12 +71,33 @@ LOCK_AND_TRACE_HELPERS: tuple[str, ...] = (
 # belong to the interrupted code, which had IRQs on (6.1: ``irqentry_enter..irqentry_exit`` over
 # ``native_safe_halt``).  Such sections are unattributed rather than named after the wrong code.
 IRQ_ENTRY_AND_STACK_BOTTOMS: tuple[str, ...] = (
-    "irqentry_*", "irq_enter*", "irq_exit*", "__irq_exit_rcu", "handle_softirqs", "__do_softirq",
-    "do_softirq", "do_softirq_own_stack", "__local_bh_enable_ip", "local_bh_enable",
-    "sysvec_*", "__sysvec_*", "asm_sysvec_*", "asm_common_interrupt", "common_interrupt",
-    "__common_interrupt", "asm_exc_*", "exc_*", "irq_exit_rcu", "run_ksoftirqd",
-    "do_syscall_64", "entry_SYSCALL_*", "ret_from_fork*", "kthread", "secondary_startup_64*",
-    "start_kernel", "cpu_startup_entry",
+    "irqentry_*",
+    "irq_enter*",
+    "irq_exit*",
+    "__irq_exit_rcu",
+    "handle_softirqs",
+    "__do_softirq",
+    "do_softirq",
+    "do_softirq_own_stack",
+    "__local_bh_enable_ip",
+    "local_bh_enable",
+    "sysvec_*",
+    "__sysvec_*",
+    "asm_sysvec_*",
+    "asm_common_interrupt",
+    "common_interrupt",
+    "__common_interrupt",
+    "asm_exc_*",
+    "exc_*",
+    "irq_exit_rcu",
+    "run_ksoftirqd",
+    "do_syscall_64",
+    "entry_SYSCALL_*",
+    "ret_from_fork*",
+    "kthread",
+    "secondary_startup_64*",
+    "start_kernel",
+    "cpu_startup_entry",
 )
 
 UNATTRIBUTED = "unattributed"
@@ -103,8 +145,8 @@ class IrqsoffTrace:
 
 @dataclass
 class Attribution:
-    caller: str | None     # None: unattributed
-    source: str            # where the name came from, or why there is none
+    caller: str | None  # None: unattributed
+    source: str  # where the name came from, or why there is none
 
 
 def attribute(t: IrqsoffTrace) -> Attribution:
@@ -123,7 +165,7 @@ def attribute(t: IrqsoffTrace) -> Attribution:
         return Attribution(None, "the section began or ended in interrupt entry/exit code")
     candidates: list[tuple[str, str]] = [(t.ended, "end site")]
     tail = t.entries[1:]
-    for func, parent in reversed(tail):     # the closing helper calls: unlock, trace_hardirqs_on
+    for func, parent in reversed(tail):  # the closing helper calls: unlock, trace_hardirqs_on
         if not is_helper(func):
             break
         candidates.append((parent, "function trace"))
@@ -164,7 +206,7 @@ def parse(text: str) -> list[IrqsoffTrace]:
                 when = None
             continue
         if line.startswith("# latency:"):
-            rest = line[len("# latency:"):].split(",")
+            rest = line[len("# latency:") :].split(",")
             try:
                 lat = int(rest[0].split()[0])
             except (ValueError, IndexError):
@@ -209,14 +251,20 @@ def check_trace_file(path: str | Path) -> None:
     summarised as "0 us", which reads like a measurement.  A real dump with no section (nothing
     exceeded the threshold) is accepted: its 0 us is true."""
     p = Path(path)
-    raw = read_user_file(p, "analyze irqsoff:", "irqsoff tracer output (give the monitor's irqsoff.txt or a "
-                         "saved trace file)", regular_only=True)
+    raw = read_user_file(
+        p,
+        "analyze irqsoff:",
+        "irqsoff tracer output (give the monitor's irqsoff.txt or a saved trace file)",
+        regular_only=True,
+    )
     if not raw.strip():
         raise UsageError(f"analyze irqsoff: {p}: empty file, no irqsoff trace in it")
     text = raw.decode("utf-8", errors="replace")
     if "# tracer: irqsoff" not in text and not parse(text):
-        raise UsageError(f"analyze irqsoff: {p}: no irqsoff trace in it (expected the irqsoff tracer's "
-                         f"'trace' file: '# tracer: irqsoff', '# latency: N us, ...')")
+        raise UsageError(
+            f"analyze irqsoff: {p}: no irqsoff trace in it (expected the irqsoff tracer's "
+            f"'trace' file: '# tracer: irqsoff', '# latency: N us, ...')"
+        )
 
 
 @dataclass
@@ -228,7 +276,7 @@ class Offender:
     sites: str
     worst_us: int
     count: int
-    why: str = ""                                       # attribution source, or why none
+    why: str = ""  # attribution source, or why none
     traces: list[IrqsoffTrace] = field(default_factory=list, repr=False)
 
     @property

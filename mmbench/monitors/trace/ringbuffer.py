@@ -23,12 +23,12 @@ from typing import BinaryIO, Callable, Iterator
 from mmbench.monitors.trace.formats import EventFormat
 
 COMMIT_MASK = (1 << 27) - 1
-U64 = (1 << 64) - 1       # time stamps are u64 (they wrap as the C reader's do)
+U64 = (1 << 64) - 1  # time stamps are u64 (they wrap as the C reader's do)
 MISSED_EVENTS = 1 << 31
 MISSED_STORED = 1 << 30
-MAX_LOST = 1 << 48        # a stored count above this is damage, not a count
-PAGE_HEADER = 16          # u64 timestamp + local_t commit (64-bit kernels)
-CHUNK_PAGES = 256         # pages read at a time
+MAX_LOST = 1 << 48  # a stored count above this is damage, not a count
+PAGE_HEADER = 16  # u64 timestamp + local_t commit (64-bit kernels)
+CHUNK_PAGES = 256  # pages read at a time
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
@@ -64,14 +64,14 @@ class CpuStats:
     """What one CPU's pages held: record kinds, and where events were lost."""
 
     pages: int = 0
-    records: int = 0              # data records of known events (decoded)
-    padding: int = 0              # discarded-event records (type 29, delta != 0)
+    records: int = 0  # data records of known events (decoded)
+    padding: int = 0  # discarded-event records (type 29, delta != 0)
     time_extend: int = 0
     abs_timestamp: int = 0
-    big_records: int = 0          # data records with type_len 0 (payload > 112 bytes)
-    lost_pages: int = 0           # pages whose header says events were lost before them
-    lost_events: int = 0          # events lost, as stored on those pages (a lower bound if not stored)
-    lost_unstored: int = 0        # lossy pages with no room to store the count
+    big_records: int = 0  # data records with type_len 0 (payload > 112 bytes)
+    lost_pages: int = 0  # pages whose header says events were lost before them
+    lost_events: int = 0  # events lost, as stored on those pages (a lower bound if not stored)
+    lost_unstored: int = 0  # lossy pages with no room to store the count
     loss_windows: list[tuple[int, int]] = field(default_factory=list)  # (last ts before, page ts)
 
     def as_dict(self) -> dict:
@@ -87,13 +87,12 @@ def iter_pages(fh: BinaryIO, page_size: int) -> Iterator[bytes]:
         if not chunk:
             return
         for off in range(0, len(chunk) - page_size + 1, page_size):
-            yield chunk[off:off + page_size]
+            yield chunk[off : off + page_size]
         if len(chunk) % page_size:
             return
 
 
-def page_records(page: bytes, layout: PageLayout, st: CpuStats | None = None
-                 ) -> Iterator[tuple[int, int, int]]:
+def page_records(page: bytes, layout: PageLayout, st: CpuStats | None = None) -> Iterator[tuple[int, int, int]]:
     """(timestamp ns, payload offset in ``page``, payload length) of every data record."""
     u32 = _U32.unpack_from
     ts = _U64.unpack_from(page, 0)[0]
@@ -121,18 +120,18 @@ def page_records(page: bytes, layout: PageLayout, st: CpuStats | None = None
                 st.big_records += 1
             yield ts, pos + 8, length
             pos += 8 + length
-        elif tl == 29:          # padding
+        elif tl == 29:  # padding
             if delta == 0:
-                break           # the rest of the page is unused
+                break  # the rest of the page is unused
             if st is not None:
                 st.padding += 1
             pos += 4 + u32(page, pos + 4)[0]
-        elif tl == 30:          # time extend
+        elif tl == 30:  # time extend
             ts = (ts + (u32(page, pos + 4)[0] << 27) + delta) & U64
             if st is not None:
                 st.time_extend += 1
             pos += 8
-        else:                   # absolute time stamp (59 bits)
+        else:  # absolute time stamp (59 bits)
             abs_ts = (u32(page, pos + 4)[0] << 27) | delta
             ts = abs_ts | (ts & ~((1 << 59) - 1))
             if st is not None:
@@ -141,7 +140,7 @@ def page_records(page: bytes, layout: PageLayout, st: CpuStats | None = None
 
 
 def _commit(page: bytes, layout: PageLayout) -> int:
-    return int.from_bytes(page[8:8 + layout.commit_size], "little")
+    return int.from_bytes(page[8 : 8 + layout.commit_size], "little")
 
 
 def page_loss(page: bytes, layout: PageLayout) -> tuple[bool, int | None]:
@@ -162,7 +161,7 @@ def iter_records(data: bytes, page_size: int) -> Iterator[tuple[int, int, int]]:
     """(timestamp, payload offset in ``data``, length) for a buffer of whole pages (64-bit layout)."""
     layout = PageLayout(page_size)
     for base in range(0, len(data) - PAGE_HEADER + 1, page_size):
-        page = data[base:base + page_size]
+        page = data[base : base + page_size]
         for ts, off, length in page_records(page, layout):
             yield ts, base + off, length
 
@@ -175,7 +174,7 @@ class Decoded:
     columns: dict[str, list[str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     unknown: int = 0
-    truncated: int = 0            # records whose payload runs past their page
+    truncated: int = 0  # records whose payload runs past their page
     pages_with_loss: int = 0
     cpus: dict[int, CpuStats] = field(default_factory=dict)
 
@@ -184,8 +183,9 @@ class Decoded:
         return sorted((min(w), max(w)) for st in self.cpus.values() for w in st.loss_windows)
 
 
-def event_table(formats: list[EventFormat], wanted_fields: dict[str, list[str]] | None = None
-                ) -> list[tuple[EventFormat, struct.Struct, list[str]]]:
+def event_table(
+    formats: list[EventFormat], wanted_fields: dict[str, list[str]] | None = None
+) -> list[tuple[EventFormat, struct.Struct, list[str]]]:
     """Per format: the struct reading its numeric fields (the reference's record layout) and
     their names in offset order (``common_pid`` first among them where it sorts)."""
     out = []
@@ -198,8 +198,14 @@ def event_table(formats: list[EventFormat], wanted_fields: dict[str, list[str]] 
     return out
 
 
-def decode_files(files: dict[int, Path], formats: list[EventFormat], wanted_fields: dict[str, list[str]] | None = None,
-                 *, page_size: int, layout: PageLayout | None = None) -> Decoded:
+def decode_files(
+    files: dict[int, Path],
+    formats: list[EventFormat],
+    wanted_fields: dict[str, list[str]] | None = None,
+    *,
+    page_size: int,
+    layout: PageLayout | None = None,
+) -> Decoded:
     """Decode per-CPU raw capture files, page by page.  ``wanted_fields``: event name → fields to
     keep (all numeric fields when None)."""
     layout = layout or PageLayout(page_size)
@@ -229,7 +235,7 @@ def decode_files(files: dict[int, Path], formats: list[EventFormat], wanted_fiel
                     cst.loss_windows.append((last_ts if last_ts is not None else 0, _U64.unpack_from(data, 0)[0]))
                 for ts, off, length in page_records(data, layout, cst):
                     last_ts = ts
-                    if off + length > layout.page_size:   # runs past the page: damaged
+                    if off + length > layout.page_size:  # runs past the page: damaged
                         out.truncated += length >= 8
                         continue
                     if length < 8:
@@ -260,5 +266,4 @@ def decode_files(files: dict[int, Path], formats: list[EventFormat], wanted_fiel
 def page_lost_events(data: bytes, page_size: int) -> int:
     """Pages whose header says events were dropped before them (ring buffer overrun)."""
     layout = PageLayout(page_size)
-    return sum(page_loss(data[p:p + page_size], layout)[0]
-               for p in range(0, len(data) - PAGE_HEADER + 1, page_size))
+    return sum(page_loss(data[p : p + page_size], layout)[0] for p in range(0, len(data) - PAGE_HEADER + 1, page_size))

@@ -33,8 +33,11 @@ from mmbench.monitors.trace.formats import EventFormat, flag_bits
 PAIRS: dict[str, tuple[str, str, str]] = {
     "direct": ("mm_vmscan_direct_reclaim_begin", "mm_vmscan_direct_reclaim_end", "Direct reclaim"),
     "memcg": ("mm_vmscan_memcg_reclaim_begin", "mm_vmscan_memcg_reclaim_end", "Memcg reclaim"),
-    "memcg_softlimit": ("mm_vmscan_memcg_softlimit_reclaim_begin", "mm_vmscan_memcg_softlimit_reclaim_end",
-                        "Memcg softlimit reclaim"),
+    "memcg_softlimit": (
+        "mm_vmscan_memcg_softlimit_reclaim_begin",
+        "mm_vmscan_memcg_softlimit_reclaim_end",
+        "Memcg softlimit reclaim",
+    ),
     "node": ("mm_vmscan_node_reclaim_begin", "mm_vmscan_node_reclaim_end", "Node reclaim"),
     "compaction": ("mm_compaction_begin", "mm_compaction_end", "Compaction run"),
     "kswapd": ("mm_vmscan_kswapd_wake", "mm_vmscan_kswapd_sleep", "Kswapd awake"),
@@ -59,7 +62,7 @@ class Stall:
     dur_ns: int
     reclaimed: int = -1
     scanned: int = -1
-    lost: int = 0           # 1: the stall overlaps a window where the ring buffer lost events
+    lost: int = 0  # 1: the stall overlaps a window where the ring buffer lost events
 
 
 def classify(pid: int, comm: str, workload_pids: set[int]) -> str:
@@ -92,14 +95,18 @@ def merge_windows(windows: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 def overlaps_loss(merged: list[tuple[int, int]], start: int, end: int) -> bool:
     """Whether [start, end] overlaps a loss window (lo, hi) of ``merge_windows``: events of the
     stall (its real end, a scan inside it, or the end and begin of stalls in between) may be lost."""
-    i = bisect.bisect_left(merged, (end, end))   # first window with lo >= end
+    i = bisect.bisect_left(merged, (end, end))  # first window with lo >= end
     return i > 0 and merged[i - 1][1] > start
 
 
-def find_stalls(events: dict[str, list[tuple]], columns: dict[str, list[str]],
-                comms: dict[int, str] | None = None, workload_pids: Iterable[int] = (),
-                loss_windows: Iterable[tuple[int, int]] = (), unpaired: dict[str, int] | None = None
-                ) -> list[Stall]:
+def find_stalls(
+    events: dict[str, list[tuple]],
+    columns: dict[str, list[str]],
+    comms: dict[int, str] | None = None,
+    workload_pids: Iterable[int] = (),
+    loss_windows: Iterable[tuple[int, int]] = (),
+    unpaired: dict[str, int] | None = None,
+) -> list[Stall]:
     """Stalls from decoded events (the reference; ``trace_decode.c`` does the same in C).
     ``loss_windows``: (lo, hi) ns intervals in which a CPU lost events: a stall overlapping one is
     flagged ``lost``.  ``unpaired`` (if given) gets the count of begins never ended (or replaced by
@@ -123,7 +130,7 @@ def find_stalls(events: dict[str, list[tuple]], columns: dict[str, list[str]],
         cols = columns.get(e, [])
         reclaimed_idx[e] = cols.index("nr_reclaimed") + 3 if "nr_reclaimed" in cols else None
     open_: dict[tuple[str, int], list] = {}
-    open_reclaim: dict[int, list] = {}   # pid → the open reclaim pair's record (for scanned pages)
+    open_reclaim: dict[int, list] = {}  # pid → the open reclaim pair's record (for scanned pages)
     stalls: list[Stall] = []
     replaced = ends_alone = 0
     for ts, name, row in stream:
@@ -151,10 +158,19 @@ def find_stalls(events: dict[str, list[tuple]], columns: dict[str, list[str]],
         comm = comms.get(pid, "")
         ri = reclaimed_idx.get(name)
         start = s64(rec[0])
-        stalls.append(Stall(kind, classify(pid, comm, wl), pid, comm, start, s64(ts - rec[0]),
-                            row[ri] if ri is not None else -1,
-                            rec[1] if kind in RECLAIM_KINDS and i_scanned is not None else -1,
-                            int(overlaps_loss(merged, start, s64(ts)))))
+        stalls.append(
+            Stall(
+                kind,
+                classify(pid, comm, wl),
+                pid,
+                comm,
+                start,
+                s64(ts - rec[0]),
+                row[ri] if ri is not None else -1,
+                rec[1] if kind in RECLAIM_KINDS and i_scanned is not None else -1,
+                int(overlaps_loss(merged, start, s64(ts))),
+            )
+        )
     if unpaired is not None:
         unpaired["begins"] = replaced + len(open_)
         unpaired["ends"] = ends_alone
@@ -166,8 +182,17 @@ def find_stalls(events: dict[str, list[tuple]], columns: dict[str, list[str]],
             pid = row[2]
             comm = comms.get(pid, "")
             start = s64(row[0] - row[j] * 1000)
-            stalls.append(Stall("throttled", classify(pid, comm, wl), pid, comm, start, row[j] * 1000,
-                                lost=int(overlaps_loss(merged, start, s64(row[0])))))
+            stalls.append(
+                Stall(
+                    "throttled",
+                    classify(pid, comm, wl),
+                    pid,
+                    comm,
+                    start,
+                    row[j] * 1000,
+                    lost=int(overlaps_loss(merged, start, s64(row[0]))),
+                )
+            )
     stalls.sort(key=lambda s: s.start_ns)
     return stalls
 
@@ -184,8 +209,9 @@ def follow_forks(events: dict[str, list[tuple]], columns: dict[str, list[str]], 
             wl.add(r[ic])
 
 
-def extfrag_counts(events: dict[str, list[tuple]], columns: dict[str, list[str]],
-                   pageblock_order: int) -> dict[str, int]:
+def extfrag_counts(
+    events: dict[str, list[tuple]], columns: dict[str, list[str]], pageblock_order: int
+) -> dict[str, int]:
     rows = events.get("mm_page_alloc_extfrag", [])
     cols = columns.get("mm_page_alloc_extfrag", [])
     out = {"extfrag": len(rows), "extfrag_change_ownership": 0, "extfrag_fragmenting": 0}
@@ -212,7 +238,7 @@ def extfrag_counts(events: dict[str, list[tuple]], columns: dict[str, list[str]]
 # __GFP_RECLAIM for that attempt when it may reclaim directly; atomic slab allocations and other
 # high-order callers wake kswapd on vanilla too: 91-445 high-order requests per seed000 iteration).
 WAKEUP_KSWAPD, KSWAPD_WAKE = "mm_vmscan_wakeup_kswapd", "mm_vmscan_kswapd_wake"
-HIGH_ORDER_EVENTS = (WAKEUP_KSWAPD, KSWAPD_WAKE)   # events whose records with order > 0 are counted
+HIGH_ORDER_EVENTS = (WAKEUP_KSWAPD, KSWAPD_WAKE)  # events whose records with order > 0 are counted
 # A speculative high-order attempt of a caller that could have reclaimed: it will neither reclaim
 # directly, retry nor dip into the reserves, because it falls back to a smaller order at once,
 # though its context may do IO.  SLUB's preferred-order slab (allocate_slab() adds __GFP_NORETRY,
@@ -229,16 +255,32 @@ SPECULATIVE_CLEAR = ("__GFP_DIRECT_RECLAIM",)
 # counts.json "kswapd_wakes" key → (event, which records: all / order > 0 / order > 0 and
 # speculative, row, description)
 KSWAPD_WAKE_ROWS = {
-    "requests": (WAKEUP_KSWAPD, "all", "Kswapd wake requests",
-                 "mm_vmscan_wakeup_kswapd: an allocation found kswapd asleep and the node unbalanced, and woke it"),
-    "requests_high_order": (WAKEUP_KSWAPD, "high", "Kswapd wake requests, high-order",
-                            "wake requests for an allocation of order > 0"),
-    "requests_speculative": (WAKEUP_KSWAPD, "speculative", "Kswapd wake requests, speculative high-order",
-                             "high-order wake requests whose gfp_flags have __GFP_NORETRY, __GFP_NOMEMALLOC "
-                             "and __GFP_IO but not __GFP_DIRECT_RECLAIM: the attempt of a caller that could "
-                             "reclaim, falling back at once instead (SLUB's preferred slab order)"),
-    "wakes_high_order": (KSWAPD_WAKE, "high", "Kswapd wakes, high-order",
-                         "mm_vmscan_kswapd_wake with order > 0: kswapd balanced the node for a high order"),
+    "requests": (
+        WAKEUP_KSWAPD,
+        "all",
+        "Kswapd wake requests",
+        "mm_vmscan_wakeup_kswapd: an allocation found kswapd asleep and the node unbalanced, and woke it",
+    ),
+    "requests_high_order": (
+        WAKEUP_KSWAPD,
+        "high",
+        "Kswapd wake requests, high-order",
+        "wake requests for an allocation of order > 0",
+    ),
+    "requests_speculative": (
+        WAKEUP_KSWAPD,
+        "speculative",
+        "Kswapd wake requests, speculative high-order",
+        "high-order wake requests whose gfp_flags have __GFP_NORETRY, __GFP_NOMEMALLOC "
+        "and __GFP_IO but not __GFP_DIRECT_RECLAIM: the attempt of a caller that could "
+        "reclaim, falling back at once instead (SLUB's preferred slab order)",
+    ),
+    "wakes_high_order": (
+        KSWAPD_WAKE,
+        "high",
+        "Kswapd wakes, high-order",
+        "mm_vmscan_kswapd_wake with order > 0: kswapd balanced the node for a high order",
+    ),
 }
 
 
@@ -266,8 +308,9 @@ def high_order_counts(events: dict[str, list[tuple]], columns: dict[str, list[st
     return out
 
 
-def speculative_counts(events: dict[str, list[tuple]], columns: dict[str, list[str]],
-                       masks: dict[str, tuple[int, int]]) -> dict[str, int]:
+def speculative_counts(
+    events: dict[str, list[tuple]], columns: dict[str, list[str]], masks: dict[str, tuple[int, int]]
+) -> dict[str, int]:
     """Event name → its records with ``order`` > 0 whose gfp_flags match the event's
     ``speculative_masks`` (the "order" lines' gfp part in ``trace_decode.c``)."""
     out = {}
@@ -276,13 +319,13 @@ def speculative_counts(events: dict[str, list[tuple]], columns: dict[str, list[s
         if cols is None or "order" not in cols or "gfp_flags" not in cols:
             continue
         io, ig = cols.index("order") + 3, cols.index("gfp_flags") + 3
-        out[name] = sum(1 for r in events.get(name, ())
-                        if r[io] > 0 and r[ig] & want == want and not r[ig] & clear)
+        out[name] = sum(1 for r in events.get(name, ()) if r[io] > 0 and r[ig] & want == want and not r[ig] & clear)
     return out
 
 
-def kswapd_wakes(events: dict[str, int], high_order: dict[str, int],
-                 speculative: dict[str, int] | None = None) -> tuple[dict[str, int], list[str]]:
+def kswapd_wakes(
+    events: dict[str, int], high_order: dict[str, int], speculative: dict[str, int] | None = None
+) -> tuple[dict[str, int], list[str]]:
     """The counts of KSWAPD_WAKE_ROWS from the decoder's event counts (every recorded event, 0s
     included), ``high_order_counts`` and ``speculative_counts``; a count the capture cannot give
     is left out (its row is absent, never 0), with a note when the event was recorded but its
@@ -301,8 +344,10 @@ def kswapd_wakes(events: dict[str, int], high_order: dict[str, int],
         elif which == "high" or name not in high_order:
             notes.append(f"this kernel's {name} tracepoint has no order field: no {row!r} row")
         else:
-            notes.append(f"this kernel's {name} tracepoint has no gfp_flags field naming "
-                         f"{', '.join((*SPECULATIVE_SET, *SPECULATIVE_CLEAR))}: no {row!r} row")
+            notes.append(
+                f"this kernel's {name} tracepoint has no gfp_flags field naming "
+                f"{', '.join((*SPECULATIVE_SET, *SPECULATIVE_CLEAR))}: no {row!r} row"
+            )
     return out, notes
 
 
@@ -322,8 +367,10 @@ def write_stalls(path: Path | str, stalls: list[Stall]) -> None:
     with open(path, "w") as fh:
         fh.write(HEADER + "\n")
         for s in stalls:
-            fh.write(f"{s.kind}\t{s.who}\t{s.pid}\t{clean_comm(s.comm)}\t{s.start_ns}\t{s.dur_ns}\t"
-                     f"{s.reclaimed}\t{s.scanned}\t{s.lost}\n")
+            fh.write(
+                f"{s.kind}\t{s.who}\t{s.pid}\t{clean_comm(s.comm)}\t{s.start_ns}\t{s.dur_ns}\t"
+                f"{s.reclaimed}\t{s.scanned}\t{s.lost}\n"
+            )
 
 
 def read_stall_columns(path: Path | str, columns: Iterable[str] = COLUMNS) -> dict[str, Any]:
@@ -338,7 +385,7 @@ def read_stall_columns(path: Path | str, columns: Iterable[str] = COLUMNS) -> di
     flat = text.replace("\n", "\t").split("\t")
     if flat and flat[-1] == "":
         flat.pop()
-    if len(flat) % ncol:   # a damaged line: keep the whole ones
+    if len(flat) % ncol:  # a damaged line: keep the whole ones
         lines = [ln for ln in text.split("\n") if ln.count("\t") == ncol - 1]
         flat = "\t".join(lines).split("\t") if lines else []
     n = len(flat) // ncol
@@ -365,11 +412,14 @@ def columns_of(stalls: list[Stall]) -> dict[str, Any]:
 def read_stalls(path: Path | str) -> list[Stall]:
     c = read_stall_columns(path)
     ints = [c[k].tolist() for k in INT_COLUMNS]
-    return [Stall(k, w, pid, comm, st, d, r, sc, lo)
-            for k, w, comm, (pid, st, d, r, sc, lo) in zip(c["kind"], c["who"], c["comm"], zip(*ints))]
+    return [
+        Stall(k, w, pid, comm, st, d, r, sc, lo)
+        for k, w, comm, (pid, st, d, r, sc, lo) in zip(c["kind"], c["who"], c["comm"], zip(*ints))
+    ]
 
 
 # -- statistics ------------------------------------------------------------------------------
+
 
 def stats(durations_us: list[float] | np.ndarray) -> dict[str, Any]:
     a = np.asarray(durations_us, dtype=float)
@@ -378,9 +428,17 @@ def stats(durations_us: list[float] | np.ndarray) -> dict[str, Any]:
     bins = np.searchsorted(BINS_US, a, side="right")
     counts = np.bincount(bins, minlength=len(BIN_LABELS))
     p50, p90, p95, p99 = (float(x) for x in np.percentile(a, [50, 90, 95, 99]))
-    return {"count": int(len(a)), "total_us": float(a.sum()), "mean_us": float(a.mean()),
-            "p50_us": p50, "p90_us": p90, "p95_us": p95, "p99_us": p99,
-            "max_us": float(a.max()), "bins": dict(zip(BIN_LABELS, map(int, counts)))}
+    return {
+        "count": int(len(a)),
+        "total_us": float(a.sum()),
+        "mean_us": float(a.mean()),
+        "p50_us": p50,
+        "p90_us": p90,
+        "p95_us": p95,
+        "p99_us": p99,
+        "max_us": float(a.max()),
+        "bins": dict(zip(BIN_LABELS, map(int, counts))),
+    }
 
 
 @dataclass
@@ -455,9 +513,12 @@ def _base(kind: str) -> tuple[str, str]:
     return f"{label} stall", "stall"
 
 
-def metrics(stalls: list[Stall] | dict[str, Any], extfrag: dict[str, int] | None = None,
-            duration_s: float | None = None, wakes: dict[str, int] | None = None
-            ) -> list[tuple[MetricDef, list[float]]]:
+def metrics(
+    stalls: list[Stall] | dict[str, Any],
+    extfrag: dict[str, int] | None = None,
+    duration_s: float | None = None,
+    wakes: dict[str, int] | None = None,
+) -> list[tuple[MetricDef, list[float]]]:
     """MonitorSummary metrics: per kind (and per who) stall latencies, count, total, pages; extfrag
     counts; ``wakes`` (``kswapd_wakes``' counts): the kswapd wake-up rows it holds."""
     cols = stalls if isinstance(stalls, dict) else columns_of(stalls)
@@ -469,24 +530,54 @@ def metrics(stalls: list[Stall] | dict[str, Any], extfrag: dict[str, int] | None
         base, noun = _base(kind)
         d = g["all"]
         what = "compact_zone() run" if kind == "compaction" else f"{label.lower()} {noun}"
-        out.append((MetricDef(f"{base} (us)", "us", "lower", kind="latency",
-                              description=f"duration of each {what}"), d.tolist()))
+        out.append(
+            (
+                MetricDef(f"{base} (us)", "us", "lower", kind="latency", description=f"duration of each {what}"),
+                d.tolist(),
+            )
+        )
         if kind == "compaction":
             kc = float(len(g.get("kcompactd", ())))
-            out.append((MetricDef(COMPACTION_RUNS, "runs", "lower", kind="count", mean="amean",
-                                  description="mm_compaction_begin→end pairs: one per compact_zone() run, "
-                                              "kcompactd's included (not vmstat's compact_stall)"),
-                        [float(len(d))]))
-            out.append((MetricDef("Compaction runs, direct (trace)", "runs", "lower", kind="count", mean="amean",
-                                  description="compact_zone() runs outside kcompactd: direct compaction"),
-                        [float(len(d)) - kc]))
-            out.append((MetricDef("Compaction runs, kcompactd (trace)", "runs", "lower", kind="count",
-                                  mean="amean"), [kc]))
+            out.append(
+                (
+                    MetricDef(
+                        COMPACTION_RUNS,
+                        "runs",
+                        "lower",
+                        kind="count",
+                        mean="amean",
+                        description="mm_compaction_begin→end pairs: one per compact_zone() run, "
+                        "kcompactd's included (not vmstat's compact_stall)",
+                    ),
+                    [float(len(d))],
+                )
+            )
+            out.append(
+                (
+                    MetricDef(
+                        "Compaction runs, direct (trace)",
+                        "runs",
+                        "lower",
+                        kind="count",
+                        mean="amean",
+                        description="compact_zone() runs outside kcompactd: direct compaction",
+                    ),
+                    [float(len(d)) - kc],
+                )
+            )
+            out.append(
+                (MetricDef("Compaction runs, kcompactd (trace)", "runs", "lower", kind="count", mean="amean"), [kc])
+            )
         else:
-            out.append((MetricDef(f"{base} count", "events", "lower", kind="count", mean="amean"),
-                        [float(len(d))]))
-        out.append((MetricDef(f"{base} total (ms)", "ms", "lower", kind="time", mean="amean",
-                              description="sum of the durations"), [float(d.sum()) / 1e3]))
+            out.append((MetricDef(f"{base} count", "events", "lower", kind="count", mean="amean"), [float(len(d))]))
+        out.append(
+            (
+                MetricDef(
+                    f"{base} total (ms)", "ms", "lower", kind="time", mean="amean", description="sum of the durations"
+                ),
+                [float(d.sum()) / 1e3],
+            )
+        )
         whos = [w for w in WHO if w in g]
         if len(whos) > 1 or (whos and whos[0] != "other"):
             for who in sorted(whos):
@@ -498,48 +589,87 @@ def metrics(stalls: list[Stall] | dict[str, Any], extfrag: dict[str, int] | None
             rec = rec[rec >= 0]
             scn = scn[scn >= 0]
             if len(rec):
-                out.append((MetricDef(f"{label} pages reclaimed per stall", "pages", "higher", kind="count",
-                                      mean="amean"), rec.astype(float).tolist()))
+                out.append(
+                    (
+                        MetricDef(f"{label} pages reclaimed per stall", "pages", "higher", kind="count", mean="amean"),
+                        rec.astype(float).tolist(),
+                    )
+                )
             if len(scn):
-                out.append((MetricDef(f"{label} pages scanned per stall", "pages", "lower", kind="count",
-                                      mean="amean"), scn.astype(float).tolist()))
+                out.append(
+                    (
+                        MetricDef(f"{label} pages scanned per stall", "pages", "lower", kind="count", mean="amean"),
+                        scn.astype(float).tolist(),
+                    )
+                )
         if noun != "awake":
             counts = stats(d)["bins"]
             stem = "Compaction runs" if kind == "compaction" else f"{base}s"
             for b, c in counts.items():
                 out.append((MetricDef(f"{stem} {b}", "events", "lower", kind="count", mean="amean"), [float(c)]))
     if extfrag is not None:
-        out.append((MetricDef("Extfrag fallbacks", "events", "lower", kind="count", mean="amean"),
-                    [float(extfrag.get("extfrag", 0))]))
-        out.append((MetricDef("Extfrag pageblock ownership changes", "events", "lower", kind="count",
-                              mean="amean", description="fallbacks that steal the pageblock"),
-                    [float(extfrag.get("extfrag_change_ownership", 0))]))
-        out.append((MetricDef("Extfrag fragmenting fallbacks", "events", "lower", kind="count", mean="amean",
-                              description="fallback_order below pageblock order: mixes migrate types"),
-                    [float(extfrag.get("extfrag_fragmenting", 0))]))
+        out.append(
+            (
+                MetricDef("Extfrag fallbacks", "events", "lower", kind="count", mean="amean"),
+                [float(extfrag.get("extfrag", 0))],
+            )
+        )
+        out.append(
+            (
+                MetricDef(
+                    "Extfrag pageblock ownership changes",
+                    "events",
+                    "lower",
+                    kind="count",
+                    mean="amean",
+                    description="fallbacks that steal the pageblock",
+                ),
+                [float(extfrag.get("extfrag_change_ownership", 0))],
+            )
+        )
+        out.append(
+            (
+                MetricDef(
+                    "Extfrag fragmenting fallbacks",
+                    "events",
+                    "lower",
+                    kind="count",
+                    mean="amean",
+                    description="fallback_order below pageblock order: mixes migrate types",
+                ),
+                [float(extfrag.get("extfrag_fragmenting", 0))],
+            )
+        )
     for key, (_, _, row, desc) in KSWAPD_WAKE_ROWS.items():
         if key in (wakes or {}):
-            out.append((MetricDef(row, "events", "lower", kind="count", mean="amean", description=desc),
-                        [float(wakes[key])]))
+            out.append(
+                (MetricDef(row, "events", "lower", kind="count", mean="amean", description=desc), [float(wakes[key])])
+            )
     return out
 
 
 def report(stalls: list[Stall] | dict[str, Any]) -> str:
     """A plain-text table: one row per kind and who."""
-    lines = [f"{'stall':28s} {'who':10s} {'count':>7s} {'total ms':>10s} {'mean us':>9s} {'p50':>8s} "
-             f"{'p90':>8s} {'p95':>8s} {'p99':>8s} {'max us':>9s}"]
+    lines = [
+        f"{'stall':28s} {'who':10s} {'count':>7s} {'total ms':>10s} {'mean us':>9s} {'p50':>8s} "
+        f"{'p90':>8s} {'p95':>8s} {'p99':>8s} {'max us':>9s}"
+    ]
     for kind, d in table(stalls).items():
         for who, st in d.items():
             if not st["count"]:
                 continue
-            lines.append(f"{LABELS.get(kind, kind):28s} {who:10s} {st['count']:7d} {st['total_us'] / 1e3:10.2f} "
-                         f"{st['mean_us']:9.1f} {st['p50_us']:8.1f} {st['p90_us']:8.1f} {st['p95_us']:8.1f} "
-                         f"{st['p99_us']:8.1f} {st['max_us']:9.1f}")
+            lines.append(
+                f"{LABELS.get(kind, kind):28s} {who:10s} {st['count']:7d} {st['total_us'] / 1e3:10.2f} "
+                f"{st['mean_us']:9.1f} {st['p50_us']:8.1f} {st['p90_us']:8.1f} {st['p95_us']:8.1f} "
+                f"{st['p99_us']:8.1f} {st['max_us']:9.1f}"
+            )
     cols = stalls if isinstance(stalls, dict) else columns_of(stalls)
     lost = int(np.asarray(cols["lost"]).sum()) if len(cols["lost"]) else 0
     if lost:
-        lines.append(f"{lost} stall(s) overlap a window where the ring buffer lost events (lost=1 in stalls.tsv): "
-                     "their durations or pages may be wrong")
+        lines.append(
+            f"{lost} stall(s) overlap a window where the ring buffer lost events (lost=1 in stalls.tsv): "
+            "their durations or pages may be wrong"
+        )
     return "\n".join(lines)
 
 

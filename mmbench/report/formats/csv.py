@@ -12,8 +12,23 @@ from mmbench.report.base import Exporter
 # "p" is the q-value (Benjamini-Hochberg within the row's family); "family": primary, mechanism,
 # exploratory or empty (descriptive); "lead": an exploratory q < 0.05 ("~", never gating); a
 # mechanism row has no better direction (empty) and its pct is the raw change
-COLUMNS = ["section", "metric", "stat", "unit", "better", "run", "value", "pct", "significant",
-           "p", "ci_lo", "ci_hi", "note", "family", "lead"]
+COLUMNS = [
+    "section",
+    "metric",
+    "stat",
+    "unit",
+    "better",
+    "run",
+    "value",
+    "pct",
+    "significant",
+    "p",
+    "ci_lo",
+    "ci_hi",
+    "note",
+    "family",
+    "lead",
+]
 
 
 def _n(v: float | None) -> str:
@@ -31,9 +46,23 @@ class CsvExporter(Exporter):
             for r in sec.rows:
                 for n in comparison.runs:
                     ci = r.ci.get(n)
-                    w.writerow([sec.title, r.metric, r.stat, r.unit, "" if r.family == "mechanism" else r.better, n,
-                                _n(r.values.get(n)), _n(r.pct.get(n)),
-                                "1" if r.significant.get(n) else "0", _n(r.p.get(n)),
-                                _n(ci[0]) if ci else "", _n(ci[1]) if ci else "", r.note,
-                                r.family or "", "1" if r.lead.get(n) else "0"])
+                    w.writerow(
+                        [
+                            sec.title,
+                            r.metric,
+                            r.stat,
+                            r.unit,
+                            "" if r.family == "mechanism" else r.better,
+                            n,
+                            _n(r.values.get(n)),
+                            _n(r.pct.get(n)),
+                            "1" if r.significant.get(n) else "0",
+                            _n(r.p.get(n)),
+                            _n(ci[0]) if ci else "",
+                            _n(ci[1]) if ci else "",
+                            r.note,
+                            r.family or "",
+                            "1" if r.lead.get(n) else "0",
+                        ]
+                    )
         return buf.getvalue()

@@ -12,7 +12,7 @@ from typing import Any
 from mmbench.analysis.compare import Comparison
 from mmbench.report.base import Exporter
 
-_encode = _json.JSONEncoder(allow_nan=False, ensure_ascii=True).encode   # compact: the C encoder
+_encode = _json.JSONEncoder(allow_nan=False, ensure_ascii=True).encode  # compact: the C encoder
 
 
 def layout(document: dict[str, Any]) -> str:

@@ -9,8 +9,20 @@ from __future__ import annotations
 from typing import Any
 
 from mmbench.analysis.compare import Comparison
-from mmbench.report.base import (LEGEND, Exporter, PrimaryText, fmt_mmtests, fmt_pct, fmt_q, fmt_value,
-                                 mechanism_heading, mechanism_texts, primary_heading, primary_texts, verdict_texts)
+from mmbench.report.base import (
+    LEGEND,
+    Exporter,
+    PrimaryText,
+    fmt_mmtests,
+    fmt_pct,
+    fmt_q,
+    fmt_value,
+    mechanism_heading,
+    mechanism_texts,
+    primary_heading,
+    primary_texts,
+    verdict_texts,
+)
 
 
 def _esc(s: str) -> str:
@@ -18,13 +30,17 @@ def _esc(s: str) -> str:
 
 
 def _table(head: str, lines: list[PrimaryText]) -> list[str]:
-    out = [f"| {head} | run | value | baseline | change | interval | q | verdict |",
-           "|---|---|---:|---:|---:|---|---|---|"]
+    out = [
+        f"| {head} | run | value | baseline | change | interval | q | verdict |",
+        "|---|---|---:|---:|---:|---|---|---|",
+    ]
     for t in lines:
         verdict = _esc(t.verdict).replace("*", "\\*")
         verdict = f"**{verdict}**" if t.cls else verdict
-        out.append(f"| {_esc(t.what)} | {_esc(t.run)} | {_esc(t.value)} | {_esc(t.base)} | {_esc(t.pct)} | "
-                   f"{_esc(t.ci)} | {_esc(t.q)} | {verdict} |")
+        out.append(
+            f"| {_esc(t.what)} | {_esc(t.run)} | {_esc(t.value)} | {_esc(t.base)} | {_esc(t.pct)} | "
+            f"{_esc(t.ci)} | {_esc(t.q)} | {verdict} |"
+        )
     return out + [""]
 
 
@@ -37,30 +53,45 @@ class MarkdownExporter(Exporter):
         multi = len(runs) > 1
         out: list[str] = []
         if comparison.env_diff:
-            out += ["### Environment differences", "", "| key | " + " | ".join(map(_esc, runs)) + " |",
-                    "|---|" + "---|" * len(runs)]
-            out += [f"| {_esc(k)} | " + " | ".join(_esc(str(v.get(n))) for n in runs) + " |"
-                    for k, v in comparison.env_diff]
+            out += [
+                "### Environment differences",
+                "",
+                "| key | " + " | ".join(map(_esc, runs)) + " |",
+                "|---|" + "---|" * len(runs),
+            ]
+            out += [
+                f"| {_esc(k)} | " + " | ".join(_esc(str(v.get(n))) for n in runs) + " |" for k, v in comparison.env_diff
+            ]
             out.append("")
         if comparison.warnings:
             out += ["### Warnings", ""] + [f"- **{_esc(w)}**" for w in comparison.warnings] + [""]
         if multi and verdict_texts(comparison):
-            out += ["### Verdict", ""] + [f"- **{_esc(run)}** against {_esc(comparison.baseline)}: {_esc(line)}"
-                                          for run, line in verdict_texts(comparison)] + [""]
+            out += (
+                ["### Verdict", ""]
+                + [
+                    f"- **{_esc(run)}** against {_esc(comparison.baseline)}: {_esc(line)}"
+                    for run, line in verdict_texts(comparison)
+                ]
+                + [""]
+            )
         if multi and comparison.primary:
             out += [f"### {_esc(primary_heading(comparison))}", ""] + _table("primary row", primary_texts(comparison))
         if multi and comparison.mechanisms.lines:
-            out += [f"### {_esc(mechanism_heading(comparison))}", ""] + _table("mechanism row",
-                                                                                mechanism_texts(comparison))
+            out += [f"### {_esc(mechanism_heading(comparison))}", ""] + _table(
+                "mechanism row", mechanism_texts(comparison)
+            )
         if multi and any(sec.rows for sec in comparison.sections):
             out += [_esc(" ".join(f"{x}." for x in LEGEND)), ""]
-        value = fmt_mmtests if comparison.convention == "mmtests" else fmt_value   # MMTests' %.2f
+        value = fmt_mmtests if comparison.convention == "mmtests" else fmt_value  # MMTests' %.2f
         for sec in comparison.sections:
             if not sec.rows:
                 continue
-            out += [f"### {_esc(sec.title)}", "",
-                    "| family | stat | metric | unit | " + " | ".join(map(_esc, runs)) + " |",
-                    "|---|---|---|---|" + "---:|" * len(runs)]
+            out += [
+                f"### {_esc(sec.title)}",
+                "",
+                "| family | stat | metric | unit | " + " | ".join(map(_esc, runs)) + " |",
+                "|---|---|---|---|" + "---:|" * len(runs),
+            ]
             for r in sec.rows:
                 cells = []
                 for n in runs:
@@ -77,7 +108,11 @@ class MarkdownExporter(Exporter):
                     if pvalues and ci is not None:
                         c += f" CI [{ci[0]:.3f}, {ci[1]:.3f}]"
                     cells.append(c)
-                out.append(f"| {r.family or ''} | {_esc(r.stat)} | {_esc(r.metric)} | {_esc(r.unit)} | " + " | ".join(cells) + " |")
+                out.append(
+                    f"| {r.family or ''} | {_esc(r.stat)} | {_esc(r.metric)} | {_esc(r.unit)} | "
+                    + " | ".join(cells)
+                    + " |"
+                )
             notes = [f"- {_esc(r.stat)} {_esc(r.metric)}: {_esc(r.note)}" for r in sec.rows if r.note]
             if notes:
                 out += [""] + notes

@@ -17,8 +17,18 @@ import os
 from typing import Any
 
 from mmbench.analysis.compare import Comparison, Row
-from mmbench.report.base import (LEGEND, Exporter, PrimaryText, fmt_q, fmt_value, mechanism_heading,
-                                 mechanism_texts, primary_heading, primary_texts, verdict_texts)
+from mmbench.report.base import (
+    LEGEND,
+    Exporter,
+    PrimaryText,
+    fmt_q,
+    fmt_value,
+    mechanism_heading,
+    mechanism_texts,
+    primary_heading,
+    primary_texts,
+    verdict_texts,
+)
 
 
 def _cell(r: Row, run: str, multi: bool, pvalues: bool) -> tuple[str, str, str]:
@@ -32,7 +42,7 @@ def _cell(r: Row, run: str, multi: bool, pvalues: bool) -> tuple[str, str, str]:
     ptext = fmt_q(r.p.get(run)) if pvalues else ""
     mde = r.mde.get(run) if pvalues else None
     if mde is not None:
-        ptext += f" mde {mde_text(mde)}"   # minimum detectable effect at 80 % power
+        ptext += f" mde {mde_text(mde)}"  # minimum detectable effect at 80 % power
     return v, ptxt, ptext
 
 
@@ -40,8 +50,9 @@ class TextExporter(Exporter):
     name = "text"
 
     def render(self, comparison: Comparison, options: dict[str, Any]) -> str:
-        if comparison.convention == "mmtests":     # MMTests' own layout (report/mmtests_text.py)
+        if comparison.convention == "mmtests":  # MMTests' own layout (report/mmtests_text.py)
             from mmbench.report import mmtests_text
+
             return mmtests_text.render(comparison, options, lambda c, secs: self._render(c, options, secs))
         return self._render(comparison, options, comparison.sections)
 
@@ -58,7 +69,7 @@ class TextExporter(Exporter):
             for k, vals in comparison.env_diff:
                 out.append(f"  {k:<{kw}}  " + "  ".join(f"{n}={vals.get(n)!s}" for n in runs))
             out.append("")
-        if comparison.warnings:          # what could not have been detected, before any table
+        if comparison.warnings:  # what could not have been detected, before any table
             out.append("Warnings")
             out += [f"  ! {w}" for w in comparison.warnings]
             out.append("")
@@ -82,17 +93,23 @@ class TextExporter(Exporter):
         for sec in sections:
             if not sec.rows:
                 continue
-            sw = max(10, *(len(r.stat) for r in sec.rows))   # "Stddev.samples" is wider than "Amean"
+            sw = max(10, *(len(r.stat) for r in sec.rows))  # "Stddev.samples" is wider than "Amean"
             labels = [f"{_tag(r, multi)}{r.stat:<{sw}} {r.metric}{_unit(r)}" for r in sec.rows]
             lw = max(len(x) for x in labels + [sec.title])
             cells = [[_cell(r, n, multi, pvalues) for n in runs] for r in sec.rows]
-            extra = 12 if multi else 0          # " (%7.2f%%)" and the significance mark
+            extra = 12 if multi else 0  # " (%7.2f%%)" and the significance mark
             vw = [max([len(n) - extra] + [len(c[i][0]) for c in cells]) for i, n in enumerate(runs)]
             pw = [max(len(c[i][2]) for c in cells) for i in range(len(runs))]
             out.append(sec.title)
-            out.append((" " * lw + "".join(
-                "  " + f"{n:>{vw[i] + extra}}" + (" " * (pw[i] + 1) if pw[i] else "")
-                for i, n in enumerate(runs))).rstrip())
+            out.append(
+                (
+                    " " * lw
+                    + "".join(
+                        "  " + f"{n:>{vw[i] + extra}}" + (" " * (pw[i] + 1) if pw[i] else "")
+                        for i, n in enumerate(runs)
+                    )
+                ).rstrip()
+            )
             for r, label, rc in zip(sec.rows, labels, cells):
                 line = f"{label:<{lw}}"
                 for i, (v, p, pv) in enumerate(rc):
@@ -143,5 +160,6 @@ def _unit(r: Row) -> str:
 
 def _painter():
     from rich.style import Style  # only on the colour path
+
     good, bad = Style(color="green", bold=True), Style(color="red", bold=True)
     return lambda text, better: (good if better else bad).render(text)

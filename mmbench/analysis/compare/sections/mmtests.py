@@ -30,8 +30,11 @@ def rules_of(ctx: Context) -> mt.Rules:
     """The MMTests release whose rules apply: the baseline's (a note when the runs differ)."""
     found = [((r.fingerprint or {}).get("mmtests") or {}).get("rules") or "head" for r in ctx.runs]
     if len(set(found)) > 1:
-        ctx.note("the runs were written by different MMTests releases (" + ", ".join(
-            f"{n}: {f}" for n, f in zip(ctx.names, found)) + f"); {found[0]}'s rules are used")
+        ctx.note(
+            "the runs were written by different MMTests releases ("
+            + ", ".join(f"{n}: {f}" for n, f in zip(ctx.names, found))
+            + f"); {found[0]}'s rules are used"
+        )
     rules = found[0]
     return rules if rules in mt.RULES else "head"  # type: ignore[return-value]
 
@@ -43,12 +46,13 @@ def _pooled(its: list[IterationResult], metric: str, thpscale: bool = False) -> 
     read, a fault kind (``fault-base-<N>``, ``fault-huge-<N>``) that never happened gets one sample
     of 0 (``addData("fault-huge-$client", 1, 0)``), pooled with the other iterations' real ones."""
     import numpy as np
+
     parts = []
     fake = thpscale and _THPSCALE_KIND.fullmatch(metric)
     for it in its:
         if len(it.samples.get(metric, ())):
             parts.append(np.asarray(it.samples[metric], dtype=np.float64))
-        elif fake and len(it.samples.get(f"fault-both-{fake[2]}", ())):   # the log of N was read
+        elif fake and len(it.samples.get(f"fault-both-{fake[2]}", ())):  # the log of N was read
             parts.append(np.zeros(1))
     return np.concatenate(parts) if parts else np.empty(0)
 
@@ -61,9 +65,11 @@ THREADED_SORT_MIN = 200_000
 
 def _sorted_all(arrays: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
+
     if sum(a.size for a in arrays.values()) < THREADED_SORT_MIN or len(arrays) < 2:
         return {n: np.sort(a) for n, a in arrays.items()}
     from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(2) as pool:
         return dict(zip(arrays, pool.map(np.sort, arrays.values())))
 
@@ -87,15 +93,19 @@ def extract_ops(wrs: dict[str, WorkloadRun | None]) -> list[MetricDef]:
         return list(base_w.metrics)
     defs: dict[str, MetricDef] = {}
     for w in wrs.values():
-        for md in (w.metrics if w is not None else []):
+        for md in w.metrics if w is not None else []:
             defs.setdefault(md.name, md)
     counts = sorted({int(m[2]) for name in defs if (m := _THPSCALE_OP.fullmatch(name))})
     ops = [md for name, md in defs.items() if not _THPSCALE_OP.fullmatch(name)]
     for kind in ("base", "huge", "both"):
         for n in counts:
             name = f"fault-{kind}-{n}"
-            ops.append(defs.get(name) or MetricDef(name, "us", "lower", "latency",
-                                                   description=f"{kind} fault + 2 MiB memset latency, {n} threads"))
+            ops.append(
+                defs.get(name)
+                or MetricDef(
+                    name, "us", "lower", "latency", description=f"{kind} fault + 2 MiB memset latency, {n} threads"
+                )
+            )
     return ops
 
 
@@ -105,9 +115,13 @@ def _fixed(row: Row, names: list[str], pct: dict[str, float | None] | None = Non
     return row
 
 
-def benchmark_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
-                      measured: dict[str, list[IterationResult]], rules: mt.Rules
-                      ) -> tuple[Section, dict[str, dict[str, mt.Summary]]]:
+def benchmark_section(
+    ctx: Context,
+    label: str,
+    wrs: dict[str, WorkloadRun | None],
+    measured: dict[str, list[IterationResult]],
+    rules: mt.Rules,
+) -> tuple[Section, dict[str, dict[str, mt.Summary]]]:
     base_w = next((w for w in wrs.values() if w is not None), None)
     sec = Section(label, "workload")
     if base_w is None:
@@ -116,17 +130,17 @@ def benchmark_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | Non
     ops = extract_ops(wrs)
     thpscale = is_thpscale(wrs)
     summaries: dict[str, dict[str, mt.Summary]] = {}
-    pooled = {md.name: _sorted_all({n: _pooled(its, md.name, thpscale) for n, its in measured.items()})
-              for md in ops}
+    pooled = {md.name: _sorted_all({n: _pooled(its, md.name, thpscale) for n, its in measured.items()}) for md in ops}
     for md in ops:
         pref: mt.Preferred = "Higher" if md.better == "higher" else "Lower"
-        summaries[md.name] = {n: mt.summarise(x, summary_type, pref, rules, presorted=True)
-                              for n, x in pooled[md.name].items() if x.size}
+        summaries[md.name] = {
+            n: mt.summarise(x, summary_type, pref, rules, presorted=True) for n, x in pooled[md.name].items() if x.size
+        }
     if not summaries:
         return sec, {}
     first = next(iter(summaries.values()))
     nstats = len(next(iter(first.values())).rows) if first else 0
-    for i in range(nstats):        # Compare.pm: for each statistic, for each op
+    for i in range(nstats):  # Compare.pm: for each statistic, for each op
         for md in ops:
             per = summaries[md.name]
             if ctx.base not in per:
@@ -141,7 +155,7 @@ def benchmark_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | Non
                 for n in ctx.names[1:]:
                     if n in per:
                         row.significant[n] = mt.significant(per[ctx.base], per[n])
-            if rules == "v0.25" and ctx.multi and title[1:5] == "mean":   # Compare.pm: /^.mean/
+            if rules == "v0.25" and ctx.multi and title[1:5] == "mean":  # Compare.pm: /^.mean/
                 for n in ctx.names[1:]:
                     if n in per:
                         row.significant[n] = mt.significant_ttest(per[ctx.base], per[n])
@@ -149,15 +163,21 @@ def benchmark_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | Non
     return sec, summaries
 
 
-def _singleops(ctx: Context, sec: Section, stat: str, values: dict[str, dict[str, list[float | None]]],
-               order: list[str], preferred: mt.Preferred) -> None:
+def _singleops(
+    ctx: Context,
+    sec: Section,
+    stat: str,
+    values: dict[str, dict[str, list[float | None]]],
+    order: list[str],
+    preferred: mt.Preferred,
+) -> None:
     """Singleops rows: the best iteration's value of each op (the first of the sorted values)."""
     for op in order:
         vals: dict[str, float | None] = {}
         for n in ctx.names:
             xs = [x for x in values.get(n, {}).get(op, []) if x is not None]
             vals[n] = clean(mt.summarise(xs, "Singleops", preferred, "head").rows[0][1]) if xs else None
-        if any(op in values.get(n, {}) for n in ctx.names):   # MMTests prints an op no iteration defined
+        if any(op in values.get(n, {}) for n in ctx.names):  # MMTests prints an op no iteration defined
             sec.rows.append(_fixed(Row(op, stat, "", "lower" if preferred == "Lower" else "higher", vals), ctx.names))
 
 
@@ -166,23 +186,30 @@ def thpscale_huge_section(ctx: Context, label: str, measured: dict[str, list[Ite
     ExtractThpscalecounts.pm): per thread count N and iteration, huge faults * 100 / all faults,
     then Singleops (DATA_ACTIONS: the largest iteration) with pdiff percentages."""
     sec = Section(f"percentage faults huge: {label}", "workload")
-    counts = sorted({int(m[2]) for its in measured.values() for it in its for name in it.samples
-                     if (m := _THPSCALE_OP.fullmatch(name))})
+    counts = sorted(
+        {
+            int(m[2])
+            for its in measured.values()
+            for it in its
+            for name in it.samples
+            if (m := _THPSCALE_OP.fullmatch(name))
+        }
+    )
     for n in counts:
         vals: dict[str, float | None] = {}
         for run, its in measured.items():
             xs = []
             for it in its:
                 both = len(it.samples.get(f"fault-both-{n}", ()))
-                if both:       # the log of N was read (a log without fault lines: MMTests' -1 is not known here)
+                if both:  # the log of N was read (a log without fault lines: MMTests' -1 is not known here)
                     xs.append(len(it.samples.get(f"fault-huge-{n}", ())) * 100 / both)
             vals[run] = clean(mt.summarise(xs, "Singleops", "Higher", "head").rows[0][1]) if xs else None
         vals = mt.compare_cells({r: vals.get(r) for r in ctx.names}, ctx.base)
         bv = vals[ctx.base]
-        pct = {r: (mt.percent("pdiff", v, bv) if v is not None and bv is not None else 0.0)
-               for r, v in vals.items()}
-        sec.rows.append(_fixed(Row(f"huge-{n}", "Percentage", "%", "higher", vals), ctx.names,
-                               pct if ctx.multi else None))
+        pct = {r: (mt.percent("pdiff", v, bv) if v is not None and bv is not None else 0.0) for r, v in vals.items()}
+        sec.rows.append(
+            _fixed(Row(f"huge-{n}", "Percentage", "%", "higher", vals), ctx.names, pct if ctx.multi else None)
+        )
     return sec
 
 
@@ -204,12 +231,16 @@ def thpscale_locality_section(ctx: Context, label: str, measured: dict[str, list
             for n, t in (it.imported.get("mmtests_thpscale_locality") or {}).items():
                 base, huge = t["base"], t["huge"]
                 if base[0] + huge[0] == 0:
-                    continue      # MMTests' local-none-N of -1: not printed (Compare.pm)
+                    continue  # MMTests' local-none-N of -1: not printed (Compare.pm)
                 if base[0] == 0 or huge[0] == 0:
                     failed = True
                     break
-                vals = [(f"local-base-{n}", base[1] * 100 / base[0]), (f"local-huge-{n}", huge[1] * 100 / huge[0]),
-                        (f"remote-base-{n}", base[2] * 100 / base[0]), (f"remote-huge-{n}", huge[2] * 100 / huge[0])]
+                vals = [
+                    (f"local-base-{n}", base[1] * 100 / base[0]),
+                    (f"local-huge-{n}", huge[1] * 100 / huge[0]),
+                    (f"remote-base-{n}", base[2] * 100 / base[0]),
+                    (f"remote-huge-{n}", huge[2] * 100 / huge[0]),
+                ]
                 if t["uncertain"]:
                     vals.append((f"uncertain-{n}", t["uncertain"] * 100 / (base[0] + huge[0])))
                 for op, v in vals:
@@ -219,23 +250,24 @@ def thpscale_locality_section(ctx: Context, label: str, measured: dict[str, list
             if failed:
                 break
         if failed:
-            ctx.note(f"percentage locality: {label} ({run}): a thread count where one kind of fault never "
-                     f"happened; MMTests' ExtractThpscalelocality.pm divides by zero there and leaves the run "
-                     f"out of its table")
+            ctx.note(
+                f"percentage locality: {label} ({run}): a thread count where one kind of fault never "
+                f"happened; MMTests' ExtractThpscalelocality.pm divides by zero there and leaves the run "
+                f"out of its table"
+            )
         elif ops:
             per_run[run] = ops
     if not per_run:
         return sec
     first = next(r for r in ctx.names if r in per_run)
-    order.sort(key=lambda op: int(op.rsplit("-", 1)[1]))      # stable: MMTests' order within an N
+    order.sort(key=lambda op: int(op.rsplit("-", 1)[1]))  # stable: MMTests' order within an N
     for op in order:
         vals: dict[str, float | None] = {}
         for run in ctx.names:
             xs = per_run.get(run, {}).get(op)
             vals[run] = clean(mt.summarise(xs, "Singleops", "Higher", "head").rows[0][1]) if xs else None
         bv = vals[first]
-        pct = {r: (mt.percent("pdiff", v, bv) if v is not None and bv is not None else None)
-               for r, v in vals.items()}
+        pct = {r: (mt.percent("pdiff", v, bv) if v is not None and bv is not None else None) for r, v in vals.items()}
         sec.rows.append(_fixed(Row(op, "Percentage", "%", "higher", vals), ctx.names, pct if ctx.multi else None))
     return sec
 
@@ -243,15 +275,18 @@ def thpscale_locality_section(ctx: Context, label: str, measured: dict[str, list
 def duration_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]]) -> Section:
     """MonitorDuration.pm: Duration User, System, Elapsed, the smallest over iterations."""
     sec = Section(f"duration: {label}", "duration")
-    values = {n: {name: [float(it.duration[key]) for it in its if key in it.duration]
-                  for key, name in (("user", "User"), ("system", "System"), ("elapsed", "Elapsed"))}
-              for n, its in measured.items()}
+    values = {
+        n: {
+            name: [float(it.duration[key]) for it in its if key in it.duration]
+            for key, name in (("user", "User"), ("system", "System"), ("elapsed", "Elapsed"))
+        }
+        for n, its in measured.items()
+    }
     _singleops(ctx, sec, "Duration", values, ["User", "System", "Elapsed"], "Lower")
     return sec
 
 
-def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]],
-                   rules: mt.Rules) -> Section:
+def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]], rules: mt.Rules) -> Section:
     """MonitorMmtestsvmstat.pm's "Ops" rows: per row, the best iteration (v1.00 and HEAD: the
     smallest, the module prefers Lower; v0.25: the largest, DATA_ACTIONS preferred Higher)."""
     sec = Section(f"vmstat: {label}", "vmstat")
@@ -266,10 +301,12 @@ def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
     _singleops(ctx, sec, "Ops", values, order, "Higher" if rules == "v0.25" else "Lower")
     for n, per in values.items():
         holes = [op for op, xs in per.items() if _hole(xs)] if rules != "v0.25" else []
-        if holes:       # (v0.25's addData kept undefined values: no gap, no failure)
-            ctx.note(f"vmstat: {label} ({n}): {', '.join(holes)} undefined in an iteration before one where it "
-                     f"is defined; MMTests' report leaves this run out of its vmstat table (Summarise.pm "
-                     f"dies on the gap: 'Failed to load module')")
+        if holes:  # (v0.25's addData kept undefined values: no gap, no failure)
+            ctx.note(
+                f"vmstat: {label} ({n}): {', '.join(holes)} undefined in an iteration before one where it "
+                f"is defined; MMTests' report leaves this run out of its vmstat table (Summarise.pm "
+                f"dies on the gap: 'Failed to load module')"
+            )
     return sec
 
 
@@ -285,8 +322,7 @@ def _hole(xs: list[float | None]) -> bool:
     return False
 
 
-def schedstat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]],
-                      rules: mt.Rules) -> Section:
+def schedstat_section(ctx: Context, label: str, measured: dict[str, list[IterationResult]], rules: mt.Rules) -> Section:
     """MonitorMmtestsschedstat.pm's "Ops" rows from the /proc/schedstat deltas around the test."""
     sec = Section(f"schedstat: {label}", "vmstat")
     values: dict[str, dict[str, list[float | None]]] = {}
@@ -303,33 +339,39 @@ def schedstat_section(ctx: Context, label: str, measured: dict[str, list[Iterati
                 no_wakeups[n] = no_wakeups.get(n, 0) + 1
             for name, v in mmv.schedstat_values(delta).items():
                 values.setdefault(n, {}).setdefault(name, []).append(None if v != v else v)
-    _singleops(ctx, sec, "Ops", values, [name for _, name in mmv.SCHEDSTAT_ROWS],
-               "Higher" if rules == "v0.25" else "Lower")
+    _singleops(
+        ctx, sec, "Ops", values, [name for _, name in mmv.SCHEDSTAT_ROWS], "Higher" if rules == "v0.25" else "Lower"
+    )
     for n, k in empty.items():
-        ctx.note(f"schedstat: {label} ({n}): the kernel had no schedstats: /proc/schedstat was empty in "
-                 f"tests-sysstate around {label} in {k} iteration(s) (a kernel without CONFIG_SCHEDSTATS); "
-                 f"its column is MMTests' table of zeros (MonitorMmtestsschedstat.pm sums nothing), not a measurement")
+        ctx.note(
+            f"schedstat: {label} ({n}): the kernel had no schedstats: /proc/schedstat was empty in "
+            f"tests-sysstate around {label} in {k} iteration(s) (a kernel without CONFIG_SCHEDSTATS); "
+            f"its column is MMTests' table of zeros (MonitorMmtestsschedstat.pm sums nothing), not a measurement"
+        )
     for n, k in no_wakeups.items():
-        ctx.note(f"schedstat: {label} ({n}): TTWU Count is 0 in {k} iteration(s): the kernel counted no "
-                 f"wake-ups, i.e. schedstats were off (kernel.sched_schedstats=0), so its TTWU and SIS rows "
-                 f"measure nothing")
+        ctx.note(
+            f"schedstat: {label} ({n}): TTWU Count is 0 in {k} iteration(s): the kernel counted no "
+            f"wake-ups, i.e. schedstats were off (kernel.sched_schedstats=0), so its TTWU and SIS rows "
+            f"measure nothing"
+        )
     return sec
 
 
-def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
-                  summaries: dict[str, dict[str, mt.Summary]]) -> Section:
+def ratio_section(
+    ctx: Context, label: str, wrs: dict[str, WorkloadRun | None], summaries: dict[str, dict[str, mt.Summary]]
+) -> Section:
     """compare-mmtests.pl --print-ratio: per op the ratio of the ratio statistic to the baseline's
     (Compare.pm _generateRatioComparisonTable), then Dmean/Dmin/Dmax of cidiff and the Gmean."""
     sec = Section(f"ratio: {label}", "ratio")
     base_w = next((w for w in wrs.values() if w is not None), None)
     if base_w is None:
         return sec
-    if not summaries:     # no op in any run: MMTests prints the Gmean of nothing, NaN
+    if not summaries:  # no op in any run: MMTests prints the Gmean of nothing, NaN
         sec.rows.append(_fixed(Row("Lower", "Gmean", "ratio", "higher", {n: None for n in ctx.names}), ctx.names))
         ctx.note(f"ratio: {label}: no benchmark samples in any run; its Gmean is undefined (MMTests prints NaN)")
         return sec
     prefs = {md.name: ("Higher" if md.better == "higher" else "Lower") for md in extract_ops(wrs)}
-    preferred = "Lower"       # the module's preference (getPreferredValue() of the first module)
+    preferred = "Lower"  # the module's preference (getPreferredValue() of the first module)
     if prefs and all(p == "Higher" for p in prefs.values()):
         preferred = "Higher"
     v025 = rules_of(ctx) == "v0.25"
@@ -352,7 +394,7 @@ def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
                     aval, bval, aci, bci = bval, aval, bci, aci
                 r = mt.rdiff(aval, bval)
                 cmp_ = mt.pndiff(r, 1) if preferred == "Lower" else mt.pdiff(r, 1)
-                if v025:          # the stddevs, compared by sdiff; no stddev: MMTests prints NaN
+                if v025:  # the stddevs, compared by sdiff; no stddev: MMTests prints NaN
                     asd, bsd = s.ratio_sd, b.ratio_sd
                     if prefs[op] != preferred:
                         asd, bsd = bsd, asd
@@ -364,17 +406,26 @@ def ratio_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
             vals[n], pct[n], cid[n] = r, cmp_, nc
             ratios[n].append(r)
             norm[n].append(nc if nc is not None else 0.0)
-        sec.rows.append(_fixed(Row(op, "Ratio", "ratio", "higher" if preferred == "Higher" else "lower", vals),
-                               ctx.names, pct))
+        sec.rows.append(
+            _fixed(Row(op, "Ratio", "ratio", "higher" if preferred == "Higher" else "lower", vals), ctx.names, pct)
+        )
         if any(s.ratio_ci is not None or s.ratio_sd is not None for s in per.values()):
             # the "(+0.06s)" column: how far apart the intervals are (cidiff; > 1 in size: no overlap)
             sec.rows.append(_fixed(Row(op, "CIdiff", "", "higher", cid), ctx.names))
     if any(s.ratio_ci is not None or s.ratio_sd is not None for per in summaries.values() for s in per.values()):
         for stat, fn in (("Dmean", lambda xs: sum(xs) / len(xs)), ("Dmin", min), ("Dmax", max)):
-            sec.rows.append(_fixed(Row(preferred, stat, "", "higher",
-                                       {n: clean(fn(v)) if v else None for n, v in norm.items()}), ctx.names))
-    sec.rows.append(_fixed(Row(preferred, "Gmean", "ratio", "higher",
-                               {n: clean(mt.gmean_ratio(v)) for n, v in ratios.items()}), ctx.names))
+            sec.rows.append(
+                _fixed(
+                    Row(preferred, stat, "", "higher", {n: clean(fn(v)) if v else None for n, v in norm.items()}),
+                    ctx.names,
+                )
+            )
+    sec.rows.append(
+        _fixed(
+            Row(preferred, "Gmean", "ratio", "higher", {n: clean(mt.gmean_ratio(v)) for n, v in ratios.items()}),
+            ctx.names,
+        )
+    )
     return sec
 
 
@@ -401,20 +452,24 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
     proc-vmstat --sub-heading X), each as its Amean and Max over every iteration's values pooled."""
     runs = dict(zip(ctx.names, ctx.runs))
     out = []
-    for mon, fname, graphed in (("vmstat", "vmstat.log", mmv.VMSTAT_VIEWS),
-                                ("proc-vmstat", "proc-vmstat.tsv", mmv.PROC_VMSTAT_VIEWS)):
+    for mon, fname, graphed in (
+        ("vmstat", "vmstat.log", mmv.VMSTAT_VIEWS),
+        ("proc-vmstat", "proc-vmstat.tsv", mmv.PROC_VMSTAT_VIEWS),
+    ):
         asked = [h for m, h in ctx.monitor_views if m == mon]
         headings = list(dict.fromkeys([*graphed, *asked]))
         series: dict[str, dict[str, list[float]]] = {}
         counters: dict[str, set[str]] = {}
         for n, its in measured.items():
-            its_with = [(it, f) for it in sorted(its, key=lambda i: i.index)
-                        if (f := _monitor_file(runs[n], it, mon, fname))]
+            its_with = [
+                (it, f) for it in sorted(its, key=lambda i: i.index) if (f := _monitor_file(runs[n], it, mon, fname))
+            ]
             files = [f for _, f in its_with]
             if not files:
                 if asked and its:
-                    ctx.note(f"monitor {mon} (MMTests): {label} ({n}): no {mon} monitor file, so no "
-                             f"{', '.join(asked)} view")
+                    ctx.note(
+                        f"monitor {mon} (MMTests): {label} ({n}): no {mon} monitor file, so no {', '.join(asked)} view"
+                    )
                 continue
             if mon == "vmstat":
                 texts = [f.read_text().splitlines() for f in files]
@@ -426,19 +481,23 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
                 reads = [it.monitors[mon].get("mmtests_frames_read") for it, _ in its_with]
                 series[n] = {}
                 for h in headings:
-                    view = mmv.ProcVmstatView(h)    # one per run: its last value carries across iterations
+                    view = mmv.ProcVmstatView(h)  # one per run: its last value carries across iterations
                     series[n][h] = [v for fr, r in zip(frames, reads) for v in view.series(fr, r)]
         if not series:
             continue
         for h in asked if mon == "proc-vmstat" else []:
             lacking = [n for n in series if not mmv.proc_vmstat_known(h, counters[n])]
             if len(lacking) == len(series):
-                raise UsageError(f"--monitor-view proc-vmstat:{h}: no /proc/vmstat counter {h!r} in the "
-                                 f"proc-vmstat monitor of {label} in any run (e.g. "
-                                 f"{', '.join(sorted(counters[lacking[0]])[:6])}, ...)")
+                raise UsageError(
+                    f"--monitor-view proc-vmstat:{h}: no /proc/vmstat counter {h!r} in the "
+                    f"proc-vmstat monitor of {label} in any run (e.g. "
+                    f"{', '.join(sorted(counters[lacking[0]])[:6])}, ...)"
+                )
             for n in lacking:
-                ctx.note(f"monitor proc-vmstat (MMTests): {label} ({n}): its kernel has no counter {h}; "
-                         f"MMTests' view reads 0 for it, shown as such")
+                ctx.note(
+                    f"monitor proc-vmstat (MMTests): {label} ({n}): its kernel has no counter {h}; "
+                    f"MMTests' view reads 0 for it, shown as such"
+                )
         sec = Section(f"monitor {mon} (MMTests): {label}", "monitor", label=label, source=mon)
         rules = rules_of(ctx)
         for h in headings:
@@ -448,8 +507,18 @@ def monitor_view_sections(ctx: Context, label: str, measured: dict[str, list[Ite
             title = summ[ctx.names[0]][0]
             for i, stat in ((1, title), (2, "Max")):
                 vals = mt.compare_cells({n: summ[n][i] for n in ctx.names}, ctx.base)
-                sec.rows.append(_fixed(Row(h, stat, "", "higher" if pref == "Higher" else "lower",
-                                           {n: clean(v) for n, v in vals.items()}), ctx.names))
+                sec.rows.append(
+                    _fixed(
+                        Row(
+                            h,
+                            stat,
+                            "",
+                            "higher" if pref == "Higher" else "lower",
+                            {n: clean(v) for n, v in vals.items()},
+                        ),
+                        ctx.names,
+                    )
+                )
         out.append(sec)
     return out
 
@@ -458,7 +527,7 @@ def iostat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
     """MonitorIostat.pm's Amean and Max of every device column (compare-kernels.sh prints it when
     the second row's baseline value is above 5; shown here whenever there is data)."""
     runs = dict(zip(ctx.names, ctx.runs))
-    view = mmv.IostatView(rules_of(ctx))   # one per comparison: its device set spans runs and iter-N
+    view = mmv.IostatView(rules_of(ctx))  # one per comparison: its device set spans runs and iter-N
     series: dict[str, dict[str, list[float]]] = {}
     order: list[str] = []
     for n, its in measured.items():
@@ -475,7 +544,7 @@ def iostat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
                     order.append(op)
     sec = Section(f"iostat: {label}", "monitor")
     rules = rules_of(ctx)
-    for i in (1, 2):                  # the mean rows of every op, then the Max rows
+    for i in (1, 2):  # the mean rows of every op, then the Max rows
         for op in order:
             pref = mmv.monitor_preferred("iostat", op, rules)
             summ = {n: mmv.monitor_summary(series[n][op], pref) for n in ctx.names if op in series.get(n, {})}
@@ -485,8 +554,14 @@ def iostat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
     return sec
 
 
-def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
-                     measured: dict[str, list[IterationResult]], *, ratio: bool) -> list[Section]:
+def mmtests_sections(
+    ctx: Context,
+    label: str,
+    wrs: dict[str, WorkloadRun | None],
+    measured: dict[str, list[IterationResult]],
+    *,
+    ratio: bool,
+) -> list[Section]:
     """Every MMTests section of one benchmark, in compare-kernels.sh's order."""
     rules = rules_of(ctx)
     table, summaries = benchmark_section(ctx, label, wrs, measured, rules)
@@ -502,17 +577,23 @@ def mmtests_sections(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
         shown = [n for n in ctx.names if any(r.values.get(n) is not None for r in local.rows)]
         local.layout = {"part": "locality", "field": 12, "decimals": 2, "title": titles[2], "runs": shown}
         out += [huge, local]
-    for sec, part in ((duration_section(ctx, label, measured), "duration"),
-                      (vmstat_section(ctx, label, measured, rules), "vmstat"),
-                      (schedstat_section(ctx, label, measured, rules), "schedstat"),
-                      (iostat_section(ctx, label, measured), "iostat")):
+    for sec, part in (
+        (duration_section(ctx, label, measured), "duration"),
+        (vmstat_section(ctx, label, measured, rules), "vmstat"),
+        (schedstat_section(ctx, label, measured, rules), "schedstat"),
+        (iostat_section(ctx, label, measured), "iostat"),
+    ):
         sec.layout = {"part": part, "field": mmv.monitor_field(part, rules), "decimals": 2}
         if part == "iostat" and sec.rows:
             sec.layout["omitted"] = _iostat_omitted(ctx, sec, rules)
         out.append(sec)
     for sec in monitor_view_sections(ctx, label, measured):
-        sec.layout = {"part": "monitor-view", "field": mmv.monitor_field("view", rules), "decimals": 2,
-                      "monitor": sec.source}
+        sec.layout = {
+            "part": "monitor-view",
+            "field": mmv.monitor_field("view", rules),
+            "decimals": 2,
+            "monitor": sec.source,
+        }
         out.append(sec)
     for sec in out:
         _nan_as_mmtests(ctx, sec)
@@ -532,11 +613,15 @@ def _iostat_omitted(ctx: Context, sec: Section, rules: mt.Rules) -> str:
     """Why compare-kernels.sh prints no iostat table for these runs ("" when it prints one)."""
     second = sec.rows[1].values.get(ctx.base) if len(sec.rows) > 1 else None
     if not mmv.iostat_printed(second):
-        return ("compare-kernels.sh prints it only when the baseline's second row (Amean await of the "
-                "first device) is above 5")
+        return (
+            "compare-kernels.sh prints it only when the baseline's second row (Amean await of the "
+            "first device) is above 5"
+        )
     if rules == "v1.00" and any(r.values.get(n) is None for r in sec.rows for n in ctx.names[1:]):
-        return ("MMTests v1.00 dies printing it: a column without data has no interval for Compare.pm's "
-                "significance test (\"Can't use an undefined value as an ARRAY reference\", fixed later)")
+        return (
+            "MMTests v1.00 dies printing it: a column without data has no interval for Compare.pm's "
+            'significance test ("Can\'t use an undefined value as an ARRAY reference", fixed later)'
+        )
     return ""
 
 
@@ -552,8 +637,7 @@ def _nan_as_mmtests(ctx: Context, sec: Section) -> None:
         sec.layout["runs"] = [n for n in ctx.names if any(r.values.get(n) is not None for r in sec.rows)]
         for n in ctx.names:
             if n not in sec.layout["runs"]:
-                ctx.note(f"{sec.title} ({n}): no data; MMTests' table has no column for it "
-                         f"(\"Failed to load module\")")
+                ctx.note(f'{sec.title} ({n}): no data; MMTests\' table has no column for it ("Failed to load module")')
     shown = sec.layout["runs"] if sec.rows else []
     percentages = ctx.multi and sec.layout.get("part") in COMPARED
     undefined: dict[str, list[str]] = {}
@@ -566,5 +650,4 @@ def _nan_as_mmtests(ctx: Context, sec: Section) -> None:
             if percentages and r.pct.get(n) is None:
                 r.pct[n] = 0.0
     for n, cells in undefined.items():
-        ctx.note(f"{sec.title} ({n}): undefined, printed 0.00 as MMTests prints NaN (Compare.pm): "
-                 + ", ".join(cells))
+        ctx.note(f"{sec.title} ({n}): undefined, printed 0.00 as MMTests prints NaN (Compare.pm): " + ", ".join(cells))

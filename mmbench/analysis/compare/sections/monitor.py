@@ -26,6 +26,7 @@ def monitor_sections(ctx: Context, label: str, measured: dict[str, list[Iteratio
     try:
         from mmbench.plugins import monitors as registry
         from mmbench.monitors.base import load_summary
+
         reg = registry()
     except Exception as e:  # a broken monitor package must not break compare
         ctx.note(f"monitors: registry unavailable ({type(e).__name__}: {e}); monitor sections skipped")
@@ -45,7 +46,7 @@ def monitor_sections(ctx: Context, label: str, measured: dict[str, list[Iteratio
                 meta = it.monitors.get(mon)
                 if meta is None:
                     continue
-                if "dir" not in meta:   # never started: unavailable on that kernel, or failed
+                if "dir" not in meta:  # never started: unavailable on that kernel, or failed
                     why = meta.get("unavailable") or meta.get("error") or "no data"
                     ctx.note(f"monitor {mon} ({label}, run {n}): not recorded: {why}")
                     continue
@@ -53,8 +54,10 @@ def monitor_sections(ctx: Context, label: str, measured: dict[str, list[Iteratio
                     folder = Path(run.path or ".") / str(meta["dir"])
                     summ = load_summary(cls, folder, meta)
                 except Exception as e:
-                    ctx.note(f"monitor {mon} ({label}, run {n}, iteration {it.index}): "
-                             f"summary failed: {type(e).__name__}: {e}")
+                    ctx.note(
+                        f"monitor {mon} ({label}, run {n}, iteration {it.index}): "
+                        f"summary failed: {type(e).__name__}: {e}"
+                    )
                     continue
                 for t in summ.notes:
                     ctx.note(f"monitor {mon} ({label}, run {n}): {t}")
@@ -66,20 +69,24 @@ def monitor_sections(ctx: Context, label: str, measured: dict[str, list[Iteratio
             per = values.get(mname, {})
             if md.kind == "latency":
                 # stall latencies (mm-trace): summarised and tested like a workload's latency
-                series = {n: Series(per.get(n, []), list(range(len(per.get(n, [])))), md.mean_kind)
-                          for n in ctx.names}
+                series = {n: Series(per.get(n, []), list(range(len(per.get(n, [])))), md.mean_kind) for n in ctx.names}
                 metric_rows(ctx, f"{mon}: {label}", sec, md, series)
                 continue
             pooled = {n: st.pooled(per.get(n, [])) for n in ctx.names}
             for stat, fn in (("Amean", st.amean), ("Max", st.vmax)):
-                sec.rows.append(Row(mname, stat, md.unit, md.better,
-                                    {n: clean(fn(v)) if v else None for n, v in pooled.items()}))
+                sec.rows.append(
+                    Row(mname, stat, md.unit, md.better, {n: clean(fn(v)) if v else None for n, v in pooled.items()})
+                )
             if ctx.multi and ctx.is_primary(sec, mname, "Amean"):
                 # a declared monitor row (kswapd0 CPU, a stall count: an outcome or a mechanism) is
                 # tested on its per-iteration means; other monitor rows stay descriptive
-                iteration_row_tests(ctx, sec.rows[-2], {n: [st.amean(v) for v in per.get(n, []) if v]
-                                                        for n in ctx.names if per.get(n)},
-                                    count=md.kind == "count", resolution=md.effective_resolution)
+                iteration_row_tests(
+                    ctx,
+                    sec.rows[-2],
+                    {n: [st.amean(v) for v in per.get(n, []) if v] for n in ctx.names if per.get(n)},
+                    count=md.kind == "count",
+                    resolution=md.effective_resolution,
+                )
         if sec.rows:
             out.append(sec)
     return out

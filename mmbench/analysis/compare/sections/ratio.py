@@ -32,8 +32,7 @@ def ratio_section(ctx: Context, label: str, means: Means, others: list[tuple[str
             if b is None or v is None or b < 0 or v < 0:
                 why = "a mean is missing or negative"
             elif b == 0 or v == 0:
-                why = ("both means are 0" if b == v else
-                       "baseline is 0" if b == 0 else "value is 0")
+                why = "both means are 0" if b == v else "baseline is 0" if b == 0 else "value is 0"
             if why is not None:
                 ratios[n] = None
                 excluded[n] += 1
@@ -48,14 +47,29 @@ def ratio_section(ctx: Context, label: str, means: Means, others: list[tuple[str
     skipped = {n: k for n, k in excluded.items() if k and n != ctx.base}
     if skipped:
         gm_note += "; rows that cannot be ratioed excluded: " + ", ".join(
-            f"{k} of {len(means)} for {n}" for n, k in skipped.items())
-    if others:   # said once, not on every row
+            f"{k} of {len(means)} for {n}" for n, k in skipped.items()
+        )
+    if others:  # said once, not on every row
         gm_note += f"; the {len(others)} duration and vmstat ratio rows below are not in it"
-    sec.rows.append(Row("All metrics", "Gmean", "ratio", "higher",
-                        {n: clean(st.gmean(o)) if o else None for n, o in oriented.items()},
-                        note=gm_note))
+    sec.rows.append(
+        Row(
+            "All metrics",
+            "Gmean",
+            "ratio",
+            "higher",
+            {n: clean(st.gmean(o)) if o else None for n, o in oriented.items()},
+            note=gm_note,
+        )
+    )
     for kind, row in others:
         b = row.values.get(ctx.base)
-        sec.rows.append(Row(f"{row.metric} ({kind})", f"Ratio {row.stat}", "ratio", "higher",
-                            {n: _oriented(b, row.values.get(n), row.better) for n in ctx.names}))
+        sec.rows.append(
+            Row(
+                f"{row.metric} ({kind})",
+                f"Ratio {row.stat}",
+                "ratio",
+                "higher",
+                {n: _oriented(b, row.values.get(n), row.better) for n in ctx.names},
+            )
+        )
     return sec

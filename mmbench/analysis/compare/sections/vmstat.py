@@ -32,13 +32,11 @@ def vmstat_section(ctx: Context, label: str, measured: dict[str, list[IterationR
     for rd in vm.ROWS:
         if not any(rd.name in d for d in derived.values()):
             continue
-        row = Row(rd.name, "Amean", rd.unit, rd.better,
-                  {n: clean(derived.get(n, {}).get(rd.name)) for n in ctx.names})
+        row = Row(rd.name, "Amean", rd.unit, rd.better, {n: clean(derived.get(n, {}).get(rd.name)) for n in ctx.names})
         sec.rows.append(row)
         for ch in changed.get(rd.name, []):
             row.add_note(f"counts differently from {ch.since[0]}.{ch.since[1]} on: see the notes")
-            ctx.note(f"vmstat rows {', '.join(ch.rows)}: {ch.what}; these runs' kernels straddle it "
-                     f"({_kernels(ctx)})")
+            ctx.note(f"vmstat rows {', '.join(ch.rows)}: {ch.what}; these runs' kernels straddle it ({_kernels(ctx)})")
         if per_iter:
             _test(ctx, row, {n: [d[rd.name] for d in ds] for n, ds in per_iter.items()}, rd.count, rd.resolution)
     return sec

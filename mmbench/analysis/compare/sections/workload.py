@@ -27,13 +27,15 @@ def metric_defs(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None]) ->
             if old is None:
                 defs[m.name] = m
             elif (old.unit, old.better, old.kind, old.mean_kind) != (m.unit, m.better, m.kind, m.mean_kind):
-                ctx.note(f"{label}: metric {m.name} is defined differently in run {n}; "
-                         f"the first run's definition is used")
+                ctx.note(
+                    f"{label}: metric {m.name} is defined differently in run {n}; the first run's definition is used"
+                )
     return list(defs.values())
 
 
-def workload_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None],
-                     measured: dict[str, list[IterationResult]]) -> tuple[Section, Means]:
+def workload_section(
+    ctx: Context, label: str, wrs: dict[str, WorkloadRun | None], measured: dict[str, list[IterationResult]]
+) -> tuple[Section, Means]:
     plugin = next((w.plugin for w in wrs.values() if w is not None), "")
     title = label if not plugin or plugin == label else f"{label} ({plugin})"
     sec = Section(title, "workload", label=label, source=plugin)
@@ -52,15 +54,15 @@ def workload_section(ctx: Context, label: str, wrs: dict[str, WorkloadRun | None
 
 def _series(its: list[IterationResult], md: MetricDef) -> Series:
     raw = [it.samples.get(md.name, ()) for it in its]
-    if any(hasattr(x, "ravel") for x in raw):      # large stored samples come back as float64 arrays
+    if any(hasattr(x, "ravel") for x in raw):  # large stored samples come back as float64 arrays
         import numpy as np
+
         per_iter = [np.asarray(x, dtype=np.float64) for x in raw]
         return Series(per_iter, [it.index for it in its], md.mean_kind, [a for a in per_iter if len(a)])
     return Series([st.floats(x) for x in raw], [it.index for it in its], md.mean_kind)
 
 
-def metric_rows(ctx: Context, label: str, sec: Section, md: MetricDef,
-                series: dict[str, Series]) -> Row | None:
+def metric_rows(ctx: Context, label: str, sec: Section, md: MetricDef, series: dict[str, Series]) -> Row | None:
     """Summary rows of one metric into ``sec``, with tests; returns the mean row."""
     kind = md.mean_kind
     latency = md.kind == "latency"
@@ -83,14 +85,15 @@ def metric_rows(ctx: Context, label: str, sec: Section, md: MetricDef,
             sec.rows += sample_spread_rows(ctx, sec, md, series)
     mean_row = rows[st.mean_label(kind)]
     if ctx.multi and all(n in series for n in ctx.names):
-        metric_tests(ctx, md, series, mean_row,
-                    [rows[f"P{p}"] for p in st.PERCENTILES] if latency else [])
+        metric_tests(ctx, md, series, mean_row, [rows[f"P{p}"] for p in st.PERCENTILES] if latency else [])
     return mean_row
 
 
-SAMPLE_SPREAD_NOTE = ("Stddev.samples and CoeffVar.samples: the spread of all samples pooled, as the seeds' "
-                      "'+/-' and 'stddev'; Stddev and CoeffVar are the spread of the iteration means, "
-                      "which the tests use")
+SAMPLE_SPREAD_NOTE = (
+    "Stddev.samples and CoeffVar.samples: the spread of all samples pooled, as the seeds' "
+    "'+/-' and 'stddev'; Stddev and CoeffVar are the spread of the iteration means, "
+    "which the tests use"
+)
 
 
 def sample_spread_rows(ctx: Context, sec: Section, md: MetricDef, series: dict[str, Series]) -> list[Row]:
@@ -101,13 +104,12 @@ def sample_spread_rows(ctx: Context, sec: Section, md: MetricDef, series: dict[s
     cv: dict[str, float | None] = {}
     for n in ctx.names:
         s = series.get(n)
-        pooled = s.pooled_sorted if s is not None else []   # sorted once already for the summary
+        pooled = s.pooled_sorted if s is not None else []  # sorted once already for the summary
         sd[n] = clean(st.stddev(pooled)) if len(pooled) else None
         m = st.mean(pooled, md.mean_kind) if len(pooled) else math.nan
         cv[n] = clean(100.0 * sd[n] / abs(m)) if sd[n] is not None and math.isfinite(m) and m != 0 else None
-    ctx.note(SAMPLE_SPREAD_NOTE)     # once per comparison
-    return [Row(md.name, "Stddev.samples", md.unit, "lower", sd),
-            Row(md.name, "CoeffVar.samples", "%", "lower", cv)]
+    ctx.note(SAMPLE_SPREAD_NOTE)  # once per comparison
+    return [Row(md.name, "Stddev.samples", md.unit, "lower", sd), Row(md.name, "CoeffVar.samples", "%", "lower", cv)]
 
 
 def outlier_notes(ctx: Context, label: str, md: MetricDef, run: str, s: Series) -> None:
@@ -116,12 +118,21 @@ def outlier_notes(ctx: Context, label: str, md: MetricDef, run: str, s: Series) 
         return
     vals = s.iteration_means
     finite = sorted(v for v in vals if math.isfinite(v))
-    med = (finite[len(finite) // 2] if len(finite) % 2 else
-           (finite[len(finite) // 2 - 1] + finite[len(finite) // 2]) / 2.0) if finite else math.nan
+    med = (
+        (
+            finite[len(finite) // 2]
+            if len(finite) % 2
+            else (finite[len(finite) // 2 - 1] + finite[len(finite) // 2]) / 2.0
+        )
+        if finite
+        else math.nan
+    )
     for j, z in st.outliers(vals):
-        ctx.note(f"{label} iteration {have[j]} is an outlier in {md.name} "
-                 f"(run {run}: {_fmt(vals[j])} {md.unit} vs median {_fmt(med)}, robust z {z:.1f}); "
-                 f"kept")
+        ctx.note(
+            f"{label} iteration {have[j]} is an outlier in {md.name} "
+            f"(run {run}: {_fmt(vals[j])} {md.unit} vs median {_fmt(med)}, robust z {z:.1f}); "
+            f"kept"
+        )
 
 
 def _fmt(v: float) -> str:
