@@ -10,9 +10,9 @@ statistic (Min, Amean, BAmean.95, Ops, Duration, Ratio, ...), the rest the op.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-from dataclasses import dataclass, field
 
 _CELL = re.compile(
     r"(?<!\S)(-?\d+\.\d+|-?nan|NaN|-?inf)(?:\s*([(*])\s*(-?\d+\.\d+)%[)*])?(?:\s*([(*])\s*([+-]\d+\.\d+)s[)*])?"

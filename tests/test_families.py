@@ -167,7 +167,10 @@ def test_fail_on_regression_cli_exit(tmp_path):
 
 
 def test_primary_checked_when_loading(suite_file, results):
-    base = '[suite]\niterations = 2\nbudget = "256M"\n{}\n[[workload]]\nname = "faultin"\n[workload.params]\nsize = "0.25x"\n'
+    base = (
+        '[suite]\niterations = 2\nbudget = "256M"\n{}\n'
+        '[[workload]]\nname = "faultin"\n[workload.params]\nsize = "0.25x"\n'
+    )
     good = load_suite(suite_file(base.format('primary = ["Minor Faults", "duration:System"]')))
     assert good.primary == ["Minor Faults", "duration:System"]
     assert good.effective["suite"]["primary"] == good.primary  # stored with the run

@@ -270,6 +270,8 @@ def test_evaluate_tristate():
 
 # --------------------------------------------------------------------------------------------- patches
 
+# git format-patch's output; its signature separator "-- " ends in a space, written \x20 here so
+# that it is visible and survives editors that strip trailing blanks.
 FORMAT_PATCH = """\
 From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001
 From: A Developer <dev@example.org>
@@ -292,7 +294,7 @@ diff --git a/mm/vmscan.c b/mm/vmscan.c
 -int b = 1;
 +int b = 2;
  int c;
--- 
+--\x20
 2.39.2
 
 From 89abcdef0123456789abcdef0123456789abcdef Mon Sep 17 00:00:00 2001
@@ -307,7 +309,7 @@ new file mode 100644
 +++ b/mm/new.c
 @@ -0,0 +1 @@
 +int new;
--- 
+--\x20
 2.39.2
 """
 

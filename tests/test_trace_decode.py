@@ -275,7 +275,8 @@ def test_synthesised_kswapd_wakes_by_order(order, tmp_path):
             # this synthesised format has no gfp_flags: the speculative row is absent, and said so
             assert summary.notes == [
                 "this kernel's mm_vmscan_wakeup_kswapd tracepoint has no gfp_flags field naming __GFP_NORETRY, "
-                "__GFP_NOMEMALLOC, __GFP_IO, __GFP_DIRECT_RECLAIM: no 'Kswapd wake requests, speculative high-order' row"
+                "__GFP_NOMEMALLOC, __GFP_IO, __GFP_DIRECT_RECLAIM: "
+                "no 'Kswapd wake requests, speculative high-order' row"
             ]
         else:
             assert set(rows[reference]) == {"Kswapd wake requests"}

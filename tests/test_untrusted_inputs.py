@@ -7,16 +7,13 @@ loop, MMTests logs that hold nothing, and the machine lock's holder."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
-from conftest import mmbench, needs_root, start_mmbench, wait_for
+from conftest import mmbench, needs_root, start_mmbench
 
 GOOD_CSV = "workload,metric,unit,better,iteration,value\nw,t,s,lower,0,1.0\nw,t,s,lower,1,1.2\n"
 QUICK = """

@@ -219,7 +219,8 @@ def _check(request: RunRequest) -> int:
         f"{len(suite.monitors)} monitor(s); nothing was run"
     )
     print(
-        f"primary rows, the outcomes ({'declared' if suite.primary_declared else 'default from the headline and aims'}): "
+        "primary rows, the outcomes "
+        f"({'declared' if suite.primary_declared else 'default from the headline and aims'}): "
         + ", ".join(suite.primary)
     )
     print(

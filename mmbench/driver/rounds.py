@@ -210,7 +210,8 @@ def run_rounds(
             if max_time is not None and time.monotonic() - start >= max_time:
                 return status, (
                     f"stopped at --max-time after {measured} of {plan.iterations} planned measured "
-                    f"iterations ({time.monotonic() - start:.0f} s): {_reached(store, configs, name, baseline, fixed, headline, target)}"
+                    f"iterations ({time.monotonic() - start:.0f} s): "
+                    f"{_reached(store, configs, name, baseline, fixed, headline, target)}"
                 )
         return status, (
             f"stopped after {measured} measured iterations as planned"

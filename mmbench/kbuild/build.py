@@ -338,7 +338,8 @@ def _build_locked(
             or None
         )
         log(
-            f"kernel build: compiling in {obj} ({'about ' + str(expect) + ' objects if cold' if expect else 'cold: ~1,300 objects, minutes'})"
+            f"kernel build: compiling in {obj} "
+            f"({'about ' + str(expect) + ' objects if cold' if expect else 'cold: ~1,300 objects, minutes'})"
         )
         rc, compiled, make_s = _make(source.path, obj, ["bzImage"], log_file, log, "compiling", expect)
         if rc != 0:

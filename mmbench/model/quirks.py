@@ -230,8 +230,8 @@ def cgroup_file(what: str, version: int) -> str:
 KTHREADS = ("kswapd", "kcompactd", "khugepaged", "kdamond")
 
 # Per-page reclaim writeback tracepoint: mm_vmscan_writepage became mm_vmscan_write_folio when
-# vmscan's pageout() was converted to folios (Matthew Wilcox's 2022 series).  Both are left out of mm-trace by default: one event per
-# page written, the same count as /proc/vmstat nr_vmscan_write.
+# vmscan's pageout() was converted to folios (Matthew Wilcox's 2022 series).  Both are left out of
+# mm-trace by default: one event per page written, the same count as /proc/vmstat nr_vmscan_write.
 PER_PAGE_TRACEPOINTS = ("vmscan:mm_vmscan_write_folio", "vmscan:mm_vmscan_writepage")
 
 # mm-trace's events and fields that differ between the kernels measured here, as their real

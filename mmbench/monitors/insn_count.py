@@ -1,4 +1,5 @@
-"""insn-count: the instructions executed during an iteration, in kernel and in user mode, per CPU, per kernel subsystem and per unit of mm work.
+"""insn-count: the instructions executed during an iteration, in kernel and in user mode, per CPU,
+per kernel subsystem and per unit of mm work.
 
 Two sources, whichever the machine has:
 

@@ -8,6 +8,8 @@ import time
 
 from mmbench.analysis.history import KEY_FIELDS, PVALUE, History, Series, SeriesInfo, shortest_detectable
 
+# A backslash ending a line below joins the next line to it: long lines are cut only to fit 120
+# columns, the page is the same.
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>mmbench history: {{ title }}</title>
 <style>
@@ -22,7 +24,8 @@ table { border-collapse: collapse; font-size: 12px } td, th { padding: 1px 8px; 
 patches, build) labels each point. Change points: E-Divisive means, p &le; {{ pvalue }}
 ({{ permutations }} permutations){% if common %}. All series: {{ common }}{% endif %}.</p>
 <table><tr><th>series</th><th>runs</th><th>from</th><th>to</th><th>what differs</th></tr>
-{% for s in infos %}<tr><td>[{{ s.id }}]</td><td>{{ s.n }}</td><td>{{ s.first }}</td><td>{{ s.last }}</td><td class="key">{{ s.differs }}</td></tr>{% endfor %}
+{% for s in infos %}<tr><td>[{{ s.id }}]</td><td>{{ s.n }}</td><td>{{ s.first }}</td><td>{{ s.last }}</td>\
+<td class="key">{{ s.differs }}</td></tr>{% endfor %}
 </table>
 {% for s in infos %}
 <section class="series">
@@ -34,21 +37,30 @@ patches, build) labels each point. Change points: E-Divisive means, p &le; {{ pv
      aria-label="{{ m.workload }} {{ m.metric }} over time">
   <line x1="{{ left }}" x2="{{ left }}" y1="{{ top }}" y2="{{ bottom }}" stroke="#999"/>
   <line x1="{{ left }}" x2="{{ right }}" y1="{{ bottom }}" y2="{{ bottom }}" stroke="#999"/>
-  {% for y, label in m.yticks %}<text x="{{ left - 4 }}" y="{{ y + 3 }}" font-size="10" text-anchor="end">{{ label }}</text>
+  {% for y, label in m.yticks %}\
+<text x="{{ left - 4 }}" y="{{ y + 3 }}" font-size="10" text-anchor="end">{{ label }}</text>
   <line x1="{{ left }}" x2="{{ right }}" y1="{{ y }}" y2="{{ y }}" stroke="#eee"/>{% endfor %}
-  <text x="12" y="{{ (top + bottom) / 2 }}" font-size="10" text-anchor="middle" transform="rotate(-90 12 {{ (top + bottom) / 2 }})">{{ m.unit or "value" }}</text>
-  {% for x, label, anchor in m.xticks %}<text x="{{ x }}" y="{{ bottom + 14 }}" font-size="10" text-anchor="{{ anchor }}">{{ label }}</text>
+  <text x="12" y="{{ (top + bottom) / 2 }}" font-size="10" text-anchor="middle" \
+transform="rotate(-90 12 {{ (top + bottom) / 2 }})">{{ m.unit or "value" }}</text>
+  {% for x, label, anchor in m.xticks %}\
+<text x="{{ x }}" y="{{ bottom + 14 }}" font-size="10" text-anchor="{{ anchor }}">{{ label }}</text>
   <line x1="{{ x }}" x2="{{ x }}" y1="{{ bottom }}" y2="{{ bottom + 4 }}" stroke="#999"/>{% endfor %}
-  {% for x, label in m.kernel_x %}<line x1="{{ x }}" x2="{{ x }}" y1="{{ top }}" y2="{{ bottom }}" stroke="#aaa" stroke-dasharray="2 3"><title>kernel: {{ label }}</title></line>{% endfor %}
+  {% for x, label in m.kernel_x %}\
+<line x1="{{ x }}" x2="{{ x }}" y1="{{ top }}" y2="{{ bottom }}" stroke="#aaa" stroke-dasharray="2 3">\
+<title>kernel: {{ label }}</title></line>{% endfor %}
   <polyline fill="none" stroke="#2a6fdb" stroke-width="1.5" points="{{ m.points }}"/>
-  {% for x, y, tip in m.dots %}<circle cx="{{ x }}" cy="{{ y }}" r="2.5" fill="#2a6fdb"><title>{{ tip }}</title></circle>{% endfor %}
-  {% for x in m.cp_x %}<line x1="{{ x }}" x2="{{ x }}" y1="{{ top }}" y2="{{ bottom }}" stroke="#b00" stroke-dasharray="4 3"/>{% endfor %}
+  {% for x, y, tip in m.dots %}\
+<circle cx="{{ x }}" cy="{{ y }}" r="2.5" fill="#2a6fdb"><title>{{ tip }}</title></circle>{% endfor %}
+  {% for x in m.cp_x %}\
+<line x1="{{ x }}" x2="{{ x }}" y1="{{ top }}" y2="{{ bottom }}" stroke="#b00" stroke-dasharray="4 3"/>{% endfor %}
 </svg>
 {% if m.cps %}<table>{% for c in m.cps %}
 <tr class="cp"><td>change point</td><td>{{ c.before_run }} &rarr; {{ c.after_run }}</td>
-<td>{{ c.before }} &rarr; {{ c.after }}</td><td>{{ c.step }}</td><td>kernel {{ c.kernels }}</td></tr>{% endfor %}</table>{% endif %}
+<td>{{ c.before }} &rarr; {{ c.after }}</td><td>{{ c.step }}</td>\
+<td>kernel {{ c.kernels }}</td></tr>{% endfor %}</table>{% endif %}
 {% endfor %}
-{% if s.kernels %}<table><tr><th>kernel</th><th>from run</th></tr>{% for k, r in s.kernels %}<tr><td>{{ k }}</td><td>{{ r }}</td></tr>{% endfor %}</table>{% endif %}
+{% if s.kernels %}<table><tr><th>kernel</th><th>from run</th></tr>\
+{% for k, r in s.kernels %}<tr><td>{{ k }}</td><td>{{ r }}</td></tr>{% endfor %}</table>{% endif %}
 </section>
 {% endfor %}
 </body></html>
@@ -113,7 +125,8 @@ def render_text(h: History | list[Series]) -> str:
             if i in starts:
                 c = starts[i]
                 lines.append(
-                    f"  ---- change point: {_fmt(c.before_mean)} -> {_fmt(c.after_mean)}{' ' + s.unit if s.unit else ''} "
+                    f"  ---- change point: {_fmt(c.before_mean)} -> {_fmt(c.after_mean)}"
+                    f"{' ' + s.unit if s.unit else ''} "
                     f"({c.step_pct:+.2f}%) between {c.before_run} and {c.after_run}"
                     + (f"; kernel {c.before_kernel} -> {c.after_kernel}" if c.before_kernel != c.after_kernel else "")
                 )

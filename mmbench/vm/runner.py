@@ -348,7 +348,8 @@ def run_in_vm(
         walls: list[dict[str, Any]] = []
         result = guest.run(opts.timeout + BOOT_ALLOWANCE, _relay(progress, suite.path.stem, current, walls))
         progress.info(
-            f"guest finished in {result.wall:.1f} s ({'exit ' + str(result.exit_code) if result.exit_code is not None else result.reason().split(';')[0]})"
+            f"guest finished in {result.wall:.1f} s "
+            f"({'exit ' + str(result.exit_code) if result.exit_code is not None else result.reason().split(';')[0]})"
         )
         vm_facts = {
             "kernel_spec": kernel.spec,

@@ -237,7 +237,8 @@ def mark_rows(ctx: Context, cmp: Comparison) -> None:
             for e, h in zip(entries, hits[fam]):
                 if len(h) > 1:
                     ctx.note(
-                        f"{_KEYS[fam]} entry {e.text!r} names {len(h)} rows ({'; '.join(_row_label(s, r) for s, r in h)}), "
+                        f"{_KEYS[fam]} entry {e.text!r} names {len(h)} rows "
+                        f"({'; '.join(_row_label(s, r) for s, r in h)}), "
                         f"each a test of the {fam} family; name one with a section (compare --{_KEYS[fam]} "
                         f"chooses the family now)"
                     )

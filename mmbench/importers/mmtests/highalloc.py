@@ -8,7 +8,8 @@ starting ``<i> success|failure`` that does not end in one integer is an error). 
 as ExtractHighalloc.pm: ``<W>-pass`` = number of pass files, ``<W>-success`` = successes·100 /
 attempts over all passes (%), ``<W>-mean-lat`` = arithmetic mean of all attempts' latencies in ns
 (the script prints ``ktime_to_ns`` of ktime_get_real() around each allocation).  One sample
-each.  Success and passes are higher-is-better; unlike MMTests, mean-lat is lower-is-better.  Other lines (stap banners, "% Success" summaries) are skipped.
+each.  Success and passes are higher-is-better; unlike MMTests, mean-lat is lower-is-better.
+Other lines (stap banners, "% Success" summaries) are skipped.
 """
 
 from __future__ import annotations

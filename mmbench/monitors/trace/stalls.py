@@ -4,7 +4,8 @@ Input: decoded events (``name → [(ts_ns, cpu, pid, *fields)]`` with their fiel
 ``mmbench.monitors.trace.ringbuffer.decode_files`` returns them).  Output: one record per stall
 (kind, who, pid, comm, start, duration, pages reclaimed, pages scanned, overlaps a loss) and
 per-kind statistics: count, total, mean, P50/P90/P95/P99, max and latency bins; plus extfrag
-counts and kswapd wake-ups by allocation order.  ``find_stalls`` is the reference ``trace_decode.c`` must match stall for stall.
+counts and kswapd wake-ups by allocation order.  ``find_stalls`` is the reference
+``trace_decode.c`` must match stall for stall.
 
 Pairs (begin → end, same pid, in time order; a begin without its end is dropped and counted as
 unpaired, a later begin of the same kind and pid replaces an open one): direct reclaim, memcg

@@ -1,8 +1,9 @@
 """The ``monitor NAME: WORKLOAD`` sections: each monitor's per-iteration summary (cached in its
 folder by ``load_summary``); latency metrics (mm-trace stalls) get workload-style rows and tests,
 the others an Amean and a Max row, the Amean row tested on its per-iteration means when the suite
-declares it primary (kswapd0 CPU, a stall count; counts with the count test).  The monitor registry is imported only when an iteration
-recorded a monitor, so a plain compare does not pay for it."""
+declares it primary (kswapd0 CPU, a stall count; counts with the count test).  The monitor
+registry is imported only when an iteration recorded a monitor, so a plain compare does not pay
+for it."""
 
 from __future__ import annotations
 
