@@ -41,7 +41,7 @@ fi
 
 py=${PYTHON:-python3}
 extras="[plot]"
-[ $want_test = 1 ] && extras="[plot,test,fleet]"
+[ $want_test = 1 ] && extras="[plot,test,fleet,lint]"
 stamp=".venv/.mmbench-setup-$(cat pyproject.toml | sha256sum | cut -c1-12)$want_test"
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($py --version)"
