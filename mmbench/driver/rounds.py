@@ -29,12 +29,14 @@ class Arm:
     runs one round of it, ``run(suite, part, parts_store, *, force, progress) -> status`` (the
     suite on this machine, or a guest boot of the arm's kernel).  ``retry_panics``: a round whose
     guest kernel panicked runs once more (under TCG a guest sometimes dies of an int3 oops while
-    a static key is patched, docs/kernels.md)."""
+    a static key is patched, docs/kernels.md).  ``position``: the arm's place among the arms, kept
+    in the stored run (``interleave``: ``history`` draws each arm as its own series)."""
 
     name: str
     suite: Any
     run: Callable[..., str]
     retry_panics: bool = False
+    position: tuple[int, int] | None = None  # (arm, arms) of a fleet interleave, stored as its ``interleave``
 
 
 @dataclass
@@ -52,7 +54,15 @@ def round_order(arms: list[Any], rnd: int) -> list[Any]:
     return list(arms) if rnd % 2 == 0 else list(arms)[::-1]
 
 
-def measure(arms: list[Arm], store: Any, rounds: int, *, progress: Any, force: bool = True) -> Measured:
+def measure(
+    arms: list[Arm],
+    store: Any,
+    rounds: int,
+    *,
+    progress: Any,
+    force: bool = True,
+    parts_dir: Path | None = None,
+) -> Measured:
     """Each arm measured for exactly ``rounds`` rounds, counterbalanced; returns the stored runs."""
     status, note = run_rounds(
         arms,
@@ -63,6 +73,7 @@ def measure(arms: list[Arm], store: Any, rounds: int, *, progress: Any, force: b
         max_time=None,
         force=force,
         progress=progress,
+        parts_dir=parts_dir,
     )
     return Measured(status, note, [store.load_run(a.name) for a in arms])
 
@@ -97,6 +108,7 @@ def run_rounds(
     max_time: float | None,
     force: bool,
     progress: Any,
+    parts_dir: Path | None = None,
 ) -> tuple[str, str]:
     """Size the run (pilot or stored baseline), then run exactly that many measured rounds (or
     until ``max_time`` seconds); returns (status, what happened).  The last arm is the run being
@@ -104,7 +116,8 @@ def run_rounds(
     half-width in percent, None for exactly ``max_iterations`` measured rounds and no pilot.
     ``fixed_baseline``: a stored run the only arm is sized against.  A pilot round asks for 0
     measured iterations and 1 more warm-up of each workload, so an arm's runner must pass each
-    workload's ``iterations`` and ``warmup`` on."""
+    workload's ``iterations`` and ``warmup`` on.  ``parts_dir``: where the rounds' own runs are
+    stored until joined (default: a folder of the cache, removed at the end)."""
     from mmbench.store import open_store
     from mmbench.store.transfer import join_interleaved
 
@@ -139,7 +152,7 @@ def run_rounds(
             f"as warm-up and left out of every statistic (so the decision never sees the tested data)"
         )
     cache = Path(os.environ.get("MMBENCH_CACHE") or Path.home() / ".cache" / "mmbench")
-    parts_dir = cache / "parts" / f"{name}-{os.getpid()}"
+    parts_dir = parts_dir or cache / "parts" / f"{name}-{os.getpid()}"
     parts_store = open_store(parts_dir)
     parts: dict[str, list[str]] = {n: [] for n, _ in configs}
     pilots: dict[str, list[dict[str, list[float]]]] = {n: [] for n, _ in configs}
@@ -176,7 +189,9 @@ def run_rounds(
                     part = f"{run_name}.round{rnd}.retry"
                     st = runner(_one_round(suite, rnd == 0, pilot), part, parts_store, force=True, progress=progress)
                 parts[run_name].append(part)
-                join_interleaved(parts_store, parts[run_name], store, run_name, force=True)
+                join_interleaved(
+                    parts_store, parts[run_name], store, run_name, force=True, arm=runners[run_name].position
+                )
                 if st != "complete":
                     kept = _keep_console(parts_store, part, cache)
                     return "failed", (
@@ -222,7 +237,9 @@ def run_rounds(
         # Interrupted or failed mid-round: what finished stays, marked incomplete.
         for run_name, names in parts.items():
             if names:
-                join_interleaved(parts_store, names, store, run_name, force=True, status="incomplete")
+                join_interleaved(
+                    parts_store, names, store, run_name, force=True, status="incomplete", arm=runners[run_name].position
+                )
         raise
     finally:
         shutil.rmtree(parts_dir, ignore_errors=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import io
 import os
 import shutil
 import signal
@@ -408,30 +409,49 @@ def _interleave(
     lease: Lease | None = None,
     stats: dict[str, float] | None = None,
 ) -> int:
-    """Rounds of one iteration of each configuration, in the driver's round order (A B, B A, A B
-    ...: a position effect in the round hits every arm), then one run per configuration."""
+    """The driver's rounds (``rounds.measure``: one iteration of each configuration per round, in
+    the order A B, B A, A B ..., so a position effect in the round hits every arm), each round a
+    child ``mmbench run`` under the job's time limit and lease; every finished round is joined
+    into the job's store at once, so a job stopped midway keeps its rounds (stored incomplete)."""
+    from mmbench.config.load import load_suite
     from mmbench.driver.jobs import local_request
-    from mmbench.driver.rounds import round_order
+    from mmbench.driver.rounds import Arm, measure
+    from mmbench.run.progress import PlainProgress
     from mmbench.store import open_store
-    from mmbench.store.transfer import join_interleaved
 
     parts_dir = work / "parts"
     requests = [local_request(entry, work / f"config-{i}") for i, entry in enumerate(job["configs"])]
-    parts: dict[str, list[str]] = {r.name: [] for r in requests}
-    for rnd in range(int(job["rounds"])):
-        for request in round_order(requests, rnd):
-            part = f"{request.name}.round{rnd}"
-            later = () if rnd == 0 else ("warmup=0",)  # warm-ups in the first round only
-            one = request.replace(name=part, iterations=1, sets=(*request.sets, *later))
-            rc = _mmbench(_run_argv(one), log, str(parts_dir), limit=time_limit(one), lease=lease, stats=stats)
-            if rc != 0:
-                return rc
-            parts[request.name].append(part)
-    local, central = open_store(parts_dir), open_store(results)
-    arms = len(parts)
-    for arm, (name, names) in enumerate(parts.items()):
-        join_interleaved(local, names, central, name, force=True, arm=(arm, arms))
+    arms = []
+    for i, request in enumerate(requests):
+        try:
+            suite = load_suite(request.config, list(request.sets), request.iterations)
+        except Exception as e:  # the child would refuse it the same way: said once, here
+            raise JobFailed(f"configuration {i + 1} ({request.name}): {e}") from None
+        arms.append(Arm(request.name, suite, _child_round(request, log, lease, stats), position=(i, len(requests))))
+    text = io.TextIOWrapper(log, encoding="utf-8", line_buffering=True)
+    try:
+        got = measure(arms, open_store(results), int(job["rounds"]), progress=PlainProgress(text), parts_dir=parts_dir)
+    finally:
+        text.detach()  # the job's log stays open for run_job
+    if got.status != "complete":
+        raise JobFailed(got.note)
     return 0
+
+
+def _child_round(request: Any, log: Any, lease: Lease | None, stats: dict[str, float] | None) -> Any:
+    """An arm's round runner for ``rounds.measure``: the request's ``mmbench run`` as a child with
+    one measured iteration and the round's warm-ups, into the rounds' own store; returns the
+    stored round's status."""
+
+    def run_round(round_suite: Any, part: str, parts_store: Any, *, force: bool, progress: Any) -> str:
+        warmups = [f"{w.label}.warmup={w.warmup}" for w in round_suite.workloads]
+        one = request.replace(name=part, iterations=1, sets=(*request.sets, *warmups))
+        rc = _mmbench(_run_argv(one), log, str(parts_store.root), limit=time_limit(one), lease=lease, stats=stats)
+        if rc != 0:
+            raise JobFailed(f"mmbench run exited {rc} in round {part}")
+        return parts_store.load_run(part).status
+
+    return run_round
 
 
 def _retrying(what: str, fn: Any, seconds: float = 60.0) -> Any:
