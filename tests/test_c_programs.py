@@ -83,3 +83,24 @@ def test_pft_process_mode_still_measures():
     assert proc.returncode == 0, proc.stderr
     lines = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("result")]
     assert len(lines) == 2 and all(int(ln[6]) > 0 and int(ln[8]) == 2048 for ln in lines)
+
+
+@pytest.mark.parametrize(
+    "script,said",
+    [("kill -KILL $$", "was killed by SIGKILL and printed nothing"), ("exit 3", "exited 3 and printed nothing")],
+)
+def test_a_compiler_that_says_nothing_is_said(tmp_path, monkeypatch, script, said):
+    """A compiler killed by a signal (the OOM killer) prints nothing: the reason still says how it ended."""
+    from mmbench.cbuild import _build
+    from mmbench.errors import EnvironmentUnsupported
+
+    cc = tmp_path / "cc"
+    cc.write_text(f"#!/bin/sh\n{script}\n")
+    cc.chmod(0o755)
+    src = tmp_path / "prog.c"
+    src.write_text("int main(void) { return 0; }\n")
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setenv("MMBENCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(EnvironmentUnsupported) as err:
+        _build(src, ["-O2"], [], "")
+    assert str(err.value) == f"building prog.c failed: {cc} {said}"

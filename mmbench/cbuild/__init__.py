@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -85,7 +86,22 @@ def _build(source: Path, cflags: list[str], libs: list[str], suffix: str) -> str
     )
     if proc.returncode != 0:
         os.unlink(tmp)
-        raise EnvironmentUnsupported(f"building {source.name} failed:\n{proc.stderr.strip()}")
+        raise EnvironmentUnsupported(f"building {source.name} failed: {_compiler_said(cc, proc)}")
     os.chmod(tmp, 0o755)
     os.replace(tmp, out)  # atomic: a concurrent build of the same source is harmless
     return str(out)
+
+
+def _compiler_said(cc: str, proc: subprocess.CompletedProcess) -> str:
+    """The compiler's own error text, or, when it printed none (killed by a signal, e.g. by the OOM
+    killer), how it ended: an empty reason would say nothing."""
+    text = proc.stderr.strip()
+    if text:
+        return "\n" + text
+    if proc.returncode < 0:
+        try:
+            name = signal.Signals(-proc.returncode).name
+        except ValueError:
+            name = f"signal {-proc.returncode}"
+        return f"{cc} was killed by {name} and printed nothing"
+    return f"{cc} exited {proc.returncode} and printed nothing"
