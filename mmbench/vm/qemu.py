@@ -27,6 +27,7 @@ EXIT_MARKER = "MMBENCH-GUEST-EXIT"
 PANIC_MARKERS = ("Kernel panic - not syncing", "---[ end Kernel panic")
 PROBE_SECONDS = 20.0
 ICOUNT_SMP_PROBE_SECONDS = 90.0
+PROBE_MEMO = "accel-probe.json"  # in the VM cache: both probes' answers, by kernel and QEMU version
 # Console lines that say what went wrong (a panic's register dump does not).
 TELLING = (
     "Kernel panic",
@@ -90,6 +91,40 @@ class InsnPlugin:
         return arg + (f",symbols={self.symbols}" if self.symbols else "")
 
 
+def _probe_answers(memo: Path) -> dict[str, str]:
+    """The probe answers cached in ``memo`` (key → answer), empty when there is none yet."""
+    return json.loads(memo.read_text()) if memo.exists() else {}
+
+
+def _probe_boot(kernel: GuestKernel, cache: Path, accel: list[str], cpus: int, timeout: float) -> tuple[bool, float]:
+    """Whether ``kernel`` boots to the initramfs's probe marker under QEMU with the accelerator
+    arguments ``accel`` and ``cpus`` vCPUs within ``timeout`` seconds, and the seconds it took."""
+    initrd = build_initramfs(kernel, cache)
+    argv = [
+        QEMU,
+        *accel,
+        "-m",
+        "256M",
+        "-smp",
+        str(cpus),
+        "-nographic",
+        "-no-reboot",
+        "-kernel",
+        str(kernel.image),
+        "-initrd",
+        str(initrd),
+        "-append",
+        "console=ttyS0 mmbench.probe=1 panic=-1 quiet",
+    ]
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, errors="replace")
+        ok = PROBE_MARKER in proc.stdout
+    except subprocess.TimeoutExpired:
+        ok = False
+    return ok, time.monotonic() - t0
+
+
 def probe_accelerator(kernel: GuestKernel, cache: Path, log: Callable[[str], None]) -> str:
     """ "kvm" when a short boot of ``kernel`` under KVM reaches the initramfs, else "tcg".
 
@@ -103,37 +138,15 @@ def probe_accelerator(kernel: GuestKernel, cache: Path, log: Callable[[str], Non
         # kernels mmbench built from one config boot alike under KVM (a patch to mm/ does not
         # change that): one probe per config, not 20 s per patched image
         key = f"kbuild-config:{kernel.build['config_sha256']}|{qemu_version()}"
-    memo = cache / "accel-probe.json"
-    known = json.loads(memo.read_text()) if memo.exists() else {}
+    memo = cache / PROBE_MEMO
+    known = _probe_answers(memo)
     if key in known:
         return known[key]
-    initrd = build_initramfs(kernel, cache)
-    argv = [
-        QEMU,
-        *_accel_args("kvm"),
-        "-m",
-        "256M",
-        "-smp",
-        "1",
-        "-nographic",
-        "-no-reboot",
-        "-kernel",
-        str(kernel.image),
-        "-initrd",
-        str(initrd),
-        "-append",
-        "console=ttyS0 mmbench.probe=1 panic=-1 quiet",
-    ]
-    t0 = time.monotonic()
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_SECONDS, errors="replace")
-        ok = PROBE_MARKER in proc.stdout
-    except subprocess.TimeoutExpired:
-        ok = False
+    ok, seconds = _probe_boot(kernel, cache, _accel_args("kvm"), 1, PROBE_SECONDS)
     accel = "kvm" if ok else "tcg"
     log(
         f"accelerator probe: KVM {'boots' if ok else 'cannot boot'} {kernel.release} "
-        f"({time.monotonic() - t0:.1f} s); using {accel.upper()}"
+        f"({seconds:.1f} s); using {accel.upper()}"
     )
     known[key] = accel
     memo.write_text(json.dumps(known))
@@ -151,33 +164,11 @@ def probe_icount_smp(kernel: GuestKernel, cache: Path, cpus: int, log: Callable[
     Newer QEMU divides the budget between the vCPUs.  So the answer is a real boot, cached per
     QEMU version and vCPU count."""
     key = f"icount-smp{cpus}|{qemu_version()}"
-    memo = cache / "accel-probe.json"
-    known = json.loads(memo.read_text()) if memo.exists() else {}
+    memo = cache / PROBE_MEMO
+    known = _probe_answers(memo)
     if key in known:
         return known[key] or None
-    initrd = build_initramfs(kernel, cache)
-    argv = [
-        QEMU,
-        *_accel_args("tcg", "instructions"),
-        "-m",
-        "256M",
-        "-smp",
-        str(cpus),
-        "-nographic",
-        "-no-reboot",
-        "-kernel",
-        str(kernel.image),
-        "-initrd",
-        str(initrd),
-        "-append",
-        "console=ttyS0 mmbench.probe=1 panic=-1 quiet",
-    ]
-    t0 = time.monotonic()
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=ICOUNT_SMP_PROBE_SECONDS, errors="replace")
-        ok = PROBE_MARKER in proc.stdout
-    except subprocess.TimeoutExpired:
-        ok = False
+    ok, seconds = _probe_boot(kernel, cache, _accel_args("tcg", "instructions"), cpus, ICOUNT_SMP_PROBE_SECONDS)
     why = (
         ""
         if ok
@@ -187,7 +178,7 @@ def probe_icount_smp(kernel: GuestKernel, cache: Path, cpus: int, log: Callable[
             f"until vCPU 0 halts, so SMP bring-up never finishes)"
         )
     )
-    log(f"instruction clock probe: {cpus} vCPUs {'boot' if ok else 'do not boot'} ({time.monotonic() - t0:.1f} s)")
+    log(f"instruction clock probe: {cpus} vCPUs {'boot' if ok else 'do not boot'} ({seconds:.1f} s)")
     known[key] = why
     memo.write_text(json.dumps(known))
     return why or None
