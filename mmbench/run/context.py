@@ -46,6 +46,19 @@ class IterationContext:
         self._log = log
         self.procs: list[subprocess.Popen] = []
 
+    def for_companion(self, params: dict[str, Any]) -> IterationContext:
+        """The context of a companion workload beside this one: the same sandbox, directories,
+        journal and log, its own parameters, stop event and processes."""
+        return IterationContext(
+            params=params,
+            budget=self.budget,
+            workdir=self.workdir,
+            rawdir=self.rawdir,
+            sandbox=self.sandbox,
+            journal=self.journal,
+            log=self._log,
+        )
+
     def log(self, message: str) -> None:
         self._log(message)
 

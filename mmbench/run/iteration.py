@@ -201,16 +201,7 @@ def run_iteration(
         result.started = time.time()
         t0 = time.monotonic()
         for comp in plan.companions:
-            ccx = IterationContext(
-                params=comp.params,
-                budget=plan.budget,
-                workdir=workdir,
-                rawdir=rawdir,
-                sandbox=sandbox,
-                journal=journal,
-                log=log,
-                stop_event=threading.Event(),
-            )
+            ccx = ctx.for_companion(comp.params)
             box: dict[str, Any] = {"ctx": ccx, "workload": comp.workload}
             th = threading.Thread(target=_companion, args=(comp.workload, ccx, box), daemon=True)
             th.start()
