@@ -320,6 +320,10 @@ def _check_running(store: Any, name: str, run_dir: Path, report: Report, owner_c
 def _check_index(store: Any, good: list[str], folders: list[str], report: Report, *, whole: bool) -> None:
     index = store.root / "index.sqlite"
     rebuild = _reindexer(store)
+
+    def damaged(why: str) -> None:
+        report.add(DAMAGED, str(index), why, "--repair rebuilds it from the run folders (mmbench reindex)", fix=rebuild)
+
     if not os.path.lexists(index):
         report.add(NOTE, str(index), "not there yet (the next list or compare makes it)")
         return
@@ -327,22 +331,10 @@ def _check_index(store: Any, good: list[str], folders: list[str], report: Report
         db = sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=30)
         verdict = db.execute("PRAGMA quick_check").fetchall()
     except sqlite3.Error as e:
-        report.add(
-            DAMAGED,
-            str(index),
-            f"cannot be read ({e})",
-            "--repair rebuilds it from the run folders (mmbench reindex)",
-            fix=rebuild,
-        )
+        damaged(f"cannot be read ({e})")
         return
     if verdict != [("ok",)]:
-        report.add(
-            DAMAGED,
-            str(index),
-            f"SQLite finds it damaged ({'; '.join(str(r[0]) for r in verdict[:3])})",
-            "--repair rebuilds it from the run folders (mmbench reindex)",
-            fix=rebuild,
-        )
+        damaged(f"SQLite finds it damaged ({'; '.join(str(r[0]) for r in verdict[:3])})")
         return
     try:
         indexed = dict(db.execute("SELECT run, signature FROM indexed").fetchall())
@@ -378,22 +370,10 @@ def _check_index(store: Any, good: list[str], folders: list[str], report: Report
                     # the run was indexed (a copied store keeps the original's rows: same bytes)
                     have, want = [r[:1] + r[2:7] for r in have], [r[:1] + r[2:7] for r in want]
                 if have != want:
-                    report.add(
-                        DAMAGED,
-                        str(index),
-                        f"its {table} rows of run {name!r} differ from the run's folder (a damaged index)",
-                        "--repair rebuilds it from the run folders (mmbench reindex)",
-                        fix=rebuild,
-                    )
+                    damaged(f"its {table} rows of run {name!r} differ from the run's folder (a damaged index)")
                     break
     except sqlite3.Error as e:
-        report.add(
-            DAMAGED,
-            str(index),
-            f"cannot be read ({e})",
-            "--repair rebuilds it from the run folders (mmbench reindex)",
-            fix=rebuild,
-        )
+        damaged(f"cannot be read ({e})")
     finally:
         db.close()
 
