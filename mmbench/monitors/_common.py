@@ -1,8 +1,9 @@
-"""Helpers shared by the sampling monitors: cheap file reads, the tsv loader, rate series."""
+"""Helpers shared by the monitors: cheap file reads, the tsv loader, rate series, stopping a helper process."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,19 @@ def zone_counts(line: str) -> tuple[str, str, str | None, list[int], bool] | Non
     capped = any(v.startswith(COUNT_CAP_PREFIX) for v in values)
     counts = [int(v.removeprefix(COUNT_CAP_PREFIX)) for v in values]
     return head.split()[-1], zone, fields[0] if typed else None, counts, capped
+
+
+def stop_process(proc: subprocess.Popen, sig: int, timeout: float = 10.0) -> bool:
+    """Send ``sig`` to a monitor's helper process (nothing if it has exited), wait up to
+    ``timeout`` seconds for it to end, else kill it; whether it ended within the time."""
+    proc.send_signal(sig)  # Popen polls first: an exited process is not signalled
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
+    return True
 
 
 def load_tsv(path: Path) -> tuple[list[str], np.ndarray]:

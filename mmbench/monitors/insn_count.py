@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 from mmbench.model.guest import INSN_GROUPS_ENV, INSN_LOG_ENV, INSN_MARK_SLOTS, INSN_MARK_STRIDE, INSN_MARKS_ENV
 from mmbench.model.results import MetricDef
+from mmbench.monitors._common import stop_process
 from mmbench.monitors.base import SUMMARY_CACHE, Monitor, MonitorContext, MonitorSummary, load_summary
 
 ENV_LOG, ENV_MARKS, ENV_GROUPS = INSN_LOG_ENV, INSN_MARKS_ENV, INSN_GROUPS_ENV
@@ -170,12 +171,7 @@ class InsnCount(Monitor):
                 groups=[g for g in os.environ.get(ENV_GROUPS, "").split(";") if g],
             )
         else:
-            self._perf.send_signal(signal.SIGINT)
-            try:
-                self._perf.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._perf.kill()
-                self._perf.wait()
+            stop_process(self._perf, signal.SIGINT)
             work1 = _vmstat_work()
             meta.update(source="perf", files=["work.json", "perf-insn.csv"])
         delta = {k: work1.get(k, 0) - self._work0.get(k, 0) for k in WORK_COUNTERS if k in work1}

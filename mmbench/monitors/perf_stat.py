@@ -24,7 +24,7 @@ from typing import Any
 from mmbench.model.lazy import numpy as np
 
 from mmbench.model.params import Param
-from mmbench.monitors._common import clean
+from mmbench.monitors._common import clean, stop_process
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
 from mmbench.monitors.trace.formats import expand_events
 from mmbench.monitors.trace.tracefs import ensure_mounted, unmount
@@ -125,13 +125,7 @@ class PerfStat(Monitor):
 
     def stop(self) -> dict[str, Any]:
         errors = []
-        if self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGINT)
-        try:
-            self._proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+        stop_process(self._proc, signal.SIGINT)
         if self._proc.returncode not in (0, -signal.SIGINT, 130):
             errors.append(
                 f"perf stat exited with {self._proc.returncode}: "

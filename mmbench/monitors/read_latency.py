@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mmbench.model.params import Param
-from mmbench.monitors._common import clean, load_tsv
+from mmbench.monitors._common import clean, load_tsv, stop_process
 from mmbench.monitors.base import Monitor, MonitorContext, MonitorSummary
 from mmbench.model.results import MetricDef
 
@@ -71,12 +71,7 @@ class ReadLatency(Monitor):
 
     def stop(self) -> dict[str, Any]:
         errors = []
-        self._proc.send_signal(signal.SIGTERM)
-        try:
-            self._proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+        if not stop_process(self._proc, signal.SIGTERM):
             errors.append("sampler did not stop on SIGTERM")
         if self._proc.returncode not in (0, -signal.SIGTERM):
             errors.append(f"sampler exited with {self._proc.returncode}")
