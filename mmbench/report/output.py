@@ -16,14 +16,7 @@ import sys
 from pathlib import Path
 
 from mmbench.errors import UsageError
-
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
+from mmbench.model.files import file_kind
 
 
 def _is_stdout(st: os.stat_result) -> bool:
@@ -54,8 +47,9 @@ def resolve_target(spec: str, flag: str = "-o") -> Path | None:
         return None
     if stat.S_ISREG(st.st_mode):
         return Path(os.path.realpath(path))  # replace the link's target, keep the link
-    kind = next((what for test, what in _KINDS if test(st.st_mode)), "not a regular file")
-    raise UsageError(f"{flag} {spec}: is {kind}, not a regular file; give a file name, or - for stdout")
+    raise UsageError(
+        f"{flag} {spec}: is {file_kind(st.st_mode)}, not a regular file; give a file name, or - for stdout"
+    )
 
 
 def write_output(spec: str, data: str | bytes, flag: str = "-o") -> str:
