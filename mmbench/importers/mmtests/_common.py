@@ -219,8 +219,12 @@ def gnu_time(path: Path, lineno: int, line: str) -> tuple[float, float, float]:
     return user, system, int(h or 0) * 3600 + int(mi) * 60 + float(s)
 
 
-def scaling_files(logs: Path, prefix: str, suffix: str) -> list[tuple[int, Path]]:
+def scaling_files(logs: Path, prefix: str, suffix: str, number_name: str = "N") -> list[tuple[int, Path]]:
     """``<prefix>N<suffix>`` files (plain or .gz) of a logs folder, by N ascending: MMTests'
-    discover_scaling_parameters (Extract.pm:486-503) with a numeric N."""
+    discover_scaling_parameters (Extract.pm:486-503) with a numeric N; :class:`MissingLog`, which
+    writes N as ``<number_name>``, when there is none."""
     pat = re.compile(re.escape(prefix) + r"(\d+)" + re.escape(suffix) + r"(?:\.gz|\.xz)?$")
-    return sorted(log_files(logs, pat, lambda m: int(m.group(1))).items())
+    files = sorted(log_files(logs, pat, lambda m: int(m.group(1))).items())
+    if not files:
+        raise MissingLog(f"{logs}/{prefix}<{number_name}>{suffix}[.gz|.xz] is missing")
+    return files

@@ -22,11 +22,11 @@ from mmbench.importers.mmtests._common import (
     MissingLog,
     Parsed,
     bad_line,
-    log_files,
     number,
     numbered,
     open_log,
     read_lines,
+    scaling_files,
 )
 from mmbench.model.results import MetricDef
 
@@ -49,13 +49,10 @@ def read(logs: Path) -> Parsed:
         raise MissingLog(f"{path}: no 'Background workload: W pid P, highalloc pass N' line")
     out = Parsed()
     for w in workloads:
-        pat = re.compile(rf"^highalloc-{re.escape(w)}-(\d+)\.log(\.gz|\.xz)?$")
-        files: dict[int, Path] = log_files(logs, pat, lambda m: int(m[1]))
-        if not files:
-            raise MissingLog(f"{logs}/highalloc-{w}-<N>.log[.gz|.xz] is missing")
+        files = scaling_files(logs, f"highalloc-{w}-", ".log")
         success = attempts = 0
         lat_sum = 0.0
-        for _, f in sorted(files.items()):
+        for _, f in files:
             for lineno, line in numbered(read_lines(f)):
                 m = _ATTEMPT.fullmatch(line.strip())
                 if m is None and _ATTEMPT_START.match(line.strip()):
@@ -65,7 +62,7 @@ def read(logs: Path) -> Parsed:
                     success += m.group(2) == "success"
                     lat_sum += number(f, lineno, m.group(3), "latency")
         if not attempts:
-            last = sorted(files.items())[-1][1]
+            last = files[-1][1]
             raise UsageError(f"{last}: line 1: no '<i> success|failure <latency>' line in any pass of {w}")
         out.add(
             MetricDef(f"{w}-pass", "passes", "higher", "count", description=f"highalloc passes under {w}"),

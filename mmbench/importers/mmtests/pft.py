@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mmbench.importers.mmtests._common import MissingLog, Parsed, bad_line, number, numbered, read_lines, scaling_files
+from mmbench.importers.mmtests._common import Parsed, bad_line, number, numbered, read_lines, scaling_files
 from mmbench.model.results import MetricDef
 
 # the MMTests summary type of its extract module (compare --convention mmtests)
@@ -26,8 +26,6 @@ _LETTER = re.compile(r"[a-zA-Z]")
 
 def read(logs: Path) -> Parsed:
     files = scaling_files(logs, "pft-", ".log")
-    if not files:
-        raise MissingLog(f"{logs}/pft-<N>.log[.gz|.xz] is missing")
     out = Parsed()
     for n, path in files:
         cpu = MetricDef(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmbench.importers.mmtests._common import MissingLog, Parsed, bad_line, number, numbered, read_lines, scaling_files
+from mmbench.importers.mmtests._common import Parsed, bad_line, number, numbered, read_lines, scaling_files
 from mmbench.model.results import MetricDef
 
 # the MMTests summary type of its extract module (compare --convention mmtests)
@@ -25,9 +25,7 @@ MAX_COUNT = 1_000_000
 
 
 def read(logs: Path) -> Parsed:
-    files = scaling_files(logs, "mmap-latency-", ".log")
-    if not files:
-        raise MissingLog(f"{logs}/mmap-latency-<W>.log[.gz|.xz] is missing")
+    files = scaling_files(logs, "mmap-latency-", ".log", "W")
     out = Parsed()
     for w, path in files:
         md = MetricDef(f"mmap-{w}", "us", "lower", "latency", description=f"mmap+fault+munmap latency, {w} workers")

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from mmbench.importers.mmtests._common import (
-    MissingLog,
     Parsed,
     bad_line,
     number,
@@ -105,8 +104,6 @@ def read_fast(path: Path, n: int, out: Parsed) -> bool:
 
 def read(logs: Path) -> Parsed:
     files = scaling_files(logs, "threads-", ".log")
-    if not files:
-        raise MissingLog(f"{logs}/threads-<N>.log[.gz|.xz] is missing")
     out = Parsed()
     for n, path in files:
         if read_fast(path, n, out):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmbench.importers.mmtests._common import MissingLog, Parsed, number, numbered, read_lines, scaling_files
+from mmbench.importers.mmtests._common import Parsed, number, numbered, read_lines, scaling_files
 from mmbench.model.results import MetricDef
 
 # the MMTests summary type of its extract module (compare --convention mmtests)
@@ -21,9 +21,7 @@ TIME = MetricDef("Time", "us", "lower", "latency", description="munmap time of t
 
 
 def read(logs: Path) -> Parsed:
-    files = scaling_files(logs, "unmap-", ".log")
-    if not files:
-        raise MissingLog(f"{logs}/unmap-<I>.log[.gz|.xz] is missing")
+    files = scaling_files(logs, "unmap-", ".log", "I")
     out = Parsed()
     for _, path in files:
         for lineno, line in numbered(read_lines(path)):
