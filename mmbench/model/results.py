@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 Better = Literal["higher", "lower"]
 MetricKind = Literal["time", "rate", "latency", "count", "percent", "size"]
@@ -171,6 +171,11 @@ class RunRecord:
 
     def workload(self, label: str) -> WorkloadRun | None:
         return next((w for w in self.workloads if w.label == label), None)
+
+
+def workload_labels(runs: Sequence[RunRecord]) -> list[str]:
+    """The workload labels of ``runs``, each once, in the order they first appear."""
+    return list(dict.fromkeys(w.label for r in runs for w in r.workloads))
 
 
 def summarise_rounds(fp: dict[str, Any]) -> dict[str, Any]:

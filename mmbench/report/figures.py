@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mmbench.analysis import stats as st
-from mmbench.model.results import IterationResult, RunRecord
+from mmbench.model.results import IterationResult, RunRecord, workload_labels
 from mmbench.monitors.base import SeriesSpec
 
 FigureKind = Literal["box", "line", "cdf"]
@@ -147,10 +147,7 @@ def _box(values: np.ndarray, points: list[float], labels: list[str], run: int) -
 
 def distribution_figures(runs: list[RunRecord], names: list[str]) -> list[Figure]:
     out: list[Figure] = []
-    labels: dict[str, None] = {}
-    for r in runs:
-        labels.update(dict.fromkeys(w.label for w in r.workloads))
-    for label in labels:
+    for label in workload_labels(runs):
         metrics: dict[str, Any] = {}
         for r in runs:
             w = r.workload(label)
@@ -236,10 +233,7 @@ def monitor_figures(runs: list[RunRecord], names: list[str], skipped: list[str] 
     specs = series_specs()
     with_series = list(dict.fromkeys(mon for mon, _ in specs))
     out: list[Figure] = []
-    labels: dict[str, None] = {}
-    for r in runs:
-        labels.update(dict.fromkeys(w.label for w in r.workloads))
-    for label in labels:
+    for label in workload_labels(runs):
         # (run index, iteration, monitor) → (t, columns), read once per file
         loaded: dict[tuple[int, int, str], tuple[np.ndarray, dict[str, np.ndarray]]] = {}
         its_by_run: dict[int, list[IterationResult]] = {}
@@ -303,10 +297,7 @@ def stall_figures(runs: list[RunRecord], names: list[str]) -> list[Figure]:
     from mmbench.monitors.trace.stalls import LABELS, read_stall_durations
 
     out: list[Figure] = []
-    labels: dict[str, None] = {}
-    for r in runs:
-        labels.update(dict.fromkeys(w.label for w in r.workloads))
-    for label in labels:
+    for label in workload_labels(runs):
         per_run: dict[int, dict[str, list[float]]] = {}
         for i, r in enumerate(runs):
             w = r.workload(label)

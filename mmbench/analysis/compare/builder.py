@@ -20,7 +20,7 @@ from mmbench.analysis.compare.sections.ratio import ratio_section
 from mmbench.analysis.compare.sections.vmstat import vmstat_section
 from mmbench.analysis.compare.sections.workload import workload_section
 from mmbench.analysis.runstatus import run_status_notes
-from mmbench.model.results import IterationResult, RunRecord, WorkloadRun
+from mmbench.model.results import IterationResult, RunRecord, WorkloadRun, workload_labels
 
 
 def build_comparison(
@@ -57,9 +57,7 @@ def build_comparison(
         ctx.note(text)
     for text in run_status_notes(runs, ctx.names):  # incomplete or failed runs are said so
         ctx.note(text)
-    labels: dict[str, None] = {}
-    for r in runs:
-        labels.update(dict.fromkeys(w.label for w in r.workloads))
+    labels = workload_labels(runs)
     ratios: list[Section] = []
     dur: list[Section] = []
     vms: list[Section] = []
