@@ -29,6 +29,15 @@ class Param:
     maximum: float | None = None
 
 
+def check_name_list(field: str, names: list[str], wanted: str, noun: str) -> None:
+    """A list parameter of names (``field``, e.g. "workload.fio.params.jobs") names at least one
+    (else "name at least ``wanted``") and none twice (else "a ``noun`` is named twice")."""
+    if not names:
+        raise UsageError(f"{field}: name at least {wanted}")
+    if len(set(names)) != len(names):
+        raise UsageError(f"{field}: a {noun} is named twice")
+
+
 def close_match(name: str, options: list[str]) -> str:
     m = difflib.get_close_matches(name, options, n=1)
     return f" (did you mean {m[0]!r}?)" if m else ""

@@ -27,7 +27,7 @@ import subprocess
 from typing import Any
 
 from mmbench.errors import UsageError, WorkloadError
-from mmbench.model.params import Param
+from mmbench.model.params import Param, check_name_list
 from mmbench.model.results import MetricDef
 from mmbench.workloads.base import Samples, WorkProof, Workload, WorkloadContext
 
@@ -86,10 +86,7 @@ class AllocFree(Workload):
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         where = "workload.allocfree.params"
-        if not params["modes"]:
-            raise UsageError(f"{where}.modes: name at least one of {', '.join(MODES)}")
-        if len(set(params["modes"])) != len(params["modes"]):
-            raise UsageError(f"{where}.modes: a mode is named twice")
+        check_name_list(f"{where}.modes", params["modes"], f"one of {', '.join(MODES)}", "mode")
         if params["duration"] / params["rounds"] < 0.01:
             raise UsageError(f"{where}: duration / rounds must be at least 10ms")
 

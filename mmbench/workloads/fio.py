@@ -21,7 +21,7 @@ import json
 import shutil
 from typing import Any
 
-from mmbench.model.params import Param
+from mmbench.model.params import Param, check_name_list
 from mmbench.errors import EnvironmentUnsupported, UsageError, WorkloadError
 from mmbench.model.results import MetricDef
 from mmbench.workloads import _support as S
@@ -104,10 +104,7 @@ class Fio(Workload):
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         where = "workload.fio.params"
-        if not params["jobs"]:
-            raise UsageError(f"{where}.jobs: name at least one fio job (read, randread, write, randwrite)")
-        if len(set(params["jobs"])) != len(params["jobs"]):
-            raise UsageError(f"{where}.jobs: a job is named twice")
+        check_name_list(f"{where}.jobs", params["jobs"], "one fio job (read, randread, write, randwrite)", "job")
         if params["hog"] >= budget * 0.9:
             raise UsageError(f"{where}.hog: {params['hog']} bytes leaves the sandbox no room for page cache")
         if params["bs"] < 512 or params["bs"] % 512:

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from mmbench.model.params import Param, close_match
+from mmbench.model.params import Param, check_name_list, close_match
 from mmbench.errors import EnvironmentUnsupported, UsageError, WorkloadError
 from mmbench.model.results import MetricDef
 from mmbench.workloads._topology import cpu_count, ladder
@@ -163,10 +163,7 @@ class StressNg(Workload):
 
     def check(self, params: dict[str, Any], budget: int) -> None:
         where = "workload.stressng.params"
-        if not params["stressors"]:
-            raise UsageError(f"{where}.stressors: name at least one stress-ng stressor")
-        if len(set(params["stressors"])) != len(params["stressors"]):
-            raise UsageError(f"{where}.stressors: a stressor is named twice")
+        check_name_list(f"{where}.stressors", params["stressors"], "one stress-ng stressor", "stressor")
         known = available_stressors()
         for s in params["stressors"]:
             if s not in known:
