@@ -35,6 +35,14 @@ def add_bisect_parser(sub: argparse._SubParsersAction, results_arg, positive_int
         "the suite's primary row that moved most between the two ends, in their pilot rounds)",
     )
     b.add_argument(
+        "--min-change",
+        type=_percent,
+        default=2.0,
+        metavar="PCT",
+        help="choosing the row: one that moved less than PCT %% between the ends is followed only when "
+        "no row moved more (a rebuild with unrelated edits moves a time row by ~1 %%; default 2)",
+    )
+    b.add_argument(
         "--confidence",
         type=_confidence,
         default=0.95,
@@ -75,6 +83,16 @@ def add_bisect_parser(sub: argparse._SubParsersAction, results_arg, positive_int
     b.add_argument("--format", choices=("text", "json"), default="text", help="json: the whole log on stdout")
     b.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     b.set_defaults(func=cmd_bisect, fleet_rounds=fleet_rounds)
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text.removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a percentage of 0 or more, got {text!r}") from None
+    return value
 
 
 def _confidence(text: str) -> float:
@@ -141,6 +159,7 @@ def parse_bisect(args: argparse.Namespace) -> BisectRequest:
         bad=args.bad,
         run=run,
         row=args.row,
+        min_change=args.min_change,
         confidence=args.confidence,
         max_rounds=args.max_rounds,
         log=args.log,

@@ -294,7 +294,9 @@ def run_bisection(
             row = request.row
             reason = f"{row}: chosen with --row"
         else:
-            choice = bis.choose_row(good, bad, list(values), {e: v.resolution for e, v in values.items()})
+            choice = bis.choose_row(
+                good, bad, list(values), {e: v.resolution for e, v in values.items()}, request.min_change
+            )
             row, reason = choice.row, choice.reason
         settings = bis.Settings(
             confidence=request.confidence, max_rounds=request.max_rounds, resolution=values[row].resolution

@@ -190,6 +190,7 @@ class BisectRequest:
     bad: str
     run: RunRequest
     row: str | None = None
+    min_change: float = 2.0  # per cent: rows that moved less are followed only when no other row did
     confidence: float = 0.95
     max_rounds: int = 10
     log: str | None = None  # None: bisect-GOOD-BAD.json in the current directory
