@@ -256,8 +256,8 @@ def _finite(x: Sequence[float]) -> list[float]:
 
 
 # A rebuild with unrelated edits moves a time row by itself: in the second TCG bisection of
-# docs/examples.md, System time of two commits off the planted one sat 0.5 % below the good end and
-# 0.3 % below the bad one, against a planted move of 0.8 %.  A row that moved less than this (in
+# docs/examples.md, System time of a good commit sat 0.5 % below the good end and that of a bad
+# one 0.3 % below the bad end, against a planted move of 0.8 %.  A row that moved less than this (in
 # per cent) is followed only when no row that moved more is also clearly apart (MIN_EFFECT spreads).
 MIN_CHANGE_PCT = 2.0
 MIN_EFFECT = 3.0
