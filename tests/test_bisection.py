@@ -120,6 +120,7 @@ def test_a_commit_between_the_ends_stops_the_bisection():
     p.level = lambda i: 1050.0 if i == 8 else (1100.0 if i >= 9 else 1000.0)  # two changes
     log = run(p)
     assert log.steps[0].commit == "c8" and log.steps[0].verdict == "between"
+    assert log.steps[0].rounds == bis.BETWEEN_ROUNDS  # never on one round: it cannot show the step's spread
     o = log.outcome
     assert o.status == "between" and o.first_bad is None
     assert o.candidates == p.commits[1:]
@@ -472,3 +473,15 @@ def test_choose_row_passes_over_a_row_that_moved_less_than_a_rebuild_does():
     # a large move that is not clearly apart (under MIN_EFFECT spreads) does not outrank a clear one
     blurred = {**bad, "Instructions per page": [700.0, 1300.0, 1000.0]}
     assert bis.choose_row(good, blurred).row == "System"
+
+
+def test_one_round_unlike_both_ends_measures_more():
+    """A good end with two levels whose fresh rounds all landed on one (the second TCG bisection):
+    one round of a good commit at the other level is unlike both ends, which is not yet "between"."""
+    s = bis.Settings()
+    good, bad = [826.0, 827.5, 826.1], [1028.0, 1027.2, 1029.1]
+    assert bis.judge([914.8], good, bad, s, last=False).verdict is None
+    assert bis.judge([914.8], good, bad, s, last=True).verdict == "between"
+    # the step's own rounds then show its spread: like the good end
+    both_levels = [914.8, 829.0, 940.0, 826.0, 951.0, 830.0, 945.0, 828.0]
+    assert bis.judge(both_levels, good, bad, s, last=False).verdict == "good"

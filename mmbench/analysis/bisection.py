@@ -187,9 +187,18 @@ class Look:
     verdict: Verdict | None
 
 
+# "Between" ends the bisection, so it waits for this many rounds of the step (or its last look):
+# one round cannot show the step's own spread.  In the second TCG bisection (docs/examples.md) the
+# good end's three fresh boots all landed in the lower of its two levels (826 against 922-975
+# instructions per page in its pilot), and one round of a good commit at the upper level measured
+# unlike both ends.
+BETWEEN_ROUNDS = 3
+
+
 def judge(x: Sequence[float], good: Sequence[float], bad: Sequence[float], settings: Settings, last: bool) -> Look:
     """The tests of one look at ``x`` against the fresh ends; ``last``: no more rounds may follow
-    (undecided if neither test rejects)."""
+    (undecided if neither test rejects).  Unlike both ends is "between" from ``BETWEEN_ROUNDS``
+    rounds on (or at the last look); before that the step measures more."""
     a = settings.look_alpha
     vg = contrast(x, good, settings.resolution, a / 2.0)
     vb = contrast(x, bad, settings.resolution, a / 2.0)
@@ -197,7 +206,7 @@ def judge(x: Sequence[float], good: Sequence[float], bad: Sequence[float], setti
     rg, rb = p_good <= a, p_bad <= a
     verdict: Verdict | None
     if rg and rb:
-        verdict = "between"
+        verdict = "between" if len(x) >= BETWEEN_ROUNDS or last else None
     elif rg:
         verdict = "bad"
     elif rb:
