@@ -10,7 +10,6 @@ error (one line, the traceback saved to a file); 130/143 stopped by SIGINT/SIGTE
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -31,6 +30,7 @@ from mmbench.commands.results import (
     cmd_show,
     cmd_verify,
 )
+from mmbench.commands.common import percentage, positive_int
 from mmbench.commands.kernel import add_build_args, cmd_kernel_build, cmd_kernel_list
 from mmbench.commands.run import cmd_monitor, cmd_restore, cmd_run
 from mmbench.errors import (
@@ -46,16 +46,6 @@ from mmbench.errors import (
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage too)
         raise UsageError(f"{self.prog}: {message}")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _family_args(p: argparse.ArgumentParser) -> None:
@@ -74,17 +64,6 @@ def _family_args(p: argparse.ArgumentParser) -> None:
         help="the mechanism rows (moved up or down, never gating), chosen now instead of the runs' "
         "stored [suite] mechanisms",
     )
-
-
-def _threshold(text: str) -> float:
-    """A percentage ≥ 0: nan, inf or a negative number would turn the regression gate off or on."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite percentage ≥ 0, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a setting or parameter, e.g. thp.enabled=never, faultin.size=1G",
     )
-    r.add_argument("--iterations", type=_positive_int, metavar="N", help="measured iterations per workload")
+    r.add_argument("--iterations", type=positive_int, metavar="N", help="measured iterations per workload")
     r.add_argument("--force", action="store_true", help="replace an existing run of the same name")
     r.add_argument(
         "--kernel",
@@ -127,8 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_build_args(r, "baseline-")
     r.add_argument("--vm-memory", metavar="SIZE", help="guest memory, the machine under test (default 1G)")
-    r.add_argument("--vm-cpus", type=_positive_int, metavar="N", help="guest CPUs (default 2)")
-    r.add_argument("--vm-numa", type=_positive_int, metavar="N", help="guest NUMA nodes (default 1)")
+    r.add_argument("--vm-cpus", type=positive_int, metavar="N", help="guest CPUs (default 2)")
+    r.add_argument("--vm-numa", type=positive_int, metavar="N", help="guest NUMA nodes (default 1)")
     r.add_argument(
         "--vm-clock",
         choices=("auto", "instructions", "host"),
@@ -150,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="with --until: run the baseline as this configuration, alternating (A B, B A, ...)",
     )
-    r.add_argument("--max-iterations", type=_positive_int, metavar="N", help="with --until (default 30)")
+    r.add_argument("--max-iterations", type=positive_int, metavar="N", help="with --until (default 30)")
     r.add_argument("--max-time", metavar="DURATION", help="with --until: stop adding rounds after this long")
     r.add_argument("--check", action="store_true", help="only validate the suite, its sizes and settings; run nothing")
     r.add_argument("--quiet", action="store_true", help="only warnings and errors")
@@ -209,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--threshold",
-        type=_threshold,
+        type=percentage,
         default=0.0,
         metavar="PCT",
         help="with --fail-on-regression: ignore regressions smaller than PCT percent",
@@ -327,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from mmbench.commands.bisect import add_bisect_parser
 
-    add_bisect_parser(sub, results_arg, _positive_int, _fleet_rounds)
+    add_bisect_parser(sub, results_arg, _fleet_rounds)
 
     from mmbench.fleet.commands import add_fleet_commands  # push, pull, submit, agent, jobs, history
 

@@ -9,12 +9,12 @@ import math
 import os
 import sys
 
-from mmbench.commands.common import store_at
+from mmbench.commands.common import percentage, positive_int, store_at
 from mmbench.errors import UsageError
 from mmbench.model.request import BisectRequest, RunRequest, VmShape
 
 
-def add_bisect_parser(sub: argparse._SubParsersAction, results_arg, positive_int, fleet_rounds) -> None:
+def add_bisect_parser(sub: argparse._SubParsersAction, results_arg, fleet_rounds) -> None:
     """``bisect`` on ``sub``; ``fleet_rounds(url, tag, results, say)`` runs rounds as fleet jobs
     (the fleet's, handed in: a command does not import the fleet)."""
     b = sub.add_parser(
@@ -36,7 +36,7 @@ def add_bisect_parser(sub: argparse._SubParsersAction, results_arg, positive_int
     )
     b.add_argument(
         "--min-change",
-        type=_percent,
+        type=percentage,
         default=2.0,
         metavar="PCT",
         help="choosing the row: one that moved less than PCT %% between the ends is followed only when "
@@ -83,16 +83,6 @@ def add_bisect_parser(sub: argparse._SubParsersAction, results_arg, positive_int
     b.add_argument("--format", choices=("text", "json"), default="text", help="json: the whole log on stdout")
     b.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     b.set_defaults(func=cmd_bisect, fleet_rounds=fleet_rounds)
-
-
-def _percent(text: str) -> float:
-    try:
-        value = float(text.removesuffix("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a percentage of 0 or more, got {text!r}") from None
-    return value
 
 
 def _confidence(text: str) -> float:
