@@ -485,3 +485,11 @@ def test_one_round_unlike_both_ends_measures_more():
     # the step's own rounds then show its spread: like the good end
     both_levels = [914.8, 829.0, 940.0, 826.0, 951.0, 830.0, 945.0, 828.0]
     assert bis.judge(both_levels, good, bad, s, last=False).verdict == "good"
+
+
+def test_choose_row_ranks_a_row_that_starts_at_zero_by_its_spreads():
+    """A count that is 0 at the good end has no relative change: it is not passed over as small."""
+    good = {"Instructions per page": [930.46, 975.84, 922.48], "THP fault fallback": [0.0, 0.0, 0.0]}
+    bad = {"Instructions per page": [1028.45, 1025.55, 1019.13], "THP fault fallback": [118.0, 121.0, 124.0]}
+    c = bis.choose_row(good, bad)
+    assert c.row == "THP fault fallback" and "under --min-change" not in c.reason

@@ -297,7 +297,8 @@ def choose_row(
     moves = [row_move(r, good[r], bad[r], res.get(r, 0.0)) for r in present]
 
     def large(m: RowMove) -> bool:
-        return m.effect is not None and m.effect >= MIN_EFFECT and m.pct is not None and abs(m.pct) >= min_change
+        # no relative change (a good end at 0 or below): a move from nothing is no rebuild's wiggle
+        return m.effect is not None and m.effect >= MIN_EFFECT and (m.pct is None or abs(m.pct) >= min_change)
 
     def key(m: RowMove) -> tuple[int, int, float, float]:
         e = m.effect if m.effect is not None else -1.0
